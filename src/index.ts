@@ -1,0 +1,10 @@
+/**
+ * voicewire: the platform-neutral core. No `node:` imports and no `Buffer` below this entry:
+ * typed arrays in, typed arrays out. Node streams live at `voicewire/node`.
+ */
+export { VoicewireError, ERROR_CODES, isVoicewireError, toVoicewireError } from './errors.js';
+export type { ErrorCode, ErrorCodeInfo, VoicewireErrorOptions } from './errors.js';
+export { ByteQueue, int16View, float32View, bytesOf, toBytes } from './bytes.js';
+export type { Incremental } from './stream-core.js';
+export { toWebTransformStream } from './web.js';
+export type { WebTransformOptions } from './web.js';

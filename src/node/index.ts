@@ -1,0 +1,7 @@
+/**
+ * voicewire/node: Node Transform streams over the platform-neutral cores, and Node-only helpers
+ * (the ffmpeg bridge). Everything from the core entry is re-exported for convenience.
+ */
+export * from '../index.js';
+export { CoreTransform, toNodeTransform } from './transform.js';
+export type { NodeTransformOptions } from './transform.js';

@@ -1,0 +1,20 @@
+import { defineConfig } from 'tsup';
+
+export default defineConfig([
+  {
+    // The library: platform-neutral core at ".", Node adapters at "./node".
+    entry: { index: 'src/index.ts', node: 'src/node/index.ts' },
+    format: ['esm', 'cjs'],
+    dts: true,
+    sourcemap: true,
+    clean: true,
+    target: 'node20',
+    treeshake: true,
+  },
+  {
+    entry: { cli: 'src/cli.ts' },
+    format: ['esm'],
+    target: 'node20',
+    banner: { js: '#!/usr/bin/env node' },
+  },
+]);
