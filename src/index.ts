@@ -8,3 +8,4 @@ export { ByteQueue, int16View, float32View, bytesOf, toBytes } from './bytes.js'
 export type { Incremental } from './stream-core.js';
 export { toWebTransformStream } from './web.js';
 export type { WebTransformOptions } from './web.js';
+export * from './g711.js';
