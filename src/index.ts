@@ -9,3 +9,4 @@ export type { Incremental } from './stream-core.js';
 export { toWebTransformStream } from './web.js';
 export type { WebTransformOptions } from './web.js';
 export * from './g711.js';
+export * from './format.js';
