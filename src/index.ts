@@ -10,3 +10,4 @@ export { toWebTransformStream } from './web.js';
 export type { WebTransformOptions } from './web.js';
 export * from './g711.js';
 export * from './format.js';
+export * from './framer.js';

@@ -5,3 +5,4 @@
 export * from '../index.js';
 export { CoreTransform, toNodeTransform } from './transform.js';
 export type { NodeTransformOptions } from './transform.js';
+export * from './framer.js';
