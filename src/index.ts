@@ -11,3 +11,4 @@ export type { WebTransformOptions } from './web.js';
 export * from './g711.js';
 export * from './format.js';
 export * from './framer.js';
+export * from './pcm.js';
