@@ -12,3 +12,4 @@ export * from './g711.js';
 export * from './format.js';
 export * from './framer.js';
 export * from './pcm.js';
+export * from './wav.js';

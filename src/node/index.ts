@@ -6,3 +6,4 @@ export * from '../index.js';
 export { CoreTransform, toNodeTransform } from './transform.js';
 export type { NodeTransformOptions } from './transform.js';
 export * from './framer.js';
+export * from './wav.js';
