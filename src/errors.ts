@@ -42,34 +42,41 @@ export const ERROR_CODES = {
   FORMAT_UNKNOWN: { description: 'Unknown audio format name; the message lists the valid ones.', closeCode: 1008 },
 
   // --- resampler / framer -------------------------------------------------------------------
-  RESAMPLER_INVALID_RATE: { description: 'A sample rate is not a positive integer.' },
+  RESAMPLER_INVALID_RATE: { description: 'A sample rate is not a positive integer (at most 2^31 - 1), or the ratio exceeds 1024:1.' },
   RESAMPLER_NON_FINITE: { description: 'Input holds NaN or Infinity samples.' },
 
   // --- ogg --------------------------------------------------------------------------------
   OGG_CRC_MISMATCH: { description: 'An Ogg page failed its CRC-32 check (RFC 3533 §6).' },
-  OGG_INVALID_PAGE: { description: 'An Ogg page header is malformed (version, lacing).' },
+  OGG_INVALID_PAGE: { description: 'No valid Ogg page within the reader\'s maxGarbage bytes: the input is not an Ogg stream.' },
   OGG_TRUNCATED: { description: 'The stream ended inside a page or a packet.' },
   OGG_NO_OPUS_STREAM: { description: 'No logical stream starting with OpusHead was found.' },
+  OGG_PACKET_TOO_LARGE: { description: 'A packet reassembled across Ogg pages exceeds the reader\'s maxPacketSize.' },
 
   // --- opus -------------------------------------------------------------------------------
   OPUS_INVALID_HEADER: { description: 'OpusHead or OpusTags is malformed (RFC 7845 §5).' },
   OPUS_INVALID_PACKET: { description: 'An Opus packet is malformed (RFC 6716 §3).' },
   OPUS_ENCODER_ERROR: { description: 'libopus rejected an encoder call.' },
   OPUS_DECODER_ERROR: { description: 'libopus rejected a decoder call.' },
+  OPUS_UNSUPPORTED: { description: 'The Opus stream needs the multistream decoder this libopus build lacks (more than one stream or more than 2 channels).' },
 
   // --- external tools (ffmpeg bridge) -------------------------------------------------------
   FFMPEG_NOT_FOUND: { description: 'This input needs ffmpeg, and ffmpeg is not installed.' },
   FFMPEG_FAILED: { description: 'ffmpeg exited with an error while converting the input.' },
 
+  // --- audio pipelines ----------------------------------------------------------------------
+  AUDIO_FORMAT_UNDETECTED: { description: 'No format was named and the bytes start with neither RIFF/RF64 (WAV) nor OggS (Ogg Opus); name the format (in Node, other containers go through ffmpeg).' },
+
   // --- text tags --------------------------------------------------------------------------
   TAG_BREAK_INVALID_TIME: { description: 'A <break> tag has a time that is not "<seconds>s" (e.g. "abc", "500ms").' },
   TAG_BREAK_OUT_OF_RANGE: { description: 'A <break> time is outside 0.1 to 2.0 seconds.' },
   TAG_BREAK_MISSING_SPACE: { description: 'A <break> tag is not preceded and followed by a space.' },
+  TAG_BREAK_MALFORMED: { description: 'A <break …> tag is not of the form <break time="<seconds>s" /> (no or unknown attribute, unquoted value, no "/>").' },
 
   // --- ndjson -----------------------------------------------------------------------------
   NDJSON_LINE_TOO_LONG: { description: 'An NDJSON line is longer than the configured maximum.' },
   NDJSON_INVALID_JSON: { description: 'An NDJSON line is not valid JSON; the message names the line number.' },
   NDJSON_STREAM_ERROR: { description: 'The stream carried an in-stream {"type":"error"} line (service-api.md §7.2).' },
+  NDJSON_INVALID_UTF8: { description: 'The NDJSON bytes are not valid UTF-8 (only with the decoder option fatal: true).' },
 
   // --- protocol ---------------------------------------------------------------------------
   PROTOCOL_SETUP_REQUIRED: { description: 'A message other than setup came first.', closeCode: 1008 },
@@ -84,6 +91,9 @@ export const ERROR_CODES = {
   PROTOCOL_SERVER_ERROR: { description: 'The server sent an error message (its code is kept as closeCode).' },
   PROTOCOL_INTERNAL: { description: 'An unexpected failure inside the server (the engine threw).', closeCode: 1011 },
   PROTOCOL_DRAINING: { description: 'The instance is draining and takes no new sessions.', httpStatus: 503 },
+  PROTOCOL_INVALID_AUDIO: { description: 'The audio of a message is not valid base64 or cannot be decoded in the setup\'s input_format.', closeCode: 1008 },
+  PROTOCOL_CONNECTION_CLOSED: { description: 'The socket closed before the session ended (details hold the close code and reason).' },
+  RESOURCE_INVALID: { description: 'A REST resource (voice, dictionary, credits, token…) does not match service-api.md §2; details hold the issues.' },
 
   // --- REST -------------------------------------------------------------------------------
   VALIDATION_FAILED: { description: 'A REST body or query failed validation; details hold the 422 body.', httpStatus: 422 },
