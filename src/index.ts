@@ -13,3 +13,4 @@ export * from './format.js';
 export * from './framer.js';
 export * from './pcm.js';
 export * from './wav.js';
+export * from './resampler.js';

@@ -7,3 +7,4 @@ export { CoreTransform, toNodeTransform } from './transform.js';
 export type { NodeTransformOptions } from './transform.js';
 export * from './framer.js';
 export * from './wav.js';
+export * from './resampler.js';

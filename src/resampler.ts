@@ -1,0 +1,548 @@
+/**
+ * Sample-rate conversion by exact rational polyphase filtering: `to/from` is reduced by the gcd
+ * to `L/M` (44100→24000 is 80/147), and output sample `k` is the dot product of the input around
+ * input time `k·M/L` with phase `k·M mod L` of a Kaiser-windowed sinc (see resampler-design.ts).
+ *
+ * One core serves both uses. `resample()` runs it over the whole input and flushes; a streaming
+ * {@link Resampler} emits output `k` as soon as input `⌊k·M/L⌋ + half` has arrived and `flush()`
+ * pads with the same zeros, so any chunking gives output bit-identical to `resample()`.
+ * Timing: output sample `k` stands for time `k/to` (zero lag; the filter is centred), and the
+ * whole output has exactly `round(N·to/from)` samples per channel.
+ *
+ * Platform-neutral: no `node:` imports; typed arrays in and out.
+ */
+import { describe } from './bytes.js';
+import { VoicewireError } from './errors.js';
+import type { Incremental } from './stream-core.js';
+import { toWebTransformStream, type WebTransformOptions } from './web.js';
+import { runDecimator, runPolyphase, runScalar } from './resampler-simd.js';
+import { designPolyphaseFilter, fillPhaseRow, RESAMPLER_QUALITIES, type PolyphaseFilter, type ResamplerQuality } from './resampler-design.js';
+
+export type { ResamplerQuality, ResamplerQualitySpec } from './resampler-design.js';
+export { RESAMPLER_QUALITIES } from './resampler-design.js';
+export { resamplerBackend, setResamplerBackend } from './resampler-simd.js';
+export type { ResamplerBackend } from './resampler-simd.js';
+
+/** Options of {@link resample} and {@link resampleInt16}. */
+export interface ResampleOptions {
+  /**
+   * `'high'` (default: ≥ 125 dB stopband, flat to 0.9× the lower Nyquist) or `'fast'` (≥ 100 dB,
+   * flat to 0.85×, half the taps). Measured figures: {@link RESAMPLER_QUALITIES}.
+   */
+  quality?: ResamplerQuality;
+  /** Interleaved channels in the input. Default 1. */
+  channels?: number;
+}
+
+/** Options of {@link createResampler}. */
+export interface ResamplerOptions extends ResampleOptions {
+  /** Input sample rate, Hz: a positive integer. */
+  from: number;
+  /** Output sample rate, Hz: a positive integer. */
+  to: number;
+}
+
+/** A streaming resampler over one input stream (interleaved channels). */
+export interface Resampler<T extends Float32Array | Int16Array = Float32Array> {
+  /**
+   * Takes the next chunk (any length, even empty or cutting a multi-channel frame) and returns
+   * every output sample whose input has now arrived (a new array; empty when none is ready).
+   * A rejected chunk (wrong type, NaN/Infinity) throws and leaves the state untouched.
+   */
+  push(chunk: T): T;
+  /**
+   * Ends the input: pads with zeros and returns the rest, so that everything emitted totals
+   * `round(N·to/from)` samples per channel. The resampler is then reset, ready for a new stream.
+   */
+  flush(): T;
+  /** Drops all buffered input and output position (barge-in): the next push starts a new stream. */
+  reset(): void;
+  /**
+   * The latency this streaming resampler adds, in output samples (may be fractional): output
+   * `k`, which stands for time `k/to`, is emitted once the input up to `k/to + delaySeconds` has
+   * arrived. It is the kernel's half-length; 0 when `from === to`.
+   */
+  readonly delay: number;
+  /** {@link delay} in seconds. */
+  readonly delaySeconds: number;
+  readonly from: number;
+  readonly to: number;
+  readonly channels: number;
+  readonly quality: ResamplerQuality;
+}
+
+/** Input frames appended to the history per block; the history holds `taps + BLOCK` frames. */
+const BLOCK = 8192;
+const EMPTY_F32 = new Float32Array(0);
+/** Step and next-phase tables of a one-row, one-output call of the scalar kernel. */
+const ONE_PHASE = new Int32Array(1);
+
+function checkRate(name: string, rate: unknown): number {
+  if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0 || rate > 0x7fffffff) {
+    throw new VoicewireError('RESAMPLER_INVALID_RATE', `resampler: ${name} rate must be a positive integer (Hz), got ${String(rate)}`);
+  }
+  return rate;
+}
+
+function checkOptions(from: unknown, to: unknown, options: ResampleOptions): { from: number; to: number; channels: number; quality: ResamplerQuality } {
+  const f = checkRate('input', from);
+  const t = checkRate('output', to);
+  const ratio = Math.max(f, t) / Math.min(f, t);
+  if (ratio > 1024) {
+    throw new VoicewireError('RESAMPLER_INVALID_RATE', `resampler: ratio ${f}→${t} is beyond 1024:1`);
+  }
+  const channels = options.channels ?? 1;
+  if (!Number.isInteger(channels) || channels < 1 || channels > 64) {
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: channels must be an integer from 1 to 64, got ${String(channels)}`);
+  }
+  const quality = options.quality ?? 'high';
+  if (!Object.prototype.hasOwnProperty.call(RESAMPLER_QUALITIES, quality)) {
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: quality must be 'high' or 'fast', got ${String(quality)}`);
+  }
+  return { from: f, to: t, channels, quality };
+}
+
+function checkFloat32(chunk: unknown): Float32Array {
+  if (!(chunk instanceof Float32Array)) {
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: expected a Float32Array, got ${describe(chunk)}`);
+  }
+  // One pass: the sum of finite float32 values is finite (it cannot overflow a double), and any
+  // NaN or ±Infinity makes it NaN or infinite. Checked before any state changes.
+  // Four sums break the add dependency chain (2× faster than one).
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  const n = chunk.length;
+  const n4 = n & ~3;
+  let i = 0;
+  for (; i < n4; i += 4) {
+    s0 += chunk[i]!;
+    s1 += chunk[i + 1]!;
+    s2 += chunk[i + 2]!;
+    s3 += chunk[i + 3]!;
+  }
+  for (; i < n; i++) s0 += chunk[i]!;
+  if (!Number.isFinite(s0 + s1 + s2 + s3)) {
+    let at = 0;
+    while (Number.isFinite(chunk[at]!)) at++;
+    throw new VoicewireError('RESAMPLER_NON_FINITE', `resampler: input sample ${at} is ${String(chunk[at])}`, { details: { index: at } });
+  }
+  return chunk;
+}
+
+function checkInt16(chunk: unknown): Int16Array {
+  if (!(chunk instanceof Int16Array)) {
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: expected an Int16Array, got ${describe(chunk)}`);
+  }
+  return chunk;
+}
+
+/**
+ * Output length of resampling `frames` input frames from `from` to `to` Hz: `round(frames·to/from)`
+ * (halves round up), computed exactly.
+ */
+export function resampledLength(frames: number, from: number, to: number): number {
+  checkRate('input', from);
+  checkRate('output', to);
+  if (!Number.isSafeInteger(frames) || frames < 0) {
+    throw new VoicewireError('INVALID_ARGUMENT', `resampledLength: frames must be a non-negative integer, got ${String(frames)}`);
+  }
+  return roundRatio(frames, to, from);
+}
+
+/** round(n·a/b) = ⌊(2·n·a + b) / (2·b)⌋, in BigInt when the product leaves the safe range. */
+function roundRatio(n: number, a: number, b: number): number {
+  const p = n * a;
+  if (p <= 2 ** 51) return Math.floor((2 * p + b) / (2 * b));
+  return Number((2n * BigInt(n) * BigInt(a) + BigInt(b)) / (2n * BigInt(b)));
+}
+
+/**
+ * The resampling engine shared by the one-shot functions and the streaming objects. It keeps,
+ * per channel, a linear history of the input (`cap = taps + BLOCK` frames, compacted when full,
+ * which copies fewer than `taps` frames per BLOCK input frames).
+ */
+class PolyphaseCore {
+  readonly channels: number;
+  readonly identity: boolean;
+  private readonly f: PolyphaseFilter | null;
+  private readonly up: number;
+  private readonly down: number;
+  private readonly taps: number;
+  private readonly cap: number;
+  private readonly hist: Float32Array;
+  private readonly part: Float32Array;
+  private readonly row: Float32Array;
+  private partLen = 0;
+  private len = 0;
+  private base = 0;
+  private phase = 0;
+  /** Whole input frames taken since the start (or the last reset). */
+  private inFrames = 0;
+  /** Output frames emitted since the start. */
+  private outFrames = 0;
+  readonly delayFrames: number;
+  readonly delaySeconds: number;
+
+  constructor(readonly from: number, readonly to: number, channels: number, readonly quality: ResamplerQuality) {
+    this.channels = channels;
+    this.identity = from === to;
+    this.part = new Float32Array(channels);
+    if (this.identity) {
+      this.f = null;
+      this.up = this.down = 1;
+      this.taps = 0;
+      this.cap = 0;
+      this.hist = EMPTY_F32;
+      this.row = EMPTY_F32;
+      this.delayFrames = 0;
+      this.delaySeconds = 0;
+      return;
+    }
+    const f = designPolyphaseFilter(from, to, quality);
+    this.f = f;
+    this.up = f.up;
+    this.down = f.down;
+    this.taps = f.taps;
+    this.cap = f.taps + BLOCK;
+    this.hist = new Float32Array(channels * this.cap);
+    this.row = f.coefs === null ? new Float32Array(f.taps) : EMPTY_F32;
+    this.delayFrames = (f.half * f.up) / f.down;
+    this.delaySeconds = f.half / from;
+    this.reset();
+  }
+
+  reset(): void {
+    this.partLen = 0;
+    this.inFrames = 0;
+    this.outFrames = 0;
+    if (this.identity) return;
+    // The history starts with the zeros before input 0: inputs n0 − (taps − half) + 1 … −1 of output 0.
+    this.hist.fill(0);
+    this.len = this.taps - this.f!.half - 1;
+    this.base = 0;
+    this.phase = 0;
+  }
+
+  /** Outputs computable once `extra` more frames are in the history. */
+  private ready(extra: number): number {
+    const m = this.len + extra - this.taps - this.base;
+    if (m < 0) return 0;
+    return Math.floor(((m + 1) * this.up - 1 - this.phase) / this.down) + 1;
+  }
+
+  /** Output frames the next push of `samples` interleaved samples returns. */
+  outputFramesFor(samples: number): number {
+    if (this.identity) return Math.floor((this.partLen + samples) / this.channels);
+    return this.ready(Math.floor((this.partLen + samples) / this.channels));
+  }
+
+  /** Pushes a validated chunk, writing its outputs into `out` from frame `at`; returns frames written. */
+  pushInto(chunk: Float32Array, out: Float32Array, at: number): number {
+    const C = this.channels;
+    let i = 0;
+    let written = 0;
+    const n = chunk.length;
+    if (this.partLen > 0) {
+      while (this.partLen < C && i < n) this.part[this.partLen++] = chunk[i++]!;
+      if (this.partLen < C) return 0;
+      this.partLen = 0;
+      written += this.frames(this.part, 0, 1, out, at);
+    }
+    const whole = Math.floor((n - i) / C);
+    if (whole > 0) written += this.frames(chunk, i, whole, out, at + written);
+    i += whole * C;
+    while (i < n) this.part[this.partLen++] = chunk[i++]!;
+    return written;
+  }
+
+  /** Total output frames {@link flushInto} writes. */
+  flushFrames(): number {
+    if (this.identity) return 0;
+    return roundRatio(this.inFrames, this.to, this.from) - this.outFrames;
+  }
+
+  /** Ends the stream: pads with zeros, writes the remaining outputs, resets. */
+  flushInto(out: Float32Array, at: number): number {
+    if (this.partLen > 0) {
+      const got = this.partLen;
+      this.reset();
+      throw new VoicewireError('PCM_PARTIAL_SAMPLE', `resampler: the input ended inside a frame (${got} of ${this.channels} channel samples)`);
+    }
+    if (this.identity) {
+      this.reset();
+      return 0;
+    }
+    const remaining = this.flushFrames();
+    // `half` zeros after the last input make every output up to round(N·L/M) − 1 computable
+    // (its n0 ≤ N − 1); the count limit stops there, exactly where one-shot stops.
+    const written = this.frames(null, 0, this.f!.half, out, at, remaining);
+    this.reset();
+    return written;
+  }
+
+  /**
+   * Appends `frames` frames (interleaved in `src` from sample `s0`, or zeros when `src` is null)
+   * block by block, computing every output that becomes ready (at most `limit`).
+   */
+  private frames(src: Float32Array | null, s0: number, frames: number, out: Float32Array, at: number, limit = Infinity): number {
+    const C = this.channels;
+    const cap = this.cap;
+    const hist = this.hist;
+    let done = 0;
+    let written = 0;
+    if (src !== null) this.inFrames += frames;
+    if (this.identity) {
+      if (src !== null) out.set(src.subarray(s0, s0 + frames * C), at * C);
+      this.outFrames += src === null ? 0 : frames;
+      return src === null ? 0 : frames;
+    }
+    while (done < frames && written < limit) {
+      if (this.len === cap) this.compact();
+      const k = Math.min(frames - done, cap - this.len);
+      const len = this.len;
+      if (src === null) {
+        for (let c = 0; c < C; c++) hist.fill(0, c * cap + len, c * cap + len + k);
+      } else if (C === 1) {
+        hist.set(src.subarray(s0 + done, s0 + done + k), len);
+      } else {
+        for (let c = 0; c < C; c++) {
+          const h = c * cap + len;
+          for (let j = 0, s = s0 + done * C + c; j < k; j++, s += C) hist[h + j] = src[s]!;
+        }
+      }
+      this.len = len + k;
+      done += k;
+      const n = Math.min(this.ready(0), limit - written);
+      if (n > 0) {
+        this.compute(out, at + written, n);
+        written += n;
+      }
+    }
+    this.outFrames += written;
+    return written;
+  }
+
+  /** Moves the frames the next output needs to the front of each channel's history. */
+  private compact(): void {
+    const keep = this.len - this.base;
+    const cap = this.cap;
+    for (let c = 0; c < this.channels; c++) this.hist.copyWithin(c * cap, c * cap + this.base, c * cap + this.len);
+    this.len = keep;
+    this.base = 0;
+  }
+
+  private compute(out: Float32Array, at: number, n: number): void {
+    const f = this.f!;
+    const C = this.channels;
+    if (f.decimator !== null) {
+      for (let c = 0; c < C; c++) runDecimator(f.decimator, f.down, f.taps, this.hist, c * this.cap, this.base, out, at * C + c, C, n);
+      this.base += n * f.down;
+      return;
+    }
+    if (f.coefs !== null) {
+      let r = 0;
+      for (let c = 0; c < C; c++) {
+        r = runPolyphase(f, this.hist, c * this.cap, this.base, this.phase, out, at * C + c, C, n);
+      }
+      this.base = Math.floor(r / f.up);
+      this.phase = r - this.base * f.up;
+      return;
+    }
+    // Huge-ratio path (the phase table would not fit in memory): the row of each output's phase
+    // is computed on the spot by the same function that fills tables, and the dot product is the
+    // kernel's scalar twin, so values are what a table would give (slowly: ~5 µs per output).
+    const row = this.row;
+    let base = this.base;
+    let phase = this.phase;
+    for (let k = 0; k < n; k++) {
+      fillPhaseRow(f, phase, row);
+      for (let c = 0; c < C; c++) runScalar(row, f.taps, ONE_PHASE, ONE_PHASE, this.hist, c * this.cap, base, 0, out, (at + k) * C + c, 1, 1);
+      const t = phase + f.down;
+      base += Math.floor(t / f.up);
+      phase = t % f.up;
+    }
+    this.base = base;
+    this.phase = phase;
+  }
+}
+
+/** Float32 streaming resampler: validation around the core, one output array per call. */
+class FloatResampler implements Resampler<Float32Array> {
+  private readonly core: PolyphaseCore;
+  readonly delay: number;
+  readonly delaySeconds: number;
+
+  constructor(readonly from: number, readonly to: number, readonly channels: number, readonly quality: ResamplerQuality) {
+    this.core = new PolyphaseCore(from, to, channels, quality);
+    this.delay = this.core.delayFrames;
+    this.delaySeconds = this.core.delaySeconds;
+  }
+
+  push(chunk: Float32Array): Float32Array {
+    checkFloat32(chunk);
+    const out = new Float32Array(this.core.outputFramesFor(chunk.length) * this.channels);
+    this.core.pushInto(chunk, out, 0);
+    return out;
+  }
+
+  flush(): Float32Array {
+    const out = new Float32Array(this.core.flushFrames() * this.channels);
+    this.core.flushInto(out, 0);
+    return out;
+  }
+
+  reset(): void {
+    this.core.reset();
+  }
+}
+
+/**
+ * Float → int16 for the Int16 paths (values already on the int16 scale): round half away from
+ * zero (the rule of pcm.ts) and clamp to [−32768, 32767].
+ */
+function toInt16Into(src: Float32Array, n: number, dst: Int16Array): void {
+  for (let i = 0; i < n; i++) {
+    const v = src[i]!;
+    dst[i] = v >= 32766.5 ? 32767 : v <= -32767.5 ? -32768 : v < 0 ? (v - 0.5) | 0 : (v + 0.5) | 0;
+  }
+}
+
+/**
+ * Int16 streaming resampler. The float core runs on the raw sample values (unity scale), so
+ * int16 in → int16 out has exactly unity gain and `from === to` is bit-exact (chaining pcm.ts's
+ * `int16ToFloat32` (÷32768) and `float32ToInt16` (×32767) would lose 0.00027 dB and change
+ * samples); results are rounded half away from zero and clamped. Scratch buffers grow to the largest chunk and are reused.
+ */
+class Int16Resampler implements Resampler<Int16Array> {
+  private readonly core: PolyphaseCore;
+  private inBuf = new Float32Array(0);
+  private outBuf = new Float32Array(0);
+  readonly delay: number;
+  readonly delaySeconds: number;
+
+  constructor(readonly from: number, readonly to: number, readonly channels: number, readonly quality: ResamplerQuality) {
+    this.core = new PolyphaseCore(from, to, channels, quality);
+    this.delay = this.core.delayFrames;
+    this.delaySeconds = this.core.delaySeconds;
+  }
+
+  push(chunk: Int16Array): Int16Array {
+    checkInt16(chunk);
+    const n = chunk.length;
+    if (this.inBuf.length < n) this.inBuf = new Float32Array(Math.max(n, this.inBuf.length * 2));
+    const src = this.inBuf.subarray(0, n);
+    for (let i = 0; i < n; i++) src[i] = chunk[i]!;
+    const m = this.core.outputFramesFor(n) * this.channels;
+    const fOut = this.scratchOut(m);
+    this.core.pushInto(src, fOut, 0);
+    const out = new Int16Array(m);
+    toInt16Into(fOut, m, out);
+    return out;
+  }
+
+  flush(): Int16Array {
+    const m = this.core.flushFrames() * this.channels;
+    const fOut = this.scratchOut(m);
+    this.core.flushInto(fOut, 0);
+    const out = new Int16Array(m);
+    toInt16Into(fOut, m, out);
+    return out;
+  }
+
+  reset(): void {
+    this.core.reset();
+  }
+
+  private scratchOut(m: number): Float32Array {
+    if (this.outBuf.length < m) this.outBuf = new Float32Array(Math.max(m, this.outBuf.length * 2));
+    return this.outBuf;
+  }
+}
+
+/**
+ * Creates a streaming Float32 resampler. Output sample `k` of the stream is emitted as soon as
+ * the input it needs has arrived (see {@link Resampler.delay}); pushes plus `flush()` concatenate
+ * to exactly `resample(wholeInput, from, to)`, bit for bit, however the input is chunked.
+ *
+ * @example
+ * const r = createResampler({ from: 48000, to: 24000 });
+ * for (const chunk of chunks) send(r.push(chunk));
+ * send(r.flush());
+ */
+export function createResampler(options: ResamplerOptions): Resampler<Float32Array> {
+  const o = checkOptions(options.from, options.to, options);
+  return new FloatResampler(o.from, o.to, o.channels, o.quality);
+}
+
+/**
+ * Creates a streaming resampler with Int16 input and output (same timing and chunk exactness as
+ * {@link createResampler}); unity gain, results rounded to nearest and clamped to int16.
+ */
+export function createInt16Resampler(options: ResamplerOptions): Resampler<Int16Array> {
+  const o = checkOptions(options.from, options.to, options);
+  return new Int16Resampler(o.from, o.to, o.channels, o.quality);
+}
+
+/**
+ * Resamples a whole Float32 signal (interleaved when `channels > 1`) from `fromRate` to
+ * `toRate` Hz. The output has exactly `round(frames·toRate/fromRate)` frames and zero lag: output
+ * sample `k` stands for time `k/toRate`. Default quality `'high'`.
+ */
+export function resample(input: Float32Array, fromRate: number, toRate: number, options: ResampleOptions = {}): Float32Array {
+  const o = checkOptions(fromRate, toRate, options);
+  checkFloat32(input);
+  if (input.length % o.channels !== 0) {
+    throw new VoicewireError('PCM_PARTIAL_SAMPLE', `resample: ${input.length} samples is not a whole number of ${o.channels}-channel frames`);
+  }
+  const frames = input.length / o.channels;
+  const out = new Float32Array(roundRatio(frames, o.to, o.from) * o.channels);
+  const core = new PolyphaseCore(o.from, o.to, o.channels, o.quality);
+  const at = core.pushInto(input, out, 0);
+  core.flushInto(out, at);
+  return out;
+}
+
+/**
+ * {@link resample} for Int16 samples: unity gain (no float scaling), output rounded to nearest
+ * and clamped to int16.
+ */
+export function resampleInt16(input: Int16Array, fromRate: number, toRate: number, options: ResampleOptions = {}): Int16Array {
+  const o = checkOptions(fromRate, toRate, options);
+  checkInt16(input);
+  if (input.length % o.channels !== 0) {
+    throw new VoicewireError('PCM_PARTIAL_SAMPLE', `resampleInt16: ${input.length} samples is not a whole number of ${o.channels}-channel frames`);
+  }
+  const src = new Float32Array(input.length);
+  for (let i = 0; i < input.length; i++) src[i] = input[i]!;
+  const f = resample(src, o.from, o.to, o);
+  const out = new Int16Array(f.length);
+  toInt16Into(f, f.length, out);
+  return out;
+}
+
+/** Wraps a {@link Resampler} as an {@link Incremental} core (empty outputs are not emitted). */
+export function resamplerCore<T extends Float32Array | Int16Array>(r: Resampler<T>): Incremental<T, T> {
+  return {
+    push(chunk: T): readonly T[] {
+      const out = r.push(chunk);
+      return out.length > 0 ? [out] : [];
+    },
+    flush(): readonly T[] {
+      const out = r.flush();
+      return out.length > 0 ? [out] : [];
+    },
+  };
+}
+
+/**
+ * A web `TransformStream` of Float32Array chunks through a streaming resampler (interleaved
+ * when `channels > 1`). Backpressure is the platform's.
+ */
+export function createResamplerStream(
+  options: ResamplerOptions,
+  streamOptions: WebTransformOptions<Float32Array, Float32Array> = {},
+): TransformStream<Float32Array, Float32Array> {
+  return toWebTransformStream(resamplerCore(createResampler(options)), streamOptions);
+}
