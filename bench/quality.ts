@@ -1,0 +1,212 @@
+/**
+ * Resampler quality measurement shared by test/resampler.test.ts and bench/resampler.bench.ts:
+ * tones in, a least-squares sine fit over the middle of the output, figures in dB. Independent of
+ * the resampler's code (it only sees a `(input, from, to) → output` function), so the same
+ * yardstick measures voicewire, speexdsp, wave-resampler and sox.
+ */
+
+/** Any one-shot resampler under test. */
+export type ResampleFn = (input: Float32Array, from: number, to: number) => Float32Array;
+
+/** `seconds` of a sine at `freq` Hz, amplitude `amplitude` (0.5 = −6 dBFS), float32. */
+export function tone(freq: number, rate: number, seconds: number, amplitude = 0.5, phase = 0): Float32Array {
+  const n = Math.round(rate * seconds);
+  const out = new Float32Array(n);
+  const w = (2 * Math.PI * freq) / rate;
+  for (let i = 0; i < n; i++) out[i] = amplitude * Math.sin(w * i + phase);
+  return out;
+}
+
+/** Result of {@link fitSine}. */
+export interface SineFit {
+  /** Fitted amplitude. */
+  amplitude: number;
+  /** Fitted phase (radians) of `amplitude·sin(2πf·n/rate + phase)`. */
+  phase: number;
+  /** RMS of what the fitted sine (and DC) leaves over. */
+  residualRms: number;
+  /** Tone power over residual power, dB. */
+  snrDb: number;
+}
+
+/**
+ * Least-squares fit of `a·sin(ωn) + b·cos(ωn) + c` to `y[start..end)` (n is the absolute index,
+ * so the phase refers to sample 0). Solved by the 3×3 normal equations in float64.
+ */
+export function fitSine(y: ArrayLike<number>, rate: number, freq: number, start: number, end: number): SineFit {
+  const w = (2 * Math.PI * freq) / rate;
+  let ss = 0;
+  let sc = 0;
+  let cc = 0;
+  let s1 = 0;
+  let c1 = 0;
+  let ys = 0;
+  let yc = 0;
+  let y1 = 0;
+  const n = end - start;
+  for (let i = start; i < end; i++) {
+    const s = Math.sin(w * i);
+    const c = Math.cos(w * i);
+    const v = y[i]!;
+    ss += s * s;
+    sc += s * c;
+    cc += c * c;
+    s1 += s;
+    c1 += c;
+    ys += v * s;
+    yc += v * c;
+    y1 += v;
+  }
+  const [a, b, c] = solve3([
+    [ss, sc, s1],
+    [sc, cc, c1],
+    [s1, c1, n],
+  ], [ys, yc, y1]);
+  let r2 = 0;
+  for (let i = start; i < end; i++) {
+    const e = y[i]! - (a * Math.sin(w * i) + b * Math.cos(w * i) + c);
+    r2 += e * e;
+  }
+  const amplitude = Math.hypot(a, b);
+  const residualRms = Math.sqrt(r2 / n);
+  return {
+    amplitude,
+    phase: Math.atan2(b, a),
+    residualRms,
+    snrDb: 10 * Math.log10((amplitude * amplitude) / 2 / Math.max(residualRms * residualRms, 1e-300)),
+  };
+}
+
+function solve3(m: number[][], v: number[]): [number, number, number] {
+  // Gaussian elimination with partial pivoting.
+  const a = m.map((row, i) => [...row, v[i]!]);
+  for (let col = 0; col < 3; col++) {
+    let piv = col;
+    for (let r = col + 1; r < 3; r++) if (Math.abs(a[r]![col]!) > Math.abs(a[piv]![col]!)) piv = r;
+    [a[col], a[piv]] = [a[piv]!, a[col]!];
+    for (let r = col + 1; r < 3; r++) {
+      const f = a[r]![col]! / a[col]![col]!;
+      for (let k = col; k < 4; k++) a[r]![k]! -= f * a[col]![k]!;
+    }
+  }
+  const x = [0, 0, 0];
+  for (let r = 2; r >= 0; r--) {
+    let s = a[r]![3]!;
+    for (let k = r + 1; k < 3; k++) s -= a[r]![k]! * x[k]!;
+    x[r] = s / a[r]![r]!;
+  }
+  return [x[0]!, x[1]!, x[2]!];
+}
+
+/** RMS of `y[start..end)`. */
+export function rms(y: ArrayLike<number>, start: number, end: number): number {
+  let s = 0;
+  for (let i = start; i < end; i++) s += y[i]! * y[i]!;
+  return Math.sqrt(s / Math.max(1, end - start));
+}
+
+/** Level of a residual signal as the dBFS of a sine with the same RMS (full-scale sine = 0 dBFS). */
+export function dbfsOfRms(r: number): number {
+  return 20 * Math.log10(Math.max(r * Math.SQRT2, 1e-30));
+}
+
+/** The middle of an output: drop `edge` of its length at each end. */
+export function middle(len: number, edge = 0.25): [number, number] {
+  return [Math.floor(len * edge), Math.ceil(len * (1 - edge))];
+}
+
+/** Figures of one resampler on one rate pair. */
+export interface QualityFigures {
+  from: number;
+  to: number;
+  /** SNR of a 1 kHz −6 dBFS tone (sine fit over the middle second of 2 s), dB. */
+  snr1kDb: number;
+  /** Downsampling only: output level of a −6 dBFS tone at 1.25× the output Nyquist, dBFS. */
+  aliasDbfs: number | null;
+  /**
+   * Downsampling only: output level of a −6 dBFS tone at (2 − passband)× the output Nyquist
+   * (1.1× by default), whose alias would land on the passband edge, dBFS.
+   */
+  aliasEdgeDbfs: number | null;
+  /** Largest |gain| deviation of tones up to the passband edge (0.9× the lower Nyquist), dB. */
+  passbandDevDb: number;
+  /** Upsampling only: tone over images, worst of 1 kHz and the passband edge, dB. */
+  imageRejectionDb: number | null;
+  /** Lag of the output against the ideal `k/to` timing, from the fitted phase, output samples. */
+  lagSamples: number;
+  /** Output length minus round(N·to/from), for N = 2 s of input. */
+  lengthError: number;
+}
+
+/**
+ * Measures `fn` on `from → to` with 2 s tones at −6 dBFS: `passbandTones` tones up to
+ * `passband`× the lower Nyquist for the gain, and the image test at 1 kHz and at that edge.
+ */
+export function measureQuality(fn: ResampleFn, from: number, to: number, passbandTones = 6, passband = 0.9): QualityFigures {
+  const seconds = 2;
+  const lowNyq = Math.min(from, to) / 2;
+  const run = (freq: number, phase = 0): { y: Float32Array; start: number; end: number } => {
+    const y = fn(tone(freq, from, seconds, 0.5, phase), from, to);
+    const [start, end] = middle(y.length);
+    return { y, start, end };
+  };
+
+  const t1 = run(1000, 0.3);
+  const fit1 = fitSine(t1.y, to, 1000, t1.start, t1.end);
+  // Ideal output phase at sample k is 2π·1000·k/to + 0.3; a lag of d samples shows as −2π·1000·d/to.
+  let dphi = fit1.phase - 0.3;
+  dphi = Math.atan2(Math.sin(dphi), Math.cos(dphi));
+  const lagSamples = (-dphi * to) / (2 * Math.PI * 1000);
+
+  let aliasDbfs: number | null = null;
+  let aliasEdgeDbfs: number | null = null;
+  if (to < from) {
+    const t = run(1.25 * (to / 2));
+    aliasDbfs = dbfsOfRms(rms(t.y, t.start, t.end));
+    const e = run((2 - passband) * (to / 2));
+    aliasEdgeDbfs = dbfsOfRms(rms(e.y, e.start, e.end));
+  }
+
+  let passbandDevDb = 0;
+  for (let i = 1; i <= passbandTones; i++) {
+    const f = (passband * lowNyq * i) / passbandTones;
+    const t = run(f);
+    const g = 20 * Math.log10(fitSine(t.y, to, f, t.start, t.end).amplitude / 0.5);
+    passbandDevDb = Math.max(passbandDevDb, Math.abs(g));
+  }
+
+  let imageRejectionDb: number | null = null;
+  if (to > from) {
+    imageRejectionDb = Infinity;
+    for (const f of [1000, passband * lowNyq]) {
+      const t = f === 1000 ? t1 : run(f);
+      imageRejectionDb = Math.min(imageRejectionDb, fitSine(t.y, to, f, t.start, t.end).snrDb);
+    }
+  }
+
+  const n = from * seconds;
+  return {
+    from,
+    to,
+    snr1kDb: fit1.snrDb,
+    aliasDbfs,
+    aliasEdgeDbfs,
+    passbandDevDb,
+    imageRejectionDb,
+    lagSamples,
+    lengthError: t1.y.length - Math.round((n * to) / from),
+  };
+}
+
+/**
+ * Magnitude response, dB, at `freqs` (input Hz): the output level of a −6 dBFS tone relative to
+ * its input, from the RMS of the middle of the output (so a tone above the output Nyquist counts
+ * as its alias). Used for the response plot.
+ */
+export function responseDb(fn: ResampleFn, from: number, to: number, freqs: readonly number[], seconds = 0.5): number[] {
+  return freqs.map((f) => {
+    const y = fn(tone(f, from, seconds), from, to);
+    const [s, e] = middle(y.length);
+    return 20 * Math.log10(Math.max(rms(y, s, e) / (0.5 / Math.SQRT2), 1e-12));
+  });
+}

@@ -1,0 +1,532 @@
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fitSine, measureQuality, middle, rms, tone } from '../bench/quality.js';
+import { isVoicewireError, type ErrorCode } from '../src/errors.js';
+import { createResamplerTransform } from '../src/node/resampler.js';
+import {
+  createInt16Resampler,
+  createResampler,
+  createResamplerStream,
+  RESAMPLER_QUALITIES,
+  resample,
+  resampledLength,
+  resampleInt16,
+  resamplerBackend,
+  setResamplerBackend,
+  type Resampler,
+} from '../src/resampler.js';
+import { concat, cutsArb, oneByOne, splitAt } from './helpers/chunks.js';
+import { has, needs, run } from './helpers/tools.js';
+
+const RATES = [8000, 16000, 22050, 24000, 44100, 48000] as const;
+const PAIRS: [number, number][] = RATES.flatMap((a) => RATES.filter((b) => b !== a).map((b): [number, number] => [a, b]));
+
+/** A deterministic test signal: two tones and a little noise-like content, float32. */
+function signal(n: number, seed = 1): Float32Array {
+  const x = new Float32Array(n);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    x[i] = 0.4 * Math.sin(i * 0.0731) + 0.3 * Math.sin(i * 0.5213 + 1) + 0.2 * (s / 2 ** 32 - 0.5);
+  }
+  return x;
+}
+
+function expectCode(fn: () => unknown, code: ErrorCode, message?: RegExp): void {
+  let thrown: unknown;
+  try {
+    fn();
+  } catch (err) {
+    thrown = err;
+  }
+  expect(isVoicewireError(thrown, code), `expected ${code}, got ${String(thrown)}`).toBe(true);
+  if (message) expect((thrown as Error).message).toMatch(message);
+}
+
+function streamed<T extends Float32Array | Int16Array>(r: Resampler<T>, parts: readonly T[]): T {
+  const outs: T[] = [];
+  for (const p of parts) outs.push(r.push(p));
+  outs.push(r.flush());
+  return concat(outs);
+}
+
+function sameBits(a: Float32Array | Int16Array, b: Float32Array | Int16Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
+  return true;
+}
+
+afterEach(() => {
+  setResamplerBackend('wasm-simd');
+});
+
+// ---------------------------------------------------------------------------------------------
+// An independent, naive reference: the textbook Kaiser-windowed sinc evaluated in float64 for
+// every output, straight from the formulas the module documents (Kaiser 1974), no tables.
+// ---------------------------------------------------------------------------------------------
+
+function i0(x: number): number {
+  let sum = 1;
+  let term = 1;
+  for (let k = 1; k < 300 && term > 1e-18 * sum; k++) {
+    term *= (x / (2 * k)) ** 2;
+    sum += term;
+  }
+  return sum;
+}
+
+function naiveResample(x: Float32Array, from: number, to: number, attenuation: number, passband: number): Float64Array {
+  const r = Math.min(1, to / from);
+  const width = (1 - passband) * r; // transition band, cycles per input sample
+  const half = Math.ceil((attenuation - 7.95) / (2.285 * 2 * Math.PI * width) / 2);
+  const beta = 0.1102 * (attenuation - 8.7);
+  const out = new Float64Array(Math.round((x.length * to) / from));
+  for (let k = 0; k < out.length; k++) {
+    const t = (k * from) / to;
+    const n0 = Math.floor(t + 1e-9);
+    let acc = 0;
+    let norm = 0;
+    for (let n = n0 - half + 1; n <= n0 + half; n++) {
+      const tau = t - n;
+      const u = tau / half;
+      if (Math.abs(u) >= 1) continue;
+      const w = i0(beta * Math.sqrt(1 - u * u)) / i0(beta);
+      const arg = Math.PI * r * tau;
+      const v = (Math.abs(arg) < 1e-12 ? 1 : Math.sin(arg) / arg) * w;
+      norm += v;
+      if (n >= 0 && n < x.length) acc += v * x[n]!;
+    }
+    out[k] = acc / norm;
+  }
+  return out;
+}
+
+describe('resample: timing and values', () => {
+  it('matches a naive float64 Kaiser-sinc reference to float32 precision (both settings)', () => {
+    const x = signal(1500, 7);
+    for (const [from, to] of [[48000, 8000], [48000, 24000], [44100, 24000], [22050, 48000], [8000, 24000], [7, 3], [1000, 1001]] as const) {
+      for (const quality of ['high', 'fast'] as const) {
+        const q = RESAMPLER_QUALITIES[quality];
+        const ref = naiveResample(x, from, to, q.attenuationDb, q.passband);
+        const got = resample(x, from, to, { quality });
+        expect(got.length).toBe(ref.length);
+        let worst = 0;
+        for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i]! - ref[i]!));
+        expect(worst, `${from}→${to} ${quality}`).toBeLessThan(3e-6);
+      }
+    }
+  });
+
+  it('has exactly round(N·to/from) output samples for all 30 pairs, including N·to/from = x.5', () => {
+    for (const [from, to] of PAIRS) {
+      const ns = [0, 1, 2, 3, 5, 7, 160, 441, 1001];
+      // Smallest N > 0 where N·to/from ends in exactly .5, if any.
+      for (let n = 1; n <= 2 * from; n++) {
+        if ((2 * n * to) % (2 * from) === from) {
+          ns.push(n, n + 2 * from);
+          break;
+        }
+      }
+      for (const n of ns) {
+        const expected = Math.round((n * to) / from);
+        expect(resample(new Float32Array(n), from, to).length, `${from}→${to} N=${n}`).toBe(expected);
+        expect(resampledLength(n, from, to)).toBe(expected);
+      }
+    }
+    // Half-way cases really occur among them (e.g. 48000→8000 with N = 3 gives 0.5 → 1).
+    expect(resample(new Float32Array(3), 48000, 8000).length).toBe(1);
+    expect(resampledLength(2 ** 40 + 3, 48000, 8000)).toBe(Math.round((2 ** 40 + 3) / 6));
+  });
+
+  it('has zero lag: integer upsampling passes every input sample through at output L·n', () => {
+    const x = signal(400, 3);
+    for (const [from, to] of [[8000, 24000], [16000, 48000], [8000, 16000], [24000, 48000]] as const) {
+      const y = resample(x, from, to);
+      const L = to / from;
+      for (let n = 0; n < x.length; n++) expect(y[n * L], `${from}→${to} n=${n}`).toBe(x[n]);
+    }
+  });
+
+  it('passes audio through unchanged when from === to (one-shot, streaming, int16, channels)', () => {
+    const x = signal(999, 5);
+    expect(sameBits(resample(x, 16000, 16000), x)).toBe(true);
+    expect(resample(x, 16000, 16000)).not.toBe(x);
+    const r = createResampler({ from: 24000, to: 24000 });
+    expect(r.delay).toBe(0);
+    expect(sameBits(streamed(r, splitAt(x, [1, 1, 500])), x)).toBe(true);
+    const s = new Int16Array([-32768, -1, 0, 1, 32767]);
+    expect(Array.from(resampleInt16(s, 8000, 8000))).toEqual(Array.from(s));
+    const stereo = createResampler({ from: 8000, to: 8000, channels: 2 });
+    expect(sameBits(streamed(stereo, splitAt(x.subarray(0, 998), [3, 3, 501])), x.subarray(0, 998))).toBe(true);
+  });
+
+  it('handles empty and 1-sample inputs', () => {
+    for (const [from, to] of PAIRS) {
+      expect(resample(new Float32Array(0), from, to).length).toBe(0);
+      const one = resample(new Float32Array([0.5]), from, to);
+      expect(one.length).toBe(Math.round(to / from));
+      const r = createResampler({ from, to });
+      expect(r.push(new Float32Array(0)).length).toBe(0);
+      expect(r.flush().length).toBe(0);
+    }
+  });
+});
+
+describe.skipIf(!has('sox'))(needs('sox', 'agrees with sox rate (default quality) on a band-limited signal'), () => {
+  it('differs from sox by less than −85 dB in the middle, same length, no lag', () => {
+    for (const [from, to] of [[48000, 8000], [44100, 24000], [22050, 48000], [8000, 24000], [24000, 16000]] as const) {
+      const lo = Math.min(from, to) / 2;
+      const x = new Float32Array(from / 2);
+      for (const f of [0.07, 0.31, 0.55, 0.83]) {
+        const t = tone(f * lo, from, 0.5, 0.2, f * 5);
+        for (let i = 0; i < x.length; i++) x[i]! += t[i]!;
+      }
+      const bytes = run('sox', ['-t', 'f32', '-r', String(from), '-c', '1', '-', '-t', 'f32', '-r', String(to), '-'], new Uint8Array(x.buffer));
+      const ref = new Float32Array(bytes.slice().buffer);
+      const ours = resample(x, from, to);
+      expect(ours.length).toBe(ref.length);
+      const [a, b] = middle(ours.length, 0.1);
+      const d = ours.map((v, i) => v - ref[i]!);
+      expect(20 * Math.log10(rms(d, a, b) / rms(ours, a, b)), `${from}→${to}`).toBeLessThan(-85);
+    }
+  });
+});
+
+describe('quality (default setting, float path, 2 s tones at −6 dBFS)', () => {
+  const pairs: [number, number][] = [[48000, 8000], [48000, 24000], [24000, 16000], [44100, 24000], [22050, 48000], [8000, 24000], [16000, 48000], [24000, 8000]];
+  for (const [from, to] of pairs) {
+    it(`${from} → ${to}: SNR ≥ 120 dB, alias ≤ −120 dBFS (at 1.25× and 1.1× Nyquist), passband ±0.01 dB, images ≥ 120 dB, zero lag`, () => {
+      const m = measureQuality((x, a, b) => resample(x, a, b), from, to, 4);
+      expect(m.snr1kDb).toBeGreaterThanOrEqual(120);
+      expect(m.passbandDevDb).toBeLessThanOrEqual(0.01);
+      if (to < from) expect(m.aliasDbfs!).toBeLessThanOrEqual(-120);
+      // Stronger than asked: nothing folds back into the flat passband (tone at 1.1× Nyquist).
+      if (to < from) expect(m.aliasEdgeDbfs!).toBeLessThanOrEqual(-120);
+      if (to > from) expect(m.imageRejectionDb!).toBeGreaterThanOrEqual(120);
+      expect(Math.abs(m.lagSamples)).toBeLessThan(1e-4);
+      expect(m.lengthError).toBe(0);
+    });
+  }
+
+  it("'fast' measures what its documentation says: SNR ≥ 100 dB, alias ≤ −100 dBFS, flat to 0.85× Nyquist", () => {
+    for (const [from, to] of [[48000, 8000], [24000, 16000], [44100, 24000], [22050, 48000]] as const) {
+      const m = measureQuality((x, a, b) => resample(x, a, b, { quality: 'fast' }), from, to, 3, 0.85);
+      expect(m.snr1kDb, `${from}→${to}`).toBeGreaterThanOrEqual(100);
+      expect(m.passbandDevDb).toBeLessThanOrEqual(0.01);
+      if (to < from) expect(m.aliasDbfs!).toBeLessThanOrEqual(-100);
+      if (to > from) expect(m.imageRejectionDb!).toBeGreaterThanOrEqual(100);
+    }
+  });
+
+  it('a tone far above the output Nyquist does not come back (fit at its alias frequency)', () => {
+    // 48k → 8k: 9 kHz would alias to 1 kHz.
+    const y = resample(tone(9000, 48000, 1), 48000, 8000);
+    const [a, b] = middle(y.length);
+    expect(20 * Math.log10(fitSine(y, 8000, 1000, a, b).amplitude)).toBeLessThan(-130);
+  });
+});
+
+describe('streaming equals one-shot, bit for bit', () => {
+  const cases: { from: number; to: number; channels?: number; quality?: 'high' | 'fast' }[] = [
+    { from: 48000, to: 8000 },
+    { from: 44100, to: 24000 },
+    { from: 22050, to: 48000 },
+    { from: 8000, to: 24000, quality: 'fast' },
+    { from: 24000, to: 16000, channels: 2 },
+    { from: 48000, to: 24000, channels: 3 }, // the half-band (decimate-by-2) path
+    { from: 7, to: 3 },
+  ];
+
+  it('for random splits, with empty chunks (fast-check)', () => {
+    const x = signal(3000, 11);
+    for (const c of cases) {
+      const ch = c.channels ?? 1;
+      const whole = x.subarray(0, Math.floor(x.length / ch) * ch);
+      const ref = resample(whole, c.from, c.to, c);
+      fc.assert(
+        fc.property(cutsArb(whole.length, 25), (cuts) => {
+          const r = createResampler(c);
+          expect(sameBits(streamed(r, splitAt(whole, cuts)), ref)).toBe(true);
+        }),
+        { numRuns: 15 },
+      );
+    }
+  });
+
+  it('for 1-sample chunks with empty chunks between them', () => {
+    const x = signal(900, 12);
+    for (const c of cases) {
+      const ch = c.channels ?? 1;
+      const whole = x.subarray(0, Math.floor(x.length / ch) * ch);
+      const parts = oneByOne(whole).flatMap((p) => [p, new Float32Array(0)]);
+      expect(sameBits(streamed(createResampler(c), parts), resample(whole, c.from, c.to, c)), `${c.from}→${c.to}`).toBe(true);
+    }
+  });
+
+  it('for all 30 pairs with 80 ms chunks, and for the int16 path', () => {
+    const x = signal(4410, 13);
+    const x16 = Int16Array.from(x, (v) => Math.round(v * 30000));
+    for (const [from, to] of PAIRS) {
+      const chunk = Math.round(from * 0.08);
+      const cuts = Array.from({ length: Math.ceil(x.length / chunk) }, (_, i) => i * chunk);
+      expect(sameBits(streamed(createResampler({ from, to }), splitAt(x, cuts)), resample(x, from, to)), `${from}→${to}`).toBe(true);
+      expect(sameBits(streamed(createInt16Resampler({ from, to }), splitAt(x16, cuts)), resampleInt16(x16, from, to))).toBe(true);
+    }
+  });
+
+  it('emits each output as soon as its input has arrived, never later (delay is the look-ahead)', () => {
+    for (const [from, to] of [[48000, 8000], [44100, 24000], [22050, 48000]] as const) {
+      const r = createResampler({ from, to });
+      const ahead = Math.round(r.delaySeconds * from); // look-ahead in input samples
+      expect(r.delay).toBeCloseTo((ahead * to) / from, 9);
+      expect(r.delaySeconds).toBeGreaterThan(0);
+      expect(r.delaySeconds).toBeLessThan(0.01);
+      const x = signal(1200, 3);
+      let emitted = 0;
+      for (let n = 1; n <= x.length; n++) {
+        emitted += r.push(x.subarray(n - 1, n)).length;
+        // Output k needs inputs up to ⌊k·from/to⌋ + ahead; count the k whose inputs are all here.
+        let ready = 0;
+        while (Math.floor(((ready) * from) / to) + ahead <= n - 1) ready++;
+        expect(emitted).toBe(ready);
+      }
+    }
+  });
+
+  it('reset() drops all state: reuse gives what a fresh resampler gives', () => {
+    const x = signal(2000, 21);
+    const r = createResampler({ from: 44100, to: 16000 });
+    r.push(signal(777, 2));
+    r.reset();
+    expect(sameBits(streamed(r, splitAt(x, [100, 1500])), resample(x, 44100, 16000))).toBe(true);
+    // flush() also leaves it ready for a new stream.
+    expect(sameBits(streamed(r, [x]), resample(x, 44100, 16000))).toBe(true);
+    const s = createResampler({ from: 8000, to: 22050, channels: 2 });
+    s.push(new Float32Array(3)); // a partial frame is dropped by reset too
+    s.reset();
+    expect(sameBits(streamed(s, [x]), resample(x, 8000, 22050, { channels: 2 }))).toBe(true);
+  });
+
+  it('stereo equals two mono streams interleaved', () => {
+    const l = signal(1000, 1);
+    const rgt = signal(1000, 2);
+    const st = new Float32Array(2000);
+    for (let i = 0; i < 1000; i++) {
+      st[2 * i] = l[i]!;
+      st[2 * i + 1] = rgt[i]!;
+    }
+    const y = resample(st, 48000, 22050, { channels: 2 });
+    const yl = resample(l, 48000, 22050);
+    const yr = resample(rgt, 48000, 22050);
+    expect(y.length).toBe(2 * yl.length);
+    for (let i = 0; i < yl.length; i++) {
+      expect(y[2 * i]).toBe(yl[i]);
+      expect(y[2 * i + 1]).toBe(yr[i]);
+    }
+  });
+});
+
+describe('kernels', () => {
+  it('the scalar JS kernel is bit-identical to the WebAssembly SIMD kernel', () => {
+    expect(resamplerBackend()).toBe('wasm-simd'); // Node ≥ 16.4 has WebAssembly SIMD
+    fc.assert(
+      fc.property(fc.constantFrom(...PAIRS), fc.integer({ min: 0, max: 2000 }), fc.constantFrom('high' as const, 'fast' as const), ([from, to], n, quality) => {
+        const x = signal(n, n + 1);
+        x.fill(0, 0, Math.min(n, 50)); // zeros: signed-zero results must agree too
+        setResamplerBackend('wasm-simd');
+        const a = resample(x, from, to, { quality });
+        expect(setResamplerBackend('js')).toBe('js');
+        const b = resample(x, from, to, { quality });
+        setResamplerBackend('wasm-simd');
+        expect(sameBits(a, b)).toBe(true);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('a ratio whose phase table would not fit in memory (48000 → 47999) computes rows on the fly, same values', () => {
+    const x = signal(600, 4);
+    const y = resample(x, 48000, 47999);
+    const ref = naiveResample(x, 48000, 47999, RESAMPLER_QUALITIES.high.attenuationDb, RESAMPLER_QUALITIES.high.passband);
+    expect(y.length).toBe(ref.length);
+    let worst = 0;
+    for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(y[i]! - ref[i]!));
+    expect(worst).toBeLessThan(3e-6);
+    expect(sameBits(streamed(createResampler({ from: 48000, to: 47999 }), splitAt(x, [1, 250, 251])), y)).toBe(true);
+  });
+});
+
+describe('int16', () => {
+  it('keeps unity gain and rounds/clamps instead of wrapping', () => {
+    // A full-scale square wave overshoots (Gibbs) after filtering: it must clamp at ±32767/−32768.
+    const sq = new Int16Array(2000).map((_, i) => ((i >> 5) & 1 ? 32767 : -32768));
+    const y = resampleInt16(sq, 48000, 44100);
+    expect(Math.max(...y)).toBe(32767);
+    expect(Math.min(...y)).toBe(-32768);
+    const f = resample(Float32Array.from(sq), 48000, 44100);
+    let overshoot = false;
+    for (let i = 0; i < f.length; i++) {
+      const v = f[i]!;
+      const expected = v >= 32766.5 ? 32767 : v <= -32767.5 ? -32768 : Math.sign(v) * Math.round(Math.abs(v));
+      if (v > 32767 || v < -32768) overshoot = true;
+      expect(y[i]).toBe(expected === 0 ? 0 : expected);
+    }
+    expect(overshoot).toBe(true);
+    // 8k → 24k: every third output is an input sample, exactly.
+    const s = Int16Array.from(signal(300, 9), (v) => Math.round(v * 32000));
+    const up = resampleInt16(s, 8000, 24000);
+    for (let n = 0; n < s.length; n++) expect(up[3 * n]).toBe(s[n]);
+  });
+});
+
+describe('bad input', () => {
+  it('rejects rates that are not positive integers with RESAMPLER_INVALID_RATE', () => {
+    for (const bad of [0, -8000, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '16000', null, undefined, 2 ** 31]) {
+      expectCode(() => resample(new Float32Array(4), bad as number, 16000), 'RESAMPLER_INVALID_RATE', /rate/);
+      expectCode(() => createResampler({ from: 16000, to: bad as number }), 'RESAMPLER_INVALID_RATE', /rate/);
+      expectCode(() => resampleInt16(new Int16Array(4), bad as number, 8000), 'RESAMPLER_INVALID_RATE');
+    }
+    expectCode(() => resample(new Float32Array(4), 1, 2000), 'RESAMPLER_INVALID_RATE', /1024/);
+  });
+
+  it('rejects NaN/Infinity with RESAMPLER_NON_FINITE and stays usable, state untouched', () => {
+    const a = signal(500, 1);
+    const b = signal(700, 2);
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const r = createResampler({ from: 48000, to: 16000 });
+      const out = [r.push(a)];
+      const poisoned = signal(300, 3);
+      poisoned[123] = bad;
+      expectCode(() => r.push(poisoned), 'RESAMPLER_NON_FINITE', /sample 123/);
+      out.push(r.push(b), r.flush());
+      expect(sameBits(concat(out), resample(concat([a, b]), 48000, 16000))).toBe(true);
+      expectCode(() => resample(poisoned, 48000, 16000), 'RESAMPLER_NON_FINITE');
+    }
+    // +Inf and −Inf in one chunk (their sum is NaN) are caught too.
+    const both = new Float32Array([1, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]);
+    expectCode(() => resample(both, 8000, 16000), 'RESAMPLER_NON_FINITE');
+  });
+
+  it('rejects non-Float32 input where Float32 is required with INVALID_ARGUMENT', () => {
+    const r = createResampler({ from: 8000, to: 16000 });
+    for (const bad of [new Float64Array(4), new Int16Array(4), [0, 1], null, 'abc', new Uint8Array(8)]) {
+      expectCode(() => resample(bad as never, 8000, 16000), 'INVALID_ARGUMENT', /Float32Array/);
+      expectCode(() => r.push(bad as never), 'INVALID_ARGUMENT', /Float32Array/);
+    }
+    expectCode(() => createInt16Resampler({ from: 8000, to: 16000 }).push(new Float32Array(2) as never), 'INVALID_ARGUMENT', /Int16Array/);
+    expectCode(() => createResampler({ from: 8000, to: 16000, channels: 0 }), 'INVALID_ARGUMENT', /channels/);
+    expectCode(() => createResampler({ from: 8000, to: 16000, quality: 'best' as never }), 'INVALID_ARGUMENT', /quality/);
+    expectCode(() => resample(new Float32Array(3), 8000, 16000, { channels: 2 }), 'PCM_PARTIAL_SAMPLE');
+    const s = createResampler({ from: 8000, to: 16000, channels: 2 });
+    s.push(new Float32Array(3));
+    expectCode(() => s.flush(), 'PCM_PARTIAL_SAMPLE');
+    // …and it is usable again afterwards.
+    const x = signal(100, 1);
+    expect(sameBits(streamed(s, [x]), resample(x, 8000, 16000, { channels: 2 }))).toBe(true);
+  });
+
+  it('fuzz: any garbage raises only VoicewireError and the resampler keeps working', () => {
+    const good = signal(400, 8);
+    const ref = resample(good, 22050, 16000);
+    const garbage = fc.oneof(
+      fc.float32Array({ maxLength: 50 }), // may hold NaN / ±Infinity
+      fc.anything(),
+      fc.constant(new Float64Array(3)),
+    );
+    fc.assert(
+      fc.property(fc.array(garbage, { maxLength: 5 }), (junk) => {
+        const r = createResampler({ from: 22050, to: 16000 });
+        const outs: Float32Array[] = [];
+        for (const j of junk) {
+          try {
+            const o = r.push(j as never);
+            // Accepted: only finite Float32Arrays get here; drop what they started.
+            expect(j).toBeInstanceOf(Float32Array);
+            void o;
+          } catch (err) {
+            expect(isVoicewireError(err)).toBe(true);
+          }
+        }
+        r.reset();
+        outs.push(r.push(good), r.flush());
+        expect(sameBits(concat(outs), ref)).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('streams', () => {
+  it('web TransformStream: Float32Array chunks in, the one-shot result out', async () => {
+    const x = signal(5000, 31);
+    const parts = splitAt(x, [0, 17, 1900, 1901, 4000]);
+    const ts = createResamplerStream({ from: 16000, to: 48000 });
+    const outs: Float32Array[] = [];
+    await new ReadableStream<Float32Array>({
+      start(c) {
+        for (const p of parts) c.enqueue(p);
+        c.close();
+      },
+    })
+      .pipeThrough(ts)
+      .pipeTo(new WritableStream({ write: (o) => void outs.push(o) }));
+    expect(sameBits(concat(outs), resample(x, 16000, 48000))).toBe(true);
+  });
+
+  it('web TransformStream errors with the VoicewireError on NaN', async () => {
+    const ts = createResamplerStream({ from: 16000, to: 8000 });
+    const w = ts.writable.getWriter();
+    const reading = ts.readable.getReader().read();
+    await expect(w.write(new Float32Array([Number.NaN]))).rejects.toMatchObject({ code: 'RESAMPLER_NON_FINITE' });
+    await expect(reading).rejects.toMatchObject({ code: 'RESAMPLER_NON_FINITE' });
+  });
+
+  async function throughNode(bytes: Uint8Array, cuts: number[], opts: Parameters<typeof createResamplerTransform>[0], hwm?: number): Promise<Uint8Array> {
+    const parts = splitAt(bytes, cuts).map((p) => Buffer.from(p)); // Buffers: odd byteOffsets included
+    const got: Buffer[] = [];
+    await pipeline(
+      Readable.from(parts, { objectMode: false }),
+      createResamplerTransform(hwm === undefined ? opts : { ...opts, stream: { highWaterMark: hwm } }),
+      new Writable({
+        highWaterMark: 1,
+        write(chunk: Buffer, _e, cb) {
+          got.push(chunk);
+          setImmediate(cb); // a slow consumer: backpressure must hold data, not drop it
+        },
+      }),
+    );
+    return new Uint8Array(Buffer.concat(got));
+  }
+
+  it('Node Transform, s16le: odd byte splits give the one-shot int16 result', async () => {
+    const x16 = Int16Array.from(signal(3001, 41), (v) => Math.round(v * 30000));
+    const bytes = new Uint8Array(x16.buffer);
+    const ref = new Uint8Array(resampleInt16(x16, 24000, 8000).buffer);
+    await fc.assert(
+      fc.asyncProperty(cutsArb(bytes.length, 12), async (cuts) => {
+        expect(Buffer.compare(await throughNode(bytes, cuts, { from: 24000, to: 8000 }, 64), ref)).toBe(0);
+      }),
+      { numRuns: 10 },
+    );
+  });
+
+  it('Node Transform, f32le stereo: byte-by-byte gives the one-shot float result', async () => {
+    const x = signal(800, 42);
+    const bytes = new Uint8Array(x.buffer);
+    const ref = new Uint8Array(resample(x, 44100, 48000, { channels: 2 }).buffer);
+    const cuts = Array.from({ length: bytes.length }, (_, i) => i);
+    const got = await throughNode(bytes, cuts, { from: 44100, to: 48000, channels: 2, encoding: 'f32le' });
+    expect(Buffer.compare(got, ref)).toBe(0);
+  });
+
+  it('Node Transform reports a partial final sample and bad chunks as errors', async () => {
+    await expect(throughNode(new Uint8Array(5), [], { from: 8000, to: 16000 })).rejects.toMatchObject({ code: 'PCM_PARTIAL_SAMPLE' });
+    const f = new Float32Array([0, Number.NaN]);
+    await expect(throughNode(new Uint8Array(f.buffer), [], { from: 8000, to: 16000, encoding: 'f32le' })).rejects.toMatchObject({
+      code: 'RESAMPLER_NON_FINITE',
+    });
+    expectCode(() => createResamplerTransform({ from: 8000, to: 16000, encoding: 'u8' as never }), 'INVALID_ARGUMENT', /encoding/);
+  });
+});
