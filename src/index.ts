@@ -14,3 +14,5 @@ export * from './framer.js';
 export * from './pcm.js';
 export * from './wav.js';
 export * from './resampler.js';
+export * from './tags.js';
+export * from './text-chunker.js';

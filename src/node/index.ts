@@ -8,3 +8,4 @@ export type { NodeTransformOptions } from './transform.js';
 export * from './framer.js';
 export * from './wav.js';
 export * from './resampler.js';
+export * from './tags.js';
