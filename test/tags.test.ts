@@ -1,0 +1,535 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { Readable } from 'node:stream';
+import {
+  TagScanner,
+  checkBreakTime,
+  createTagParser,
+  createTagParserStream,
+  mergeTextEvents,
+  parseTags,
+  renderTagEvents,
+  type TagEvent,
+  type TagParseErrorDetails,
+  type TagParserOptions,
+} from '../src/tags.js';
+import { createTagParserTransform } from '../src/node/tags.js';
+import { VoicewireError } from '../src/errors.js';
+
+/** No lone surrogate (String.prototype.isWellFormed is ES2024, beyond this project's lib). */
+const isWellFormed = (s: string): boolean => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
+
+// ------------------------------------------------------------------------------------------------
+// An independent, naive reference: regexes over the whole text (the API grammar of §4.5, §8).
+// ------------------------------------------------------------------------------------------------
+
+const TS = '[ \\t\\n\\r\\f]'; // whitespace inside a tag
+const FLUSH_RE = new RegExp(`<flush${TS}*/?>`, 'y');
+const BREAK_RE = new RegExp(`<break${TS}+time${TS}*=${TS}*(?:"([^"<>]*)"|'([^'<>]*)')${TS}*/>`, 'y');
+const MALFORMED_RE = /<break(?=[ \t\n\r\f/>])[^<>]*>/y;
+/** Breaking whitespace: JS \s minus the no-break spaces U+00A0, U+2007, U+202F and U+FEFF. */
+const SPACE_RE = /[\t\n\v\f\r \u1680\u2000-\u2006\u2008-\u200a\u2028\u2029\u205f\u3000]/;
+const MAX = 64;
+
+type RefToken = { kind: 'text'; text: string } | { kind: 'flush'; at: number } | { kind: 'break'; time: string | undefined; source: string; at: number };
+
+function refTokens(input: string, hold: boolean, max = MAX): RefToken[] {
+  const out: RefToken[] = [];
+  let text = '';
+  let i = 0;
+  while (i < input.length) {
+    if (input[i] !== '<') {
+      text += input[i];
+      i++;
+      continue;
+    }
+    const tryRe = (re: RegExp): RegExpExecArray | null => {
+      re.lastIndex = i;
+      const m = re.exec(input);
+      return m !== null && m[0].length <= max ? m : null;
+    };
+    let m: RegExpExecArray | null;
+    let tok: RefToken | undefined;
+    if ((m = tryRe(FLUSH_RE))) tok = { kind: 'flush', at: i };
+    else if ((m = tryRe(BREAK_RE))) tok = { kind: 'break', time: m[1] ?? m[2], source: m[0], at: i };
+    else if (hold && (m = tryRe(MALFORMED_RE))) tok = { kind: 'break', time: undefined, source: m[0], at: i };
+    if (tok === undefined || m === null) {
+      text += '<';
+      i++;
+      continue;
+    }
+    if (text) out.push({ kind: 'text', text });
+    text = '';
+    out.push(tok);
+    i += m[0].length;
+  }
+  if (text) out.push({ kind: 'text', text });
+  return out;
+}
+
+/** Strict API time: digits with at most one dot, then "s", value 0.1..2.0. */
+function refStrict(time: string): { seconds: number } | { code: string } {
+  const body = time.endsWith('s') ? time.slice(0, -1) : '';
+  const parts = body.split('.');
+  const digits = (s: string) => s.length > 0 && [...s].every((c) => c >= '0' && c <= '9');
+  const okNumber = parts.length === 1 ? digits(parts[0]!) : parts.length === 2 && (digits(parts[0]!) || parts[0] === '') && digits(parts[1]!);
+  if (!okNumber) return { code: 'TAG_BREAK_INVALID_TIME' };
+  const seconds = parseFloat(body);
+  if (seconds < 0.1 || seconds > 2) return { code: 'TAG_BREAK_OUT_OF_RANGE' };
+  return { seconds };
+}
+
+/** Repair: ms converted, bare number = seconds, clamped; unusable = undefined. */
+function refLenient(time: string): number | undefined {
+  const m = /^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|s)?\s*$/i.exec(time);
+  if (!m) return undefined;
+  const v = parseFloat(m[1]!) / (m[2]?.toLowerCase() === 'ms' ? 1000 : 1);
+  return Math.min(2, Math.max(0.1, v));
+}
+
+interface RefResult {
+  events: TagEvent[];
+  errors: { code: string; position: number }[];
+}
+
+function reference(input: string, options: TagParserOptions = {}): RefResult {
+  const invalid = options.invalidBreak ?? 'repair';
+  const spacing = options.breakSpacing ?? 'repair';
+  const errors: RefResult['errors'] = [];
+  // 1. tags and the time policy
+  const toks: ({ kind: 'text'; text: string } | { kind: 'flush' } | { kind: 'break'; seconds: number; at: number })[] = [];
+  for (const t of refTokens(input, invalid !== 'text', options.maxTagLength ?? MAX)) {
+    if (t.kind !== 'break') {
+      toks.push(t);
+      continue;
+    }
+    const strict = t.time === undefined ? { code: 'TAG_BREAK_MALFORMED' } : refStrict(t.time);
+    if ('seconds' in strict) {
+      toks.push({ kind: 'break', seconds: strict.seconds, at: t.at });
+    } else if (invalid === 'text') {
+      toks.push({ kind: 'text', text: t.source });
+    } else if (invalid === 'error') {
+      errors.push({ code: strict.code, position: t.at });
+    } else {
+      const salvaged = t.time ?? /time\s*=\s*["']?([^"'\s/>]*)/.exec(t.source)?.[1];
+      const s = salvaged === undefined ? undefined : refLenient(salvaged);
+      if (s !== undefined) toks.push({ kind: 'break', seconds: s, at: t.at });
+    }
+  }
+  // 2. the spacing rule
+  const events: TagEvent[] = [];
+  let lastSpace = true;
+  let after: number | undefined;
+  const violation = (at: number, fix: () => void) => {
+    if (spacing === 'error') errors.push({ code: 'TAG_BREAK_MISSING_SPACE', position: at });
+    if (spacing === 'repair') fix();
+  };
+  const space = () => events.push({ type: 'text', text: ' ' });
+  for (const t of toks) {
+    if (t.kind === 'text' && t.text === '') continue;
+    if (after !== undefined) {
+      if (!(t.kind === 'text' && SPACE_RE.test(t.text[0]!))) {
+        violation(after, space);
+        if (spacing === 'repair') lastSpace = true;
+      }
+      after = undefined;
+    }
+    if (t.kind === 'text') {
+      events.push({ type: 'text', text: t.text });
+      lastSpace = SPACE_RE.test(t.text[t.text.length - 1]!);
+    } else if (t.kind === 'flush') {
+      events.push({ type: 'flush' });
+      lastSpace = false;
+    } else {
+      if (!lastSpace) violation(t.at, space);
+      events.push({ type: 'break', seconds: t.seconds });
+      lastSpace = false;
+      after = t.at;
+    }
+  }
+  return { events: mergeTextEvents(events), errors };
+}
+
+// ------------------------------------------------------------------------------------------------
+// Drivers and generators
+// ------------------------------------------------------------------------------------------------
+
+/** Feeds pieces, catching 'error'-policy throws (their details carry the events). */
+function drive(pieces: string[], options: TagParserOptions = {}): { events: TagEvent[]; raw: TagEvent[]; errors: RefResult['errors'] } {
+  const parser = createTagParser(options);
+  const raw: TagEvent[] = [];
+  const errors: RefResult['errors'] = [];
+  const step = (f: () => TagEvent[]) => {
+    try {
+      raw.push(...f());
+    } catch (err) {
+      expect(err).toBeInstanceOf(VoicewireError);
+      const d = (err as VoicewireError).details as TagParseErrorDetails;
+      expect((err as VoicewireError).code).toBe(d.errors[0]!.code);
+      raw.push(...d.events);
+      for (const e of d.errors) errors.push({ code: e.code, position: (e.details as { position: number }).position });
+    }
+  };
+  for (const p of pieces) step(() => parser.push(p));
+  step(() => parser.flush());
+  return { events: mergeTextEvents(raw), raw, errors };
+}
+
+function splitString(s: string, cuts: number[]): string[] {
+  const points = cuts.map((c) => c % (s.length + 1)).sort((a, b) => a - b);
+  const out: string[] = [];
+  let prev = 0;
+  for (const p of points) {
+    out.push(s.slice(prev, p));
+    prev = p;
+  }
+  out.push(s.slice(prev));
+  return out;
+}
+
+const oneByOne = (s: string): string[] => s.split(''); // UTF-16 code units: halves of surrogate pairs too
+
+const WORDS = [
+  'Bonjour', 'élève', 'garçon', 'déjà', 'Über', 'Straße', 'größer', 'niño', 'mañana', '¿Qué?', '¡Olé!',
+  'ação', 'coração', 'pão', 'hello', 'world', 'a', '3', '5', 'x²', '😀', '👍🏽', '🇫🇷', '𝄞', '«', '»',
+];
+const DECOYS = [
+  '<', '3 < 5', 'a <b> c', '<br>', '<b', '<breakfast>', '<fl', '<flushed>', '</flush>', '<break',
+  '<<', '<>', '< flush>', '<flush now>', '<break up', '>', '<breaker>', '<f', '<flush', '<break time',
+];
+const SEPARATORS = [' ', ' ', ' ', '  ', '\n', '\t', '', '\u00a0', '\u2003'];
+const INVALID_BREAKS = [
+  '<break time="abc" />', '<break time="500ms" />', '<break time="3s" />', '<break time="0.05s"/>',
+  '<break time="1.5" />', '<break>', '<break/>', '<break time=1s />', '<break time="1s">',
+  '<break foo="1s" />', '<break time="1s" extra />', '<break time="">', '<break time="2.5 s" />',
+];
+
+const timeArb = fc.integer({ min: 10, max: 200 }).map((k) => String(k / 100));
+const validTagArb = fc.oneof(
+  fc.constantFrom('<flush>', '<flush/>', '<flush />'),
+  fc.tuple(timeArb, fc.constantFrom('"', "'"), fc.constantFrom(' ', '  ', '\n'), fc.constantFrom(' />', '/>', '  />')).map(
+    ([t, q, sp, close]) => `<break${sp}time=${q}${t}s${q}${close}`,
+  ),
+);
+const segmentArb = fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom(...WORDS) },
+  { weight: 2, arbitrary: fc.constantFrom(...DECOYS) },
+  { weight: 3, arbitrary: validTagArb },
+  { weight: 1, arbitrary: fc.constantFrom(...INVALID_BREAKS) },
+);
+/** Random texts: accented words, emoji, valid tags, invalid breaks and decoys, random separators. */
+const textArb = fc
+  .array(fc.tuple(segmentArb, fc.constantFrom(...SEPARATORS)), { maxLength: 30 })
+  .map((parts) => parts.map(([seg, sep]) => seg + sep).join(''));
+
+const POLICIES: TagParserOptions[] = [
+  {},
+  { invalidBreak: 'error', breakSpacing: 'error' },
+  { invalidBreak: 'text', breakSpacing: 'ignore' },
+  { invalidBreak: 'repair', breakSpacing: 'ignore' },
+  { invalidBreak: 'text', breakSpacing: 'repair' },
+];
+
+// ------------------------------------------------------------------------------------------------
+
+describe('tag parser: examples from the issue and the API', () => {
+  it('a break split across three pushes is one break (the read-aloud bug)', () => {
+    const p = createTagParser();
+    const events = [...p.push('Hello <br'), ...p.push('eak time="0'), ...p.push('.5s" /> world'), ...p.flush()];
+    expect(mergeTextEvents(events)).toEqual([
+      { type: 'text', text: 'Hello ' },
+      { type: 'break', seconds: 0.5 },
+      { type: 'text', text: ' world' },
+    ]);
+  });
+
+  it.each(['3 < 5', 'a <b> c', 'x <br> y', '<breakfast> is <served>', 'if a<b and b>c', '</flush> </break>', '<flushed>', '< flush>'])(
+    '%j is text and never stalls',
+    (text) => {
+      const p = createTagParser();
+      expect(p.push(text)).toEqual([{ type: 'text', text }]);
+      expect(p.flush()).toEqual([]);
+    },
+  );
+
+  it('a "<" at the end of a piece is held, and is text at the end of the stream', () => {
+    const p = createTagParser();
+    expect(p.push('x <')).toEqual([{ type: 'text', text: 'x ' }]);
+    expect(p.flush()).toEqual([{ type: 'text', text: '<' }]);
+    const q = createTagParser();
+    q.push('x <');
+    expect(q.push(' 5')).toEqual([{ type: 'text', text: '< 5' }]);
+  });
+
+  it('holds back only what can still become a tag, and at most maxTagLength', () => {
+    const p = createTagParser();
+    expect(p.push('a <flus')).toEqual([{ type: 'text', text: 'a ' }]);
+    expect(p.push('t')).toEqual([{ type: 'text', text: '<flust' }]); // can no longer be <flush>
+    const long = '<break ' + 'x'.repeat(100);
+    const q = createTagParser();
+    expect(mergeTextEvents(q.push(long))).toEqual([{ type: 'text', text: long }]);
+    const r = createTagParser({ maxTagLength: 20 });
+    // 21 code units: longer than the limit, so text even though it is a valid break.
+    expect(parseTags('<break time="1.5s" />', { maxTagLength: 20 })).toEqual([{ type: 'text', text: '<break time="1.5s" />' }]);
+    expect(r.push('<break time="1.5s"')).toEqual([]); // 18: still a candidate
+  });
+
+  it('accepts <flush>, <flush/>, <flush /> and both "/>" and " />" breaks', () => {
+    expect(parseTags('a<flush>b<flush/>c<flush />')).toEqual([
+      { type: 'text', text: 'a' }, { type: 'flush' }, { type: 'text', text: 'b' }, { type: 'flush' }, { type: 'text', text: 'c' }, { type: 'flush' },
+    ]);
+    for (const tag of ['<break time="1.5s"/>', '<break time="1.5s" />', "<break time='1.5s' />", '<break  time = "1.5s"   />']) {
+      expect(parseTags(`a ${tag} b`)).toEqual([{ type: 'text', text: 'a ' }, { type: 'break', seconds: 1.5 }, { type: 'text', text: ' b' }]);
+    }
+  });
+
+  it('accepts the bounds 0.1 s and 2.0 s (service-api.md §8) and rejects just outside', () => {
+    const opts: TagParserOptions = { invalidBreak: 'error' };
+    expect(parseTags(' <break time="0.1s" /> ', opts)[1]).toEqual({ type: 'break', seconds: 0.1 });
+    expect(parseTags(' <break time="2.0s" /> ', opts)[1]).toEqual({ type: 'break', seconds: 2 });
+    for (const t of ['0.09s', '2.01s', '0s', '10s']) {
+      expect(() => parseTags(` <break time="${t}" /> `, opts)).toThrowError(expect.objectContaining({ code: 'TAG_BREAK_OUT_OF_RANGE' }));
+    }
+  });
+
+  it.each([
+    ['<break time="abc" />', 'TAG_BREAK_INVALID_TIME'],
+    ['<break time="500ms" />', 'TAG_BREAK_INVALID_TIME'],
+    ['<break time="1.5" />', 'TAG_BREAK_INVALID_TIME'],
+    ['<break time="3s" />', 'TAG_BREAK_OUT_OF_RANGE'],
+    ['<break time=1s />', 'TAG_BREAK_MALFORMED'],
+    ['<break>', 'TAG_BREAK_MALFORMED'],
+    ['<break time="1s">', 'TAG_BREAK_MALFORMED'],
+    ['<break foo="1s" />', 'TAG_BREAK_MALFORMED'],
+  ])('invalidBreak "error": %s throws %s with its position; the object keeps working', (tag, code) => {
+    const p = createTagParser({ invalidBreak: 'error' });
+    const text = `Olá, coração ${tag} fim`;
+    let thrown: unknown;
+    try {
+      p.push(text);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(VoicewireError);
+    const err = thrown as VoicewireError;
+    expect(err.code).toBe(code);
+    expect(err.message).toContain(tag);
+    const d = err.details as TagParseErrorDetails;
+    expect(d.position).toBe(text.indexOf('<'));
+    expect(d.source).toBe(tag);
+    expect(mergeTextEvents(d.events)).toEqual([{ type: 'text', text: 'Olá, coração  fim' }]);
+    expect(mergeTextEvents([...p.push(' <flush> ok'), ...p.flush()])).toEqual([{ type: 'text', text: ' ' }, { type: 'flush' }, { type: 'text', text: ' ok' }]);
+  });
+
+  it('invalidBreak "text" keeps an invalid break exactly as written', () => {
+    for (const tag of INVALID_BREAKS) {
+      expect(parseTags(`a ${tag} b`, { invalidBreak: 'text' })).toEqual([{ type: 'text', text: `a ${tag} b` }]);
+    }
+  });
+
+  it('invalidBreak "repair" (default): converts ms, clamps, salvages, drops the unusable, and reports each', () => {
+    const cases: [string, number | undefined][] = [
+      ['<break time="500ms" />', 0.5],
+      ['<break time="3s" />', 2],
+      ['<break time="0.01s" />', 0.1],
+      ['<break time="1.5" />', 1.5],
+      ['<break time=1s />', 1],
+      ['<break time="1s">', 1],
+      ['<break time="abc" />', undefined],
+      ['<break>', undefined],
+    ];
+    for (const [tag, seconds] of cases) {
+      const warnings: string[] = [];
+      const events = parseTags(`a ${tag} b`, { onRepair: (w) => warnings.push(w.code) });
+      expect(warnings.length).toBe(1);
+      expect(events).toEqual(seconds === undefined ? [{ type: 'text', text: 'a  b' }] : [{ type: 'text', text: 'a ' }, { type: 'break', seconds }, { type: 'text', text: ' b' }]);
+    }
+  });
+
+  it('a missing space around a break is repaired (default), reported, or ignored (§4.5)', () => {
+    const text = 'é<break time="1s" />ü';
+    expect(renderTagEvents(parseTags(text))).toBe('é <break time="1s" /> ü');
+    expect(parseTags(text, { breakSpacing: 'ignore' })).toEqual([{ type: 'text', text: 'é' }, { type: 'break', seconds: 1 }, { type: 'text', text: 'ü' }]);
+    try {
+      parseTags(text, { breakSpacing: 'error' });
+      expect.unreachable();
+    } catch (err) {
+      expect((err as VoicewireError).code).toBe('TAG_BREAK_MISSING_SPACE');
+      const d = (err as VoicewireError).details as TagParseErrorDetails;
+      expect(d.errors.map((e) => e.code)).toEqual(['TAG_BREAK_MISSING_SPACE', 'TAG_BREAK_MISSING_SPACE']);
+      expect(d.position).toBe(1);
+    }
+    // Start and end of the stream count as spaces.
+    expect(parseTags('<break time="1s" />', { breakSpacing: 'error' })).toEqual([{ type: 'break', seconds: 1 }]);
+  });
+
+  it('positions are UTF-16 code units (emoji are two)', () => {
+    const text = '😀😀 Straße <break time="9s" /> x';
+    try {
+      createTagParser({ invalidBreak: 'error' }).push(text);
+      expect.unreachable();
+    } catch (err) {
+      expect(((err as VoicewireError).details as TagParseErrorDetails).position).toBe(text.indexOf('<'));
+    }
+  });
+
+  it('an emoji split between its surrogates comes out whole in one text event', () => {
+    const p = createTagParser();
+    expect(p.push('hi \ud83d')).toEqual([{ type: 'text', text: 'hi ' }]);
+    expect(p.push('\ude00!')).toEqual([{ type: 'text', text: '😀!' }]);
+    expect(p.push('\ud83d')).toEqual([]);
+    expect(p.flush()).toEqual([{ type: 'text', text: '\ud83d' }]); // a lone half at the end is passed on
+  });
+
+  it('reset() drops held text; flush() makes the parser reusable; bad arguments raise INVALID_ARGUMENT', () => {
+    const p = createTagParser();
+    p.push('a <brea');
+    p.reset();
+    expect(p.push('b')).toEqual([{ type: 'text', text: 'b' }]);
+    expect(p.flush()).toEqual([]);
+    expect(p.position).toBe(0);
+    expect(() => p.push(42 as never)).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => createTagParser({ maxTagLength: 3 })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => createTagParser({ invalidBreak: 'nope' as never })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+});
+
+describe('tag parser: properties (random texts in fr/de/es/pt with emoji, random tags, random splits)', () => {
+  it('one-shot equals the naive regex reference, under every policy', () => {
+    fc.assert(
+      fc.property(textArb, (text) => {
+        for (const options of POLICIES) {
+          const got = drive([text], options);
+          const ref = reference(text, options);
+          expect(got.events).toEqual(ref.events);
+          // The reference finds errors in two passes; compare them as sets (order is checked across splits).
+          const key = (e: { code: string; position: number }) => `${String(e.position).padStart(6, '0')} ${e.code}`;
+          expect(got.errors.map(key).sort()).toEqual(ref.errors.map(key).sort());
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('random splits, code unit by code unit, and empty pieces equal one-shot', () => {
+    fc.assert(
+      fc.property(textArb, fc.array(fc.nat(), { maxLength: 25 }), (text, cuts) => {
+        for (const options of POLICIES) {
+          const whole = drive([text], options);
+          for (const pieces of [splitString(text, cuts), oneByOne(text), ['', ...oneByOne(text).flatMap((c) => [c, ''])]]) {
+            const got = drive(pieces, options);
+            expect(got.events).toEqual(whole.events);
+            expect(got.errors).toEqual(whole.errors);
+            // Never split a surrogate pair: every text event is well-formed (the input is).
+            for (const e of got.raw) if (e.type === 'text') expect(isWellFormed(e.text)).toBe(true);
+          }
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('break times: the parsed seconds are exactly Number() of the digits (correct rounding)', () => {
+    const digits = fc.string({ unit: fc.constantFrom('0', '1', '2', '3', '4', '5', '6', '7', '8', '9'), minLength: 1, maxLength: 18 });
+    fc.assert(
+      fc.property(digits, digits, fc.boolean(), (a, b, frac) => {
+        const d = frac ? `${a}.${b}` : a;
+        const check = checkBreakTime(`${d}s`);
+        const v = Number(d);
+        if (v >= 0.1 && v <= 2) expect(check).toEqual({ ok: true, seconds: v });
+        else expect(check).toMatchObject({ ok: false, code: 'TAG_BREAK_OUT_OF_RANGE' });
+      }),
+      { numRuns: 500 },
+    );
+    expect(checkBreakTime('1.s')).toMatchObject({ ok: false, code: 'TAG_BREAK_INVALID_TIME' });
+    expect(checkBreakTime('.5s')).toEqual({ ok: true, seconds: 0.5 });
+  });
+
+  it('holds back only a viable tag prefix (≤ maxTagLength) after every piece', () => {
+    // Prefixes of the grammar: what may still become <flush…> or <break…/>.
+    const viable = (s: string, hold: boolean) =>
+      new RegExp(`^(?:<f?|<fl(?:u(?:s(?:h${TS}*/?)?)?)?|<b(?:r(?:e(?:a(?:k)?)?)?)?|<break${TS}+(?:t(?:i(?:m(?:e${TS}*(?:=${TS}*(?:"[^"<>]*(?:"${TS}*/?)?|'[^'<>]*(?:'${TS}*/?)?)?)?)?)?)?)?)$`).test(s) ||
+      (hold && /^<break[ \t\n\r\f/][^<>]*$/.test(s));
+    fc.assert(
+      fc.property(textArb, fc.array(fc.nat(), { maxLength: 25 }), fc.boolean(), (text, cuts, hold) => {
+        let out = '';
+        const scanner = new TagScanner({ ontext: (t) => (out += t), onflush: (s) => (out += s), onbreak: (s) => (out += s) }, { holdMalformed: hold });
+        let fed = '';
+        for (const piece of splitString(text, cuts)) {
+          scanner.write(piece);
+          fed += piece;
+          expect(fed.startsWith(out)).toBe(true);
+          const held = fed.slice(out.length);
+          expect(held.length).toBeLessThanOrEqual(MAX);
+          if (held.length > 0) expect(viable(held, hold)).toBe(true);
+        }
+        scanner.end();
+        expect(out).toBe(text);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('fuzz: arbitrary Unicode (lone surrogates included) raises only VoicewireError and the parser keeps working', () => {
+    const garbage = fc.string({ unit: fc.oneof(fc.constantFrom('<', '>', '/', '"', "'", '=', ' ', 'b', 'r', 'e', 'a', 'k', 't', 'i', 'm', 's', 'f', 'l', 'u', 'h', '1', '.'), fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c))), maxLength: 200 });
+    fc.assert(
+      fc.property(garbage, fc.array(fc.nat(), { maxLength: 10 }), fc.constantFrom(...POLICIES), (text, cuts, options) => {
+        const p = createTagParser(options);
+        for (const piece of splitString(text, cuts)) {
+          try {
+            p.push(piece);
+          } catch (err) {
+            expect(err).toBeInstanceOf(VoicewireError);
+          }
+        }
+        try {
+          p.flush();
+        } catch (err) {
+          expect(err).toBeInstanceOf(VoicewireError);
+        }
+        expect(mergeTextEvents([...p.push('ok <flush> '), ...p.flush()])).toEqual([{ type: 'text', text: 'ok ' }, { type: 'flush' }, { type: 'text', text: ' ' }]);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('tag parser: stream adapters', () => {
+  const text = 'Bom dia <br' + 'eak time="0.5s" /> mañana 😀 <flush> 3 < 5';
+  const pieces = ['Bom dia <br', 'eak time="0.', '5s" /> mañana \ud83d', '\ude00 <fl', 'ush> 3 <', ' 5'];
+
+  it('web TransformStream', async () => {
+    const events: TagEvent[] = [];
+    await new ReadableStream<string>({
+      start(c) {
+        for (const p of pieces) c.enqueue(p);
+        c.close();
+      },
+    })
+      .pipeThrough(createTagParserStream())
+      .pipeTo(new WritableStream({ write: (e) => void events.push(e) }));
+    expect(mergeTextEvents(events)).toEqual(parseTags(text));
+  });
+
+  it('Node Transform, fed UTF-8 bytes split inside characters', async () => {
+    const bytes = Buffer.from(text, 'utf8');
+    const chunks = [bytes.subarray(0, 20), bytes.subarray(20, 51), bytes.subarray(51)];
+    const events: TagEvent[] = [];
+    for await (const e of Readable.from(chunks).pipe(createTagParserTransform())) events.push(e as TagEvent);
+    expect(mergeTextEvents(events)).toEqual(parseTags(text));
+  });
+
+  it('web stream under the error policy delivers the events, then errors', async () => {
+    const events: TagEvent[] = [];
+    const done = new ReadableStream<string>({
+      start(c) {
+        c.enqueue('a <break time="9s" /> b');
+        c.close();
+      },
+    })
+      .pipeThrough(createTagParserStream({ invalidBreak: 'error' }))
+      .pipeTo(new WritableStream({ write: (e) => void events.push(e) }));
+    await expect(done).rejects.toMatchObject({ code: 'TAG_BREAK_OUT_OF_RANGE' });
+    expect(mergeTextEvents(events)).toEqual([{ type: 'text', text: 'a  b' }]);
+  });
+});
