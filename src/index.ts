@@ -16,3 +16,4 @@ export * from './wav.js';
 export * from './resampler.js';
 export * from './tags.js';
 export * from './text-chunker.js';
+export * from './ndjson.js';

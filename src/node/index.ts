@@ -9,3 +9,4 @@ export * from './framer.js';
 export * from './wav.js';
 export * from './resampler.js';
 export * from './tags.js';
+export * from './ndjson.js';
