@@ -1,0 +1,167 @@
+/**
+ * `json_config` validation: TTS advanced settings (service-api.md §2.8, limits §8), voice
+ * generation settings (§2.9) and STT settings (§4.4, protocol-notes.md "STT").
+ *
+ * `json_config` may arrive as an object or as a string holding a JSON object (§4.2 "string or
+ * object", §4.4 "object or string"); both validate to the same object. Known keys are checked;
+ * unknown keys are kept as they are (the model may know them; §2.9 "only needed keys should be
+ * sent"). Numbers must be JSON numbers: a string `"0.5"` is a wrong type.
+ */
+import { VoicewireError } from '../errors.js';
+import {
+  FieldReader,
+  PROTOCOL_LANGUAGES,
+  describeIssue,
+  isRecord,
+  makeIssue,
+  type ProtocolLanguage,
+  type ValidationIssue,
+  type ValidationLoc,
+} from './validate.js';
+
+/** Validated TTS `json_config` (§2.8). Unknown keys are kept. */
+export interface TtsJsonConfig {
+  /** Speech speed: default 0.0; -4.0 to -0.1 faster; 0.1 to 4.0 slower. */
+  padding_bonus?: number;
+  /** 0 to 1.4, default 0.7; 0 is deterministic. */
+  temp?: number;
+  /** Similarity to the target voice, 1.0 to 4.0, default 2.0. */
+  cfg_coef?: number;
+  /** A language code enables all rewrite rules for that language. */
+  rewrite_rules?: ProtocolLanguage;
+  [key: string]: unknown;
+}
+
+/**
+ * Validated voice generation `json_config` (§2.9). The API shows neither types nor ranges of
+ * these keys: voicewire accepts any finite JSON number for each and checks nothing else.
+ */
+export interface VoiceGenerationJsonConfig {
+  cfg_scale?: number;
+  steps?: number;
+  seed?: number;
+  utmos_score?: number;
+  [key: string]: unknown;
+}
+
+/**
+ * Validated STT `json_config`. Keys seen in real clients (protocol-notes.md): `language` (one of
+ * the five languages), `delay_in_frames` (an integer ≥ 0), `temp` (a number ≥ 0) and
+ * `padding_bonus` (any finite number; its STT range is not documented).
+ */
+export interface SttJsonConfig {
+  language?: ProtocolLanguage;
+  delay_in_frames?: number;
+  temp?: number;
+  padding_bonus?: number;
+  [key: string]: unknown;
+}
+
+/** Bounds of §2.8 / §8, exported for servers and UIs. */
+export const TTS_CONFIG_LIMITS = Object.freeze({
+  paddingBonus: Object.freeze({ min: -4, max: 4, deadZone: 0.1, default: 0 }),
+  temp: Object.freeze({ min: 0, max: 1.4, default: 0.7 }),
+  cfgCoef: Object.freeze({ min: 1, max: 4, default: 2 }),
+});
+
+/**
+ * Reads `json_config` as an object: a string is parsed as JSON. Records `json_invalid` or
+ * `dict_type` issues at `loc` and returns `undefined` when it is not an object.
+ */
+function configObject(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): Record<string, unknown> | undefined {
+  let value = input;
+  if (typeof input === 'string') {
+    try {
+      value = JSON.parse(input);
+    } catch (err) {
+      issues.push(makeIssue(loc, 'json_invalid', input, { error: err instanceof Error ? err.message : String(err) }));
+      return undefined;
+    }
+  }
+  if (!isRecord(value)) {
+    issues.push(makeIssue(loc, 'dict_type', input));
+    return undefined;
+  }
+  return value;
+}
+
+/**
+ * Collects the issues of a TTS `json_config` at `loc` (for REST: `["body", "json_config"]`).
+ * Returns the validated copy, or `undefined` when there are issues.
+ */
+export function checkTtsJsonConfig(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): TtsJsonConfig | undefined {
+  const obj = configObject(input, loc, issues);
+  if (obj === undefined) return undefined;
+  const before = issues.length;
+  const r = new FieldReader(obj, loc, 'strict', issues);
+  const L = TTS_CONFIG_LIMITS;
+  const padding = r.number('padding_bonus', { ge: L.paddingBonus.min, le: L.paddingBonus.max });
+  // §2.8/§8: -4.0 to -0.1 or 0.1 to 4.0, or exactly the default 0.0.
+  if (padding !== undefined && padding !== 0 && Math.abs(padding) < L.paddingBonus.deadZone) {
+    r.fail('padding_bonus', 'value_error', padding, { error: 'padding_bonus must be 0.0 or have an absolute value between 0.1 and 4.0' });
+  }
+  r.number('temp', { ge: L.temp.min, le: L.temp.max });
+  r.number('cfg_coef', { ge: L.cfgCoef.min, le: L.cfgCoef.max });
+  r.literal('rewrite_rules', PROTOCOL_LANGUAGES);
+  return issues.length === before ? ({ ...obj } as TtsJsonConfig) : undefined;
+}
+
+/** Collects the issues of a voice generation `json_config` (§2.9) at `loc`. */
+export function checkVoiceGenerationJsonConfig(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): VoiceGenerationJsonConfig | undefined {
+  const obj = configObject(input, loc, issues);
+  if (obj === undefined) return undefined;
+  const before = issues.length;
+  const r = new FieldReader(obj, loc, 'strict', issues);
+  for (const key of ['cfg_scale', 'steps', 'seed', 'utmos_score']) r.number(key);
+  return issues.length === before ? ({ ...obj } as VoiceGenerationJsonConfig) : undefined;
+}
+
+/** Collects the issues of an STT `json_config` at `loc`. */
+export function checkSttJsonConfig(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): SttJsonConfig | undefined {
+  const obj = configObject(input, loc, issues);
+  if (obj === undefined) return undefined;
+  const before = issues.length;
+  const r = new FieldReader(obj, loc, 'strict', issues);
+  r.literal('language', PROTOCOL_LANGUAGES);
+  r.integer('delay_in_frames', { ge: 0 });
+  r.number('temp', { ge: 0 });
+  r.number('padding_bonus');
+  return issues.length === before ? ({ ...obj } as SttJsonConfig) : undefined;
+}
+
+function throwing<T>(check: (input: unknown, loc: ValidationLoc, issues: ValidationIssue[]) => T | undefined, input: unknown): T {
+  const issues: ValidationIssue[] = [];
+  const value = check(input, ['json_config'], issues);
+  if (value === undefined || issues.length > 0) {
+    throw new VoicewireError('PROTOCOL_INVALID_CONFIG', `Invalid json_config: ${issues.map(describeIssue).join('; ')}`, {
+      details: { issues },
+    });
+  }
+  return value;
+}
+
+/**
+ * Validates a TTS `json_config` (object or JSON string) against §2.8: `padding_bonus` in
+ * [-4, -0.1] ∪ {0} ∪ [0.1, 4], `temp` in [0, 1.4], `cfg_coef` in [1, 4], `rewrite_rules` one of
+ * `en fr de es pt`. Unknown keys are kept.
+ *
+ * @returns a shallow copy of the object.
+ * @throws VoicewireError `PROTOCOL_INVALID_CONFIG` (close code 1008); `details.issues` holds the
+ *   pydantic-style issues with `loc` starting at `"json_config"`.
+ */
+export function validateTtsJsonConfig(input: unknown): TtsJsonConfig {
+  return throwing(checkTtsJsonConfig, input);
+}
+
+/** Validates a voice generation `json_config` (§2.9): each known key is a finite number. Throws like {@link validateTtsJsonConfig}. */
+export function validateVoiceGenerationJsonConfig(input: unknown): VoiceGenerationJsonConfig {
+  return throwing(checkVoiceGenerationJsonConfig, input);
+}
+
+/**
+ * Validates an STT `json_config`: `language` one of `en fr de es pt`, `delay_in_frames` an integer
+ * ≥ 0, `temp` a number ≥ 0, `padding_bonus` a finite number. Throws like {@link validateTtsJsonConfig}.
+ */
+export function validateSttJsonConfig(input: unknown): SttJsonConfig {
+  return throwing(checkSttJsonConfig, input);
+}

@@ -1,0 +1,270 @@
+/**
+ * The validation vocabulary shared by WebSocket message parsing, `json_config` and REST bodies:
+ * issues shaped like the API's HTTP 422 body (service-api.md §2.7), with pydantic-style `type`
+ * values and messages (the service is a FastAPI/pydantic app; its clients match on these).
+ */
+
+/** A path into the validated value: `["body", "prompt"]`, `["query", "limit"]`, `["json_config", "temp"]`. */
+export type ValidationLoc = Array<string | number>;
+
+/** One entry of a 422 body's `detail` (service-api.md §2.7). */
+export interface ValidationIssue {
+  /** Where the problem is. */
+  loc: ValidationLoc;
+  /** Human-readable message, pydantic's wording. */
+  msg: string;
+  /** Machine-readable kind, pydantic's names: `missing`, `string_too_short`, `greater_than_equal`… */
+  type: string;
+  /** The offending value, when there is one (absent for `missing`… pydantic sends the parent). */
+  input?: unknown;
+  /** Parameters of the constraint, e.g. `{ ge: 0 }`, `{ max_length: 500 }`. */
+  ctx?: Record<string, unknown>;
+}
+
+/** The HTTP 422 body (service-api.md §2.7). */
+export interface ValidationErrorBody {
+  detail: ValidationIssue[];
+}
+
+/** The five languages of TTS, STT and voice design (service-api.md §1). */
+export const PROTOCOL_LANGUAGES = ['en', 'fr', 'de', 'es', 'pt'] as const;
+
+/** One of {@link PROTOCOL_LANGUAGES}. */
+export type ProtocolLanguage = (typeof PROTOCOL_LANGUAGES)[number];
+
+/** pydantic's `Input should be 'a', 'b' or 'c'` list. */
+export function expectedList(values: readonly (string | number | boolean)[]): string {
+  const shown = values.map((v) => (typeof v === 'string' ? `'${v}'` : String(v)));
+  return shown.length <= 1 ? shown.join('') : `${shown.slice(0, -1).join(', ')} or ${shown[shown.length - 1]!}`;
+}
+
+function plural(n: unknown, word: string): string {
+  return `${String(n)} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** pydantic v2 message templates, by type. */
+function messageOf(type: string, ctx: Record<string, unknown> | undefined): string {
+  const c = ctx ?? {};
+  switch (type) {
+    case 'missing':
+      return 'Field required';
+    case 'string_type':
+      return 'Input should be a valid string';
+    case 'string_too_short':
+      return `String should have at least ${plural(c['min_length'], 'character')}`;
+    case 'string_too_long':
+      return `String should have at most ${plural(c['max_length'], 'character')}`;
+    case 'int_type':
+      return 'Input should be a valid integer';
+    case 'int_parsing':
+      return 'Input should be a valid integer, unable to parse string as an integer';
+    case 'int_from_float':
+      return 'Input should be a valid integer, got a number with a fractional part';
+    case 'float_type':
+      return 'Input should be a valid number';
+    case 'float_parsing':
+      return 'Input should be a valid number, unable to parse string as a number';
+    case 'finite_number':
+      return 'Input should be a finite number';
+    case 'bool_type':
+      return 'Input should be a valid boolean';
+    case 'bool_parsing':
+      return 'Input should be a valid boolean, unable to interpret input';
+    case 'greater_than_equal':
+      return `Input should be greater than or equal to ${String(c['ge'])}`;
+    case 'less_than_equal':
+      return `Input should be less than or equal to ${String(c['le'])}`;
+    case 'literal_error':
+      return `Input should be ${String(c['expected'])}`;
+    case 'dict_type':
+      return 'Input should be a valid dictionary';
+    case 'model_attributes_type':
+      return 'Input should be a valid dictionary or object to extract fields from';
+    case 'list_type':
+      return 'Input should be a valid list';
+    case 'json_invalid':
+      return 'JSON decode error';
+    case 'json_type':
+      return 'JSON input should be string, bytes or bytearray';
+    case 'value_error':
+      return `Value error, ${String(c['error'])}`;
+    case 'datetime_parsing':
+      return `Input should be a valid datetime, ${String(c['error'])}`;
+    case 'date_parsing':
+      return `Input should be a valid date in the format YYYY-MM-DD, ${String(c['error'])}`;
+    case 'uuid_parsing':
+      return `Input should be a valid UUID, ${String(c['error'])}`;
+    default:
+      return type;
+  }
+}
+
+/** Makes an issue with pydantic's message for `type`. `input` is omitted when `undefined`. */
+export function makeIssue(loc: ValidationLoc, type: string, input: unknown, ctx?: Record<string, unknown>): ValidationIssue {
+  const issue: ValidationIssue = { loc, msg: messageOf(type, ctx), type };
+  if (input !== undefined) issue.input = input;
+  if (ctx !== undefined) issue.ctx = ctx;
+  return issue;
+}
+
+/** One-line summary of an issue: `json_config.temp: Input should be less than or equal to 1.4`. */
+export function describeIssue(issue: ValidationIssue): string {
+  const where = issue.loc.map(String).join('.');
+  return where === '' ? issue.msg : `${where}: ${issue.msg}`;
+}
+
+/** True for a plain JSON object (not null, not an array). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !ArrayBuffer.isView(value);
+}
+
+/** Own-property read that never walks the prototype (`__proto__`, `constructor` are just names). */
+export function own(obj: Record<string, unknown>, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
+}
+
+/** How strings are read as numbers and booleans: never (`strict`, JSON messages) or like pydantic's lax mode (`lax`, REST). */
+export type Coercion = 'strict' | 'lax';
+
+/** Options shared by the field readers. */
+export interface FieldOptions {
+  required?: boolean;
+  /** Treat `null` as absent (optional fields only). Default true. */
+  nullable?: boolean;
+}
+
+/**
+ * Collects issues while reading fields of one object. Each reader returns the value, or
+ * `undefined` after recording an issue (or when an optional field is absent).
+ */
+export class FieldReader {
+  readonly issues: ValidationIssue[];
+  constructor(
+    readonly obj: Record<string, unknown>,
+    readonly loc: ValidationLoc,
+    readonly coercion: Coercion = 'strict',
+    issues: ValidationIssue[] = [],
+  ) {
+    this.issues = issues;
+  }
+
+  private present(key: string, options: FieldOptions): { value: unknown; ok: boolean } {
+    const value = own(this.obj, key);
+    if (value === undefined || (value === null && options.nullable !== false && !options.required)) {
+      if (options.required) this.issues.push(makeIssue([...this.loc, key], 'missing', undefined));
+      return { value: undefined, ok: false };
+    }
+    return { value, ok: true };
+  }
+
+  /** Adds an issue at `key`. */
+  fail(key: string | number | null, type: string, input: unknown, ctx?: Record<string, unknown>): undefined {
+    this.issues.push(makeIssue(key === null ? [...this.loc] : [...this.loc, key], type, input, ctx));
+    return undefined;
+  }
+
+  string(key: string, options: FieldOptions & { minLength?: number; maxLength?: number } = {}): string | undefined {
+    const { value, ok } = this.present(key, options);
+    if (!ok) return undefined;
+    if (typeof value !== 'string') return this.fail(key, 'string_type', value);
+    if (options.minLength !== undefined && value.length < options.minLength) {
+      return this.fail(key, 'string_too_short', value, { min_length: options.minLength });
+    }
+    if (options.maxLength !== undefined && value.length > options.maxLength) {
+      return this.fail(key, 'string_too_long', value, { max_length: options.maxLength });
+    }
+    return value;
+  }
+
+  literal<T extends string>(key: string, values: readonly T[], options: FieldOptions = {}): T | undefined {
+    const { value, ok } = this.present(key, options);
+    if (!ok) return undefined;
+    if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
+      return this.fail(key, 'literal_error', value, { expected: expectedList(values) });
+    }
+    return value as T;
+  }
+
+  boolean(key: string, options: FieldOptions = {}): boolean | undefined {
+    const { value, ok } = this.present(key, options);
+    if (!ok) return undefined;
+    if (typeof value === 'boolean') return value;
+    if (this.coercion === 'lax') {
+      const parsed = parseLaxBoolean(value);
+      if (parsed !== undefined) return parsed;
+      return this.fail(key, typeof value === 'string' ? 'bool_parsing' : 'bool_type', value);
+    }
+    return this.fail(key, 'bool_type', value);
+  }
+
+  number(key: string, options: FieldOptions & { ge?: number; le?: number } = {}): number | undefined {
+    const { value, ok } = this.present(key, options);
+    if (!ok) return undefined;
+    let n: number;
+    if (typeof value === 'number') n = value;
+    else if (this.coercion === 'lax' && typeof value === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(value)) n = Number(value);
+    else return this.fail(key, typeof value === 'string' && this.coercion === 'lax' ? 'float_parsing' : 'float_type', value);
+    if (!Number.isFinite(n)) return this.fail(key, 'finite_number', value);
+    return this.range(key, n, value, options);
+  }
+
+  integer(key: string, options: FieldOptions & { ge?: number; le?: number } = {}): number | undefined {
+    const { value, ok } = this.present(key, options);
+    if (!ok) return undefined;
+    const n = readInteger(value, this.coercion);
+    if (typeof n === 'string') return this.fail(key, n, value);
+    return this.range(key, n, value, options);
+  }
+
+  private range(key: string, n: number, input: unknown, options: { ge?: number; le?: number }): number | undefined {
+    if (options.ge !== undefined && n < options.ge) return this.fail(key, 'greater_than_equal', input, { ge: options.ge });
+    if (options.le !== undefined && n > options.le) return this.fail(key, 'less_than_equal', input, { le: options.le });
+    return n;
+  }
+
+  stringArray(key: string, options: FieldOptions = {}): string[] | undefined {
+    const { value, ok } = this.present(key, options);
+    if (!ok) return undefined;
+    if (!Array.isArray(value)) return this.fail(key, 'list_type', value);
+    const before = this.issues.length;
+    value.forEach((v, i) => {
+      if (typeof v !== 'string') this.issues.push(makeIssue([...this.loc, key, i], 'string_type', v));
+    });
+    return this.issues.length === before ? (value.slice() as string[]) : undefined;
+  }
+}
+
+/** pydantic's lax booleans: true/false, 0/1, and the strings of `str_to_bool` (case-insensitive). */
+export function parseLaxBoolean(value: unknown): boolean | undefined {
+  if (typeof value === 'boolean') return value;
+  if (value === 0 || value === 1) return value === 1;
+  if (typeof value !== 'string') return undefined;
+  switch (value.trim().toLowerCase()) {
+    case '1': case 'on': case 't': case 'true': case 'y': case 'yes':
+      return true;
+    case '0': case 'off': case 'f': case 'false': case 'n': case 'no':
+      return false;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Reads an integer like pydantic: a JSON integer (or a float with no fractional part) always; in
+ * lax mode also a string of decimal digits with an optional sign, surrounded by optional
+ * whitespace. Returns the issue type on failure. Booleans are rejected (`int_type`).
+ */
+export function readInteger(value: unknown, coercion: Coercion): number | 'int_type' | 'int_parsing' | 'int_from_float' {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) return 'int_type';
+    if (!Number.isInteger(value)) return 'int_from_float';
+    if (!Number.isSafeInteger(value)) return 'int_type';
+    return value;
+  }
+  if (typeof value === 'string' && coercion === 'lax') {
+    if (!/^\s*[+-]?\d+\s*$/.test(value)) return 'int_parsing';
+    const n = Number(value);
+    return Number.isSafeInteger(n) ? n : 'int_parsing';
+  }
+  return 'int_type';
+}
