@@ -17,3 +17,4 @@ export * from './resampler.js';
 export * from './tags.js';
 export * from './text-chunker.js';
 export * from './ndjson.js';
+export * from './protocol/index.js';

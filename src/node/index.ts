@@ -10,3 +10,4 @@ export * from './wav.js';
 export * from './resampler.js';
 export * from './tags.js';
 export * from './ndjson.js';
+export * from './protocol.js';

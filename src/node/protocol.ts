@@ -1,0 +1,134 @@
+/**
+ * Object-mode Node Transforms over the protocol session runners (src/protocol/), for Node
+ * pipelines: a server side (client frames in → server frames out) and a client side (a pair:
+ * client messages → frames to send; server frames → validated events).
+ */
+import { Transform, type TransformCallback } from 'node:stream';
+import {
+  createSttClientSession,
+  createSttServerSession,
+  createTtsClientSession,
+  createTtsServerSession,
+  type RawMessage,
+  type ServerSession,
+  type ServerTransport,
+  type SttClientEvent,
+  type SttClientMessage,
+  type SttServerSessionOptions,
+  type TtsClientEvent,
+  type TtsClientMessage,
+  type TtsClientSessionOptions,
+  type TtsServerSessionOptions,
+} from '../protocol/index.js';
+
+/** Extra options of the server transforms. */
+export interface ServerTransformOptions {
+  /** Called when the session closes the socket; the readable side then ends. */
+  onClose?: (code: number, reason: string) => void;
+}
+
+/** A server session as an object-mode Transform: frames (string, Buffer, or parsed objects) in, JSON text frames out. */
+export class ServerSessionTransform<S> extends Transform {
+  readonly session: ServerSession<S>;
+  private open = true;
+
+  constructor(make: (transport: ServerTransport) => ServerSession<S>, options: ServerTransformOptions = {}) {
+    super({ writableObjectMode: true, readableObjectMode: true });
+    this.session = make({
+      send: (text) => {
+        if (this.open) this.push(text);
+      },
+      close: (code, reason) => {
+        if (!this.open) return;
+        this.open = false;
+        options.onClose?.(code, reason);
+        this.push(null);
+      },
+    });
+  }
+
+  override _transform(chunk: RawMessage, _encoding: BufferEncoding, callback: TransformCallback): void {
+    try {
+      this.session.receive(chunk);
+      callback();
+    } catch (err) {
+      callback(err as Error);
+    }
+  }
+
+  override _flush(callback: TransformCallback): void {
+    this.session.whenIdle().then(
+      () => {
+        this.session.transportClosed();
+        callback();
+      },
+      (err: unknown) => callback(err as Error),
+    );
+  }
+}
+
+/** STT server session as an object-mode Transform. */
+export function createSttServerTransform(options: Omit<SttServerSessionOptions, 'transport'> & ServerTransformOptions): ServerSessionTransform<unknown> {
+  return new ServerSessionTransform((transport) => createSttServerSession({ ...options, transport }), options);
+}
+
+/** TTS server session as an object-mode Transform. */
+export function createTtsServerTransform(options: Omit<TtsServerSessionOptions, 'transport'> & ServerTransformOptions): ServerSessionTransform<unknown> {
+  return new ServerSessionTransform((transport) => createTtsServerSession({ ...options, transport }), options);
+}
+
+/** The two directions of a client session as object-mode Transforms. */
+export interface ClientTransforms {
+  /** Client messages in, JSON text frames to send out. A refused message errors this stream (`INVALID_STATE`). */
+  outgoing: Transform;
+  /** Server frames in, validated events out; ending it reports the socket closed. */
+  incoming: Transform;
+}
+
+function clientTransforms<CM>(make: (send: (text: string) => void, onEvent: (e: unknown) => void) => { send(m: CM): void; receive(d: RawMessage): void; transportClosed(code: number, reason?: string): void }): ClientTransforms {
+  const outgoing = new Transform({
+    writableObjectMode: true,
+    readableObjectMode: true,
+    transform(message: CM, _enc, callback) {
+      try {
+        session.send(message);
+        callback();
+      } catch (err) {
+        callback(err as Error);
+      }
+    },
+  });
+  const incoming = new Transform({
+    writableObjectMode: true,
+    readableObjectMode: true,
+    transform(data: RawMessage, _enc, callback) {
+      try {
+        session.receive(data);
+        callback();
+      } catch (err) {
+        callback(err as Error);
+      }
+    },
+    flush(callback) {
+      session.transportClosed(1005, '');
+      callback();
+    },
+  });
+  const session = make(
+    (text) => outgoing.push(text),
+    (event) => incoming.push(event),
+  );
+  return { outgoing, incoming };
+}
+
+/** STT client session as a pair of object-mode Transforms (events are {@link SttClientEvent}). */
+export function createSttClientTransforms(): ClientTransforms {
+  return clientTransforms<SttClientMessage>((send, onEvent) => createSttClientSession({ transport: { send, close: () => undefined }, onEvent: onEvent as (e: SttClientEvent) => void }));
+}
+
+/** TTS client session as a pair of object-mode Transforms (events are {@link TtsClientEvent}). */
+export function createTtsClientTransforms(options: Omit<TtsClientSessionOptions, 'transport' | 'onEvent'> = {}): ClientTransforms {
+  return clientTransforms<TtsClientMessage>((send, onEvent) =>
+    createTtsClientSession({ ...options, transport: { send, close: () => undefined }, onEvent: onEvent as (e: TtsClientEvent) => void }),
+  );
+}

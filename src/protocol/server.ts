@@ -1,0 +1,654 @@
+/**
+ * Server session runners: the imperative shell around the pure server machines. A runner holds
+ * the machine state, feeds it events (received frames, engine events, barriers), and executes the
+ * effects: it sends frames, closes the socket, and drives the engine streams.
+ *
+ * A WebSocket server is then a few lines of glue (see the README's protocol section):
+ *
+ * ```ts
+ * wss.on('connection', (ws) => {
+ *   const session = createSttServerSession({
+ *     engine,
+ *     transport: { send: (text) => ws.send(text), close: (code, reason) => ws.close(code, reason) },
+ *   });
+ *   ws.on('message', (data, isBinary) => session.receive(isBinary ? data : data.toString()));
+ *   ws.on('close', () => session.transportClosed());
+ * });
+ * ```
+ *
+ * Ordering: events are processed one at a time, run to completion (an engine that emits events
+ * synchronously inside a call has them queued behind the current step). Engine calls of one
+ * request stream never overlap: each waits for the previous one to settle. Flush and end are
+ * barriers in that queue, so `flushed` and `end_of_stream` follow every event the frames before
+ * them produced.
+ */
+import { VoicewireError, toVoicewireError } from '../errors.js';
+import type { AudioFormatName } from '../format.js';
+import { bytesOf, int16View } from '../bytes.js';
+import { createFramer, type Framer } from '../framer.js';
+import { createTagParser, type TagEvent, type TagParser, type TagParserOptions } from '../tags.js';
+import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from './engine.js';
+import type { ServerSessionNotice, SessionMachine } from './multiplex.js';
+import { serializeSttServerMessage, serializeTtsAudioMessage, serializeTtsServerMessage, type RawMessage } from './parse.js';
+import { sttServerMachine, type SttEngineOp, type SttServerEffect, type SttServerEvent, type SttServerState } from './stt-session.js';
+import { ttsServerMachine, type TtsEngineOp, type TtsServerEffect, type TtsServerEvent, type TtsServerState } from './tts-session.js';
+
+/** Where a server session writes: one text frame per message, and the close. */
+export interface ServerTransport {
+  send(text: string): void;
+  close(code: number, reason: string): void;
+}
+
+/** A running server session over one socket. */
+export interface ServerSession<S> {
+  /** A frame from the client (text, its bytes, or a parsed value). */
+  receive(data: RawMessage): void;
+  /** The socket closed (by the peer or the network): engine streams are closed, nothing more is sent. */
+  transportClosed(): void;
+  /** The machine state (immutable snapshots). */
+  readonly state: S;
+  /** True once the session closed the socket or saw it close. */
+  readonly closed: boolean;
+  /** Resolves once no engine work is pending (every request stream idle). */
+  whenIdle(): Promise<void>;
+}
+
+/** Options shared by both server runners. */
+export interface ServerSessionOptions {
+  transport: ServerTransport;
+  /** Makes the `request_id` of each `ready`. Default `crypto.randomUUID()` (a counter where there is no `crypto`). */
+  requestId?: () => string;
+  /** Lifecycle notices (request started/ended, session closed), for logs and metrics. */
+  onEvent?: (notice: ServerSessionNotice) => void;
+}
+
+/**
+ * Turns bytes of an STT `input_format` into 24 kHz s16 mono PCM (the engine's input). Chunks in,
+ * PCM out, any lengths. Another module (the audio pipeline) provides decoders for every format;
+ * the default handles `pcm` and `pcm_24000`.
+ */
+export interface SttInputDecoder {
+  push(bytes: Uint8Array): Uint8Array | Int16Array;
+  /** Hand out samples held back without ending the stream (a flush). Optional. */
+  drain?(): Uint8Array | Int16Array;
+  /** End of input: the rest. Optional. */
+  end?(): Uint8Array | Int16Array;
+}
+
+/**
+ * Turns model frames (s16 mono at the model rate, 48 kHz) into bytes of a TTS `output_format`.
+ * May return an empty array (nothing to send yet). The default handles `pcm` and `pcm_48000`.
+ */
+export interface TtsOutputEncoder {
+  push(pcm: Int16Array): Uint8Array;
+  /** End of the request: trailing bytes (e.g. the Ogg EOS page). Optional. */
+  end?(): Uint8Array;
+}
+
+/** Options of {@link createSttServerSession}. */
+export interface SttServerSessionOptions extends ServerSessionOptions {
+  engine: SttEngine;
+  /**
+   * Decoder factory for the setup's `input_format` (called when a request opens). Throw a
+   * VoicewireError (e.g. `PROTOCOL_INVALID_AUDIO_FORMAT`) for formats the server does not take;
+   * the client then gets `error` 1008. Default: {@link defaultSttInputDecoder}.
+   */
+  createInputDecoder?: (format: AudioFormatName) => SttInputDecoder;
+}
+
+/** Options of {@link createTtsServerSession}. */
+export interface TtsServerSessionOptions extends ServerSessionOptions {
+  engine: TtsEngine;
+  /** Encoder factory for the setup's `output_format`. Default: {@link defaultTtsOutputEncoder}. */
+  createOutputEncoder?: (format: AudioFormatName, sampleRate: number) => TtsOutputEncoder;
+  /** Options of the tag parser each request gets (default: tags.ts defaults, which repair bad breaks). */
+  tags?: TagParserOptions;
+}
+
+/** The default STT input decoder: `pcm` and `pcm_24000` (24 kHz s16le) pass through; anything else is refused. */
+export function defaultSttInputDecoder(format: AudioFormatName): SttInputDecoder {
+  if (format === 'pcm' || format === 'pcm_24000') return { push: (bytes) => bytes };
+  throw new VoicewireError('PROTOCOL_INVALID_AUDIO_FORMAT', `STT: this server has no decoder for input_format '${format}' (pass createInputDecoder)`);
+}
+
+/** The default TTS output encoder: `pcm` / `pcm_48000` at a 48 kHz model rate (s16le bytes as they are); anything else is refused. */
+export function defaultTtsOutputEncoder(format: AudioFormatName, sampleRate: number): TtsOutputEncoder {
+  if ((format === 'pcm' || format === 'pcm_48000') && sampleRate === 48000) return { push: (pcm) => bytesOf(pcm) };
+  throw new VoicewireError('PROTOCOL_INVALID_AUDIO_FORMAT', `TTS: this server has no encoder for output_format '${format}' (pass createOutputEncoder)`);
+}
+
+function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | undefined)?.then === 'function';
+}
+
+/** Runs `f(items[i])` in order, synchronously while the calls are synchronous. */
+function sequence<T>(items: readonly T[], f: (item: T) => MaybePromise<void>, from = 0): MaybePromise<void> {
+  for (let i = from; i < items.length; i++) {
+    const r = f(items[i]!);
+    if (isPromise(r)) return r.then(() => sequence(items, f, i + 1));
+  }
+  return undefined;
+}
+
+function then<T>(value: MaybePromise<T>, f: (v: T) => MaybePromise<void>): MaybePromise<void> {
+  return isPromise(value) ? value.then(f) : f(value);
+}
+
+/** A strictly sequential task queue: a task starts once the previous one settled. */
+class TaskQueue {
+  private readonly tasks: Array<() => MaybePromise<void>> = [];
+  private busy: Promise<void> | null = null;
+  private dead = false;
+
+  constructor(private readonly onError: (err: unknown) => void) {}
+
+  run(task: () => MaybePromise<void>): void {
+    if (this.dead) return;
+    this.tasks.push(task);
+    if (this.busy === null) this.pump();
+  }
+
+  kill(): void {
+    this.dead = true;
+    this.tasks.length = 0;
+  }
+
+  get pending(): Promise<void> | null {
+    return this.busy;
+  }
+
+  private pump(): void {
+    while (!this.dead && this.tasks.length > 0) {
+      const task = this.tasks.shift()!;
+      let r: MaybePromise<void>;
+      try {
+        r = task();
+      } catch (err) {
+        this.fail(err);
+        return;
+      }
+      if (isPromise(r)) {
+        this.busy = r.then(
+          () => {
+            this.busy = null;
+            this.pump();
+          },
+          (err: unknown) => {
+            this.busy = null;
+            this.fail(err);
+          },
+        );
+        return;
+      }
+    }
+  }
+
+  private fail(err: unknown): void {
+    if (this.dead) return;
+    this.kill();
+    this.onError(err);
+  }
+}
+
+let counter = 0;
+function defaultRequestId(): string {
+  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  return c?.randomUUID ? c.randomUUID() : `req-${Date.now().toString(36)}-${(++counter).toString(36)}`;
+}
+
+/** Marks a failure of the client's data (bad audio, bad tags) rather than of the engine. */
+function clientFault(err: unknown, code: 'PROTOCOL_INVALID_AUDIO' | 'PROTOCOL_INVALID_MESSAGE', what: string): VoicewireError {
+  if (err instanceof VoicewireError && err.closeCode !== undefined) return err;
+  return new VoicewireError(code, `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+}
+
+function engineFault(err: unknown, route: string): VoicewireError {
+  if (err instanceof VoicewireError && err.closeCode !== undefined) return err;
+  return new VoicewireError('PROTOCOL_INTERNAL', `${route} engine failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+}
+
+/** The generic part of a runner: event queue, state, transport, per-stream drivers. */
+abstract class Runner<S, Ev, Eff extends { type: string }, D extends { queue: TaskQueue; closed: boolean }> implements ServerSession<S> {
+  state: S;
+  closed = false;
+  protected readonly drivers = new Map<number, D>();
+  private readonly events: Ev[] = [];
+  private running = false;
+  protected readonly requestId: () => string;
+
+  constructor(
+    private readonly machine: SessionMachine<S, Ev, Eff>,
+    protected readonly options: ServerSessionOptions,
+  ) {
+    this.state = machine.initial();
+    this.requestId = options.requestId ?? defaultRequestId;
+  }
+
+  receive(data: RawMessage): void {
+    this.dispatch({ type: 'receive', data } as Ev);
+  }
+
+  transportClosed(): void {
+    this.dispatch({ type: 'transport_closed' } as Ev);
+    this.closed = true;
+  }
+
+  async whenIdle(): Promise<void> {
+    for (;;) {
+      const busy = [...this.drivers.values()].map((d) => d.queue.pending).filter((p): p is Promise<void> => p !== null);
+      if (busy.length === 0) return;
+      await Promise.allSettled(busy);
+    }
+  }
+
+  protected dispatch(event: Ev): void {
+    this.events.push(event);
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.events.length > 0) {
+        const step = this.machine.transition(this.state, this.events.shift()!);
+        this.state = step.state;
+        for (const effect of step.effects) this.execute(effect);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  protected send(text: string): void {
+    if (this.closed) return;
+    try {
+      this.options.transport.send(text);
+    } catch {
+      // A transport that cannot send is a broken socket.
+      this.events.push({ type: 'transport_closed' } as Ev);
+      this.closed = true;
+    }
+  }
+
+  protected execute(effect: Eff): void {
+    const e = effect as unknown as { type: string; message?: unknown; code?: number; reason?: string; event?: ServerSessionNotice };
+    switch (e.type) {
+      case 'send':
+        this.send(this.serialize(e.message));
+        return;
+      case 'close':
+        if (!this.closed) {
+          this.closed = true;
+          try {
+            this.options.transport.close(e.code!, truncateReason(e.reason!));
+          } catch {
+            // already closed
+          }
+        }
+        return;
+      case 'emit':
+        this.options.onEvent?.(e.event!);
+        return;
+      default:
+        this.executeOther(effect);
+    }
+  }
+
+  protected closeDriver(stream: number): void {
+    const d = this.drivers.get(stream);
+    if (d === undefined) return;
+    this.drivers.delete(stream);
+    d.closed = true;
+    d.queue.kill();
+    this.release(d);
+  }
+
+  protected abstract serialize(message: unknown): string;
+  protected abstract executeOther(effect: Eff): void;
+  protected abstract release(driver: D): void;
+}
+
+/** Close reasons are limited to 123 bytes by RFC 6455 §5.5.1. */
+function truncateReason(reason: string): string {
+  if (reason.length <= 40) return reason;
+  let r = reason.slice(0, 120);
+  while (new TextEncoder().encode(r).length > 123) r = r.slice(0, -1);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// STT
+// ---------------------------------------------------------------------------------------------
+
+interface SttDriver {
+  queue: TaskQueue;
+  closed: boolean;
+  stream: SttEngineStream | null;
+  decoder: SttInputDecoder | null;
+  framer: Framer | null;
+  silence: Int16Array | null;
+}
+
+class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEffect, SttDriver> {
+  constructor(private readonly stt: SttServerSessionOptions) {
+    super(sttServerMachine, stt);
+  }
+
+  protected serialize(message: unknown): string {
+    return serializeSttServerMessage(message as never);
+  }
+
+  protected release(d: SttDriver): void {
+    const s = d.stream;
+    d.stream = null;
+    if (s !== null) {
+      try {
+        s.close();
+      } catch {
+        // closing is best effort
+      }
+    }
+  }
+
+  protected executeOther(effect: SttServerEffect): void {
+    if (effect.type !== 'engine') return;
+    const { key, stream, op } = effect;
+    if (op.op === 'close') {
+      this.closeDriver(stream);
+      return;
+    }
+    let d = this.drivers.get(stream);
+    if (op.op === 'open') {
+      const driver: SttDriver = {
+        queue: new TaskQueue((err) => {
+          const error = toVoicewireError(err);
+          this.dispatch({ type: 'engine_failure', key, stream, error: error.closeCode === undefined ? engineFault(err, 'STT') : error });
+        }),
+        closed: false,
+        stream: null,
+        decoder: null,
+        framer: null,
+        silence: null,
+      };
+      this.drivers.set(stream, driver);
+      d = driver;
+    }
+    if (d === undefined || d.closed) return;
+    const driver = d;
+    driver.queue.run(() => this.runOp(driver, key, stream, op));
+  }
+
+  private pushPcm(d: SttDriver, pcm: Uint8Array | Int16Array, extra: readonly Int16Array[] = []): MaybePromise<void> {
+    const bytes = pcm instanceof Int16Array ? bytesOf(pcm) : pcm;
+    const frames: Int16Array[] = [];
+    for (const f of d.framer!.push(bytes)) frames.push(int16View(f));
+    for (const f of extra) frames.push(f);
+    const s = d.stream!;
+    return sequence(frames, (frame) => (d.closed ? undefined : s.push(frame)));
+  }
+
+  private runOp(d: SttDriver, key: string | null, stream: number, op: Exclude<SttEngineOp, { op: 'close' }>): MaybePromise<void> {
+    switch (op.op) {
+      case 'open': {
+        try {
+          d.decoder = (this.stt.createInputDecoder ?? defaultSttInputDecoder)(op.config.inputFormat);
+        } catch (err) {
+          throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', `STT: input_format '${op.config.inputFormat}'`);
+        }
+        const emit = (event: Parameters<Parameters<SttEngine['open']>[1]>[0]): void => {
+          if (!d.closed) this.dispatch({ type: 'engine', key, stream, event });
+        };
+        let opened: MaybePromise<SttEngineStream>;
+        try {
+          opened = this.stt.engine.open(op.config, emit);
+        } catch (err) {
+          throw engineFault(err, 'STT');
+        }
+        return then(opened, (s) => {
+          if (d.closed) {
+            s.close();
+            return;
+          }
+          d.stream = s;
+          const frameSize = s.info.frameSize ?? 1920;
+          d.framer = createFramer({ frameSamples: frameSize, bytesPerSample: 2, partial: 'pad', sampleRate: s.info.sampleRate ?? 24000 });
+          d.silence = new Int16Array(frameSize);
+          this.dispatch({ type: 'engine', key, stream, event: { type: 'opened', requestId: this.requestId(), info: s.info } });
+        });
+      }
+      case 'audio': {
+        let pcm: Uint8Array | Int16Array;
+        try {
+          pcm = d.decoder!.push(op.audio);
+        } catch (err) {
+          throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', 'STT: audio could not be decoded');
+        }
+        return this.pushPcm(d, pcm);
+      }
+      case 'flush': {
+        // The server pushes silence behind a flush (protocol-notes.md "STT"): the partial frame is
+        // padded, then delay_in_frames silent frames carry the text of the audio before the flush out.
+        let drained: Uint8Array | Int16Array = new Uint8Array(0);
+        try {
+          if (d.decoder!.drain) drained = d.decoder!.drain();
+        } catch (err) {
+          throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', 'STT: audio could not be decoded');
+        }
+        const tail = this.tailFrames(d);
+        return then(this.pushPcm(d, drained, tail), () => {
+          if (!d.closed) this.dispatch({ type: 'engine', key, stream, event: { type: 'flush_done', flush_id: op.flush_id } });
+        });
+      }
+      case 'end': {
+        let rest: Uint8Array | Int16Array = new Uint8Array(0);
+        try {
+          if (d.decoder!.end) rest = d.decoder!.end();
+        } catch (err) {
+          throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', 'STT: audio could not be decoded');
+        }
+        const s = d.stream!;
+        return then(
+          then(this.pushPcm(d, rest), () => this.pushPcm(d, new Uint8Array(0), this.tailFrames(d))),
+          () =>
+            then(d.closed || !s.end ? undefined : s.end(), () => {
+              if (!d.closed) this.dispatch({ type: 'engine', key, stream, event: { type: 'ended' } });
+            }),
+        );
+      }
+    }
+  }
+
+  /** The padded partial frame (if any) and `delayInFrames` silent frames. */
+  private tailFrames(d: SttDriver): Int16Array[] {
+    const out: Int16Array[] = [];
+    for (const f of d.framer!.flush()) out.push(int16View(f));
+    const delay = d.stream!.info.delayInFrames;
+    for (let i = 0; i < delay; i++) out.push(d.silence!);
+    return out;
+  }
+}
+
+/**
+ * Runs an STT server session over one socket: validates every client message, drives one engine
+ * stream per request, answers with `ready`, `text`, `end_text`, `step`, `flushed`,
+ * `end_of_stream` and `error`, and closes with the API's codes (§3.2, §7.3).
+ */
+export function createSttServerSession(options: SttServerSessionOptions): ServerSession<SttServerState> {
+  return new SttServerRunner(options);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TTS
+// ---------------------------------------------------------------------------------------------
+
+interface TtsDriver {
+  queue: TaskQueue;
+  closed: boolean;
+  stream: TtsEngineStream | null;
+  encoder: TtsOutputEncoder | null;
+  tags: TagParser;
+  clientReqId: string | undefined;
+}
+
+class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEffect, TtsDriver> {
+  constructor(private readonly tts: TtsServerSessionOptions) {
+    super(ttsServerMachine, tts);
+  }
+
+  protected serialize(message: unknown): string {
+    return serializeTtsServerMessage(message as never);
+  }
+
+  protected release(d: TtsDriver): void {
+    const s = d.stream;
+    d.stream = null;
+    if (s !== null) {
+      try {
+        s.close();
+      } catch {
+        // best effort
+      }
+    }
+  }
+
+  protected executeOther(effect: TtsServerEffect): void {
+    switch (effect.type) {
+      case 'audio': {
+        const d = this.drivers.get(effect.stream);
+        if (d === undefined || d.closed || d.encoder === null) return;
+        let bytes: Uint8Array;
+        try {
+          bytes = d.encoder.push(effect.pcm);
+        } catch (err) {
+          this.failStream(effect.key, effect.stream, engineFault(err, 'TTS output encoder'));
+          return;
+        }
+        if (bytes.byteLength > 0) {
+          const fields: { start_s: number; stop_s: number; stream_id: number | null; client_req_id?: string } = { start_s: effect.start_s, stop_s: effect.stop_s, stream_id: effect.stream_id };
+          if (d.clientReqId !== undefined) fields.client_req_id = d.clientReqId;
+          this.send(serializeTtsAudioMessage(bytes, fields));
+        }
+        return;
+      }
+      case 'audio_end': {
+        const d = this.drivers.get(effect.stream);
+        if (d === undefined || d.closed || d.encoder === null || !d.encoder.end) return;
+        let bytes: Uint8Array;
+        try {
+          bytes = d.encoder.end();
+        } catch (err) {
+          this.failStream(effect.key, effect.stream, engineFault(err, 'TTS output encoder'));
+          return;
+        }
+        if (bytes.byteLength > 0) {
+          const fields: { start_s: number; stop_s: number; stream_id: number; client_req_id?: string } = { start_s: effect.at_s, stop_s: effect.at_s, stream_id: 0 };
+          if (d.clientReqId !== undefined) fields.client_req_id = d.clientReqId;
+          this.send(serializeTtsAudioMessage(bytes, fields));
+        }
+        return;
+      }
+      case 'engine': {
+        const { key, stream, op } = effect;
+        if (op.op === 'close') {
+          this.closeDriver(stream);
+          return;
+        }
+        let d = this.drivers.get(stream);
+        if (op.op === 'open') {
+          d = {
+            queue: new TaskQueue((err) => {
+              const error = toVoicewireError(err);
+              this.failStream(key, stream, error.closeCode === undefined ? engineFault(err, 'TTS') : error);
+            }),
+            closed: false,
+            stream: null,
+            encoder: null,
+            tags: createTagParser(this.tts.tags ?? {}),
+            clientReqId: key ?? undefined,
+          };
+          this.drivers.set(stream, d);
+        }
+        if (d === undefined || d.closed) return;
+        const driver = d;
+        driver.queue.run(() => this.runOp(driver, key, stream, op));
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private failStream(key: string | null, stream: number, error: VoicewireError): void {
+    this.dispatch({ type: 'engine_failure', key, stream, error });
+  }
+
+  private runTags(d: TtsDriver, events: readonly TagEvent[]): MaybePromise<void> {
+    const s = d.stream!;
+    return sequence(events, (e) => {
+      if (d.closed) return undefined;
+      if (e.type === 'text') return e.text === '' ? undefined : s.text(e.text);
+      if (e.type === 'flush') return s.flush();
+      return s.pause(e.seconds);
+    });
+  }
+
+  private runOp(d: TtsDriver, key: string | null, stream: number, op: Exclude<TtsEngineOp, { op: 'close' }>): MaybePromise<void> {
+    switch (op.op) {
+      case 'open': {
+        const emit = (event: Parameters<Parameters<TtsEngine['open']>[1]>[0]): void => {
+          if (!d.closed) this.dispatch({ type: 'engine', key, stream, event });
+        };
+        let opened: MaybePromise<TtsEngineStream>;
+        try {
+          opened = this.tts.engine.open(op.config, emit);
+        } catch (err) {
+          throw engineFault(err, 'TTS');
+        }
+        return then(opened, (s) => {
+          if (d.closed) {
+            s.close();
+            return;
+          }
+          d.stream = s;
+          try {
+            d.encoder = (this.tts.createOutputEncoder ?? defaultTtsOutputEncoder)(op.config.outputFormat, s.info.sampleRate ?? 48000);
+          } catch (err) {
+            throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', `TTS: output_format '${op.config.outputFormat}'`);
+          }
+          this.dispatch({ type: 'engine', key, stream, event: { type: 'opened', requestId: this.requestId(), info: s.info } });
+        });
+      }
+      case 'text': {
+        let events: TagEvent[];
+        try {
+          events = d.tags.push(op.text);
+        } catch (err) {
+          // An 'error' tag policy: the parser consumed the whole piece; report the tag as the client's fault.
+          throw clientFault(err, 'PROTOCOL_INVALID_MESSAGE', 'TTS: invalid tag in text');
+        }
+        return this.runTags(d, events);
+      }
+      case 'end': {
+        let events: TagEvent[];
+        try {
+          events = d.tags.flush();
+        } catch (err) {
+          throw clientFault(err, 'PROTOCOL_INVALID_MESSAGE', 'TTS: invalid tag in text');
+        }
+        const s = d.stream!;
+        return then(this.runTags(d, events), () =>
+          then(d.closed ? undefined : s.end(), () => {
+            if (!d.closed) this.dispatch({ type: 'engine', key, stream, event: { type: 'ended' } });
+          }),
+        );
+      }
+    }
+  }
+}
+
+/**
+ * Runs a TTS server session over one socket: validates every client message, joins text pieces,
+ * parses `<flush>` and `<break>` tags, drives one engine stream per request, encodes its frames to
+ * the requested `output_format`, and answers with `ready`, `audio`, `text` (word timestamps),
+ * `need_more_text`, `end_of_stream` and `error`.
+ */
+export function createTtsServerSession(options: TtsServerSessionOptions): ServerSession<TtsServerState> {
+  return new TtsServerRunner(options);
+}
