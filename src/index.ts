@@ -18,3 +18,5 @@ export * from './tags.js';
 export * from './text-chunker.js';
 export * from './ndjson.js';
 export * from './protocol/index.js';
+export * from './crc32.js';
+export * from './ogg.js';
