@@ -20,3 +20,4 @@ export * from './ndjson.js';
 export * from './protocol/index.js';
 export * from './crc32.js';
 export * from './ogg.js';
+export * from './opus.js';
