@@ -21,3 +21,5 @@ export * from './protocol/index.js';
 export * from './crc32.js';
 export * from './ogg.js';
 export * from './opus.js';
+export * from './opus-head.js';
+export * from './ogg-opus.js';

@@ -11,3 +11,4 @@ export * from './resampler.js';
 export * from './tags.js';
 export * from './ndjson.js';
 export * from './protocol.js';
+export * from './ogg-opus.js';
