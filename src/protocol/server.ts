@@ -25,6 +25,8 @@
 import { VoicewireError, toVoicewireError } from '../errors.js';
 import type { AudioFormatName } from '../format.js';
 import { bytesOf, int16View } from '../bytes.js';
+import { createSttInputDecoder } from '../stt-audio-decoder.js';
+import { createTtsOutputEncoder } from '../tts-audio-encoder.js';
 import { createFramer, type Framer } from '../framer.js';
 import { createTagParser, type TagEvent, type TagParser, type TagParserOptions } from '../tags.js';
 import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from './engine.js';
@@ -64,8 +66,7 @@ export interface ServerSessionOptions {
 
 /**
  * Turns bytes of an STT `input_format` into 24 kHz s16 mono PCM (the engine's input). Chunks in,
- * PCM out, any lengths. Another module (the audio pipeline) provides decoders for every format;
- * the default handles `pcm` and `pcm_24000`.
+ * PCM out, any lengths. The default is the audio pipeline's decoder for every §4.4 format.
  */
 export interface SttInputDecoder {
   push(bytes: Uint8Array): Uint8Array | Int16Array;
@@ -77,7 +78,7 @@ export interface SttInputDecoder {
 
 /**
  * Turns model frames (s16 mono at the model rate, 48 kHz) into bytes of a TTS `output_format`.
- * May return an empty array (nothing to send yet). The default handles `pcm` and `pcm_48000`.
+ * May return an empty array (nothing to send yet). The default is the audio pipeline's encoder.
  */
 export interface TtsOutputEncoder {
   push(pcm: Int16Array): Uint8Array;
@@ -105,16 +106,20 @@ export interface TtsServerSessionOptions extends ServerSessionOptions {
   tags?: TagParserOptions;
 }
 
-/** The default STT input decoder: `pcm` and `pcm_24000` (24 kHz s16le) pass through; anything else is refused. */
+/**
+ * The default STT input decoder: the audio pipeline's {@link createSttInputDecoder} for every
+ * input format of §4.4 (pcm, pcm_N, wav, opus, ulaw_8000, alaw_8000) → 24 kHz s16 mono.
+ */
 export function defaultSttInputDecoder(format: AudioFormatName): SttInputDecoder {
-  if (format === 'pcm' || format === 'pcm_24000') return { push: (bytes) => bytes };
-  throw new VoicewireError('PROTOCOL_INVALID_AUDIO_FORMAT', `STT: this server has no decoder for input_format '${format}' (pass createInputDecoder)`);
+  return createSttInputDecoder(format);
 }
 
-/** The default TTS output encoder: `pcm` / `pcm_48000` at a 48 kHz model rate (s16le bytes as they are); anything else is refused. */
+/**
+ * The default TTS output encoder: the audio pipeline's {@link createTtsOutputEncoder} for every
+ * output format of §4.2 (one chunk per model frame; Ogg header pages first, EOS page on `end`).
+ */
 export function defaultTtsOutputEncoder(format: AudioFormatName, sampleRate: number): TtsOutputEncoder {
-  if ((format === 'pcm' || format === 'pcm_48000') && sampleRate === 48000) return { push: (pcm) => bytesOf(pcm) };
-  throw new VoicewireError('PROTOCOL_INVALID_AUDIO_FORMAT', `TTS: this server has no encoder for output_format '${format}' (pass createOutputEncoder)`);
+  return createTtsOutputEncoder(format, sampleRate);
 }
 
 function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
