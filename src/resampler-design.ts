@@ -67,6 +67,12 @@ export interface PolyphaseFilter {
   readonly step: Int32Array | null;
   /** Phase of output `k+1`, by the phase of output `k` (`null` with `coefs`). */
   readonly next: Int32Array | null;
+  /**
+   * By phase: `1 + j` when the row is a unit impulse at tap `j` (the output is input `j` itself,
+   * copied instead of a dot product: phase 0 of every upsampler, a third of the outputs of 3:1
+   * and 3:2), else 0. `null` when no row is one (or without `coefs`).
+   */
+  readonly copy: Int32Array | null;
   /** Kaiser β of the window. */
   readonly beta: number;
   /** Designed stopband attenuation, dB. */
@@ -164,7 +170,7 @@ function build(up: number, down: number, spec: ResamplerQualitySpec): PolyphaseF
   const taps = (2 * half + 7) & ~7;
   const beta = kaiserBeta(spec.attenuationDb);
   const partial = { up, down, half, taps, beta, attenuationDb: spec.attenuationDb };
-  if (up * taps > MAX_TABLE_COEFS) return { ...partial, coefs: null, step: null, next: null, decimator: null };
+  if (up * taps > MAX_TABLE_COEFS) return { ...partial, coefs: null, step: null, next: null, copy: null, decimator: null };
   const coefs = new Float32Array(up * taps);
   for (let p = 0; p < up; p++) fillPhaseRow(partial, p, coefs.subarray(p * taps, (p + 1) * taps));
   const step = new Int32Array(up);
@@ -174,9 +180,32 @@ function build(up: number, down: number, spec: ResamplerQualitySpec): PolyphaseF
     step[p] = Math.floor(t / up);
     next[p] = t % up;
   }
-  const f: PolyphaseFilter = { ...partial, coefs, step, next, decimator: null };
+  const f: PolyphaseFilter = { ...partial, coefs, step, next, copy: unitRows(coefs, up, taps), decimator: null };
   // Only M = 2 pays: for M = 3 the two remaining branches cost as much as the zeros they skip.
   return up === 1 && down === 2 ? { ...f, decimator: splitDecimator(f) } : f;
+}
+
+/** The {@link PolyphaseFilter.copy} table: which rows are a single tap of exactly 1. */
+function unitRows(coefs: Float32Array, up: number, taps: number): Int32Array | null {
+  const copy = new Int32Array(up);
+  let any = false;
+  for (let p = 0; p < up; p++) {
+    let at = -1;
+    for (let j = 0; j < taps; j++) {
+      const v = coefs[p * taps + j]!;
+      if (v === 0) continue;
+      if (v !== 1 || at >= 0) {
+        at = -2;
+        break;
+      }
+      at = j;
+    }
+    if (at >= 0) {
+      copy[p] = at + 1;
+      any = true;
+    }
+  }
+  return any ? copy : null;
 }
 
 function splitDecimator(f: PolyphaseFilter): DecimatorBranches {
@@ -196,7 +225,7 @@ function splitDecimator(f: PolyphaseFilter): DecimatorBranches {
     const coefs = new Float32Array(taps);
     for (let i = 0; i < count; i++) coefs[pad + i] = row[first + i * M]!;
     const filter: PolyphaseFilter = {
-      up: 1, down: 1, half: 0, taps, coefs, step: Int32Array.of(1), next: Int32Array.of(0), beta: f.beta, attenuationDb: f.attenuationDb, decimator: null, // prettier-ignore
+      up: 1, down: 1, half: 0, taps, coefs, step: Int32Array.of(1), next: Int32Array.of(0), copy: null, beta: f.beta, attenuationDb: f.attenuationDb, decimator: null, // prettier-ignore
     };
     branches.push({ first, count, pad, filter });
   }

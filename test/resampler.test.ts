@@ -17,6 +17,7 @@ import {
   setResamplerBackend,
   type Resampler,
 } from '../src/resampler.js';
+import { roundToInt16 } from '../src/resampler-simd.js';
 import { concat, cutsArb, oneByOne, splitAt } from './helpers/chunks.js';
 import { has, needs, run } from './helpers/tools.js';
 
@@ -344,6 +345,42 @@ describe('kernels', () => {
       }),
       { numRuns: 40 },
     );
+  });
+
+  it('float → int16 (wasm round16 and its JS twin): half away from zero, clamped, on ties, edges and random floats', () => {
+    const edge = [0, -0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997, -0.49999997, 1.4999999, -1.4999999, 32766.5, 32766.49, -32767.5, -32767.49, 32767, -32768, 40000, -40000, 3e38, -3e38, Infinity, -Infinity, 8388607.5, 4194303.5];
+    fc.assert(
+      fc.property(fc.float32Array({ noNaN: true, maxLength: 300 }), fc.integer({ min: 0, max: 40 }), (rnd, pad) => {
+        const scaled = Float32Array.from(rnd, (v, i) => (i % 3 === 0 ? v : Math.fround(v * 1e-30)));
+        const src = concat([new Float32Array(pad).fill(123.5), Float32Array.from(edge), scaled]);
+        // Oracle: written from the rule, not from the module's code.
+        const want = Int16Array.from(src, (v) => Math.max(-32768, Math.min(32767, Math.sign(v) * Math.floor(Math.abs(v) + 0.5))));
+        const a = new Int16Array(src.length);
+        const b = new Int16Array(src.length);
+        setResamplerBackend('wasm-simd');
+        roundToInt16(src, src.length, a);
+        setResamplerBackend('js');
+        roundToInt16(src, src.length, b);
+        setResamplerBackend('wasm-simd');
+        expect(Array.from(a)).toEqual(Array.from(want));
+        expect(Array.from(b)).toEqual(Array.from(want));
+      }),
+      { numRuns: 30 },
+    );
+  });
+
+  it('upsampling copies the input where the phase row is a unit impulse (t = integer), both backends', () => {
+    const x = signal(500, 6);
+    x[10] = -0; // a copy keeps the sign of zero
+    for (const [from, to] of [[8000, 24000], [16000, 24000], [22050, 44100]] as const) {
+      for (const backend of ['wasm-simd', 'js'] as const) {
+        setResamplerBackend(backend);
+        const y = resample(x, from, to);
+        for (let n = 0; n < x.length; n++) {
+          if ((n * to) % from === 0) expect(Object.is(y[(n * to) / from], x[n]), `${from}→${to} ${backend} n=${n}`).toBe(true);
+        }
+      }
+    }
   });
 
   it('a ratio whose phase table would not fit in memory (48000 → 47999) computes rows on the fly, same values', () => {
