@@ -13,6 +13,7 @@ import { FramePump } from '../src/pipeline-stream.js';
 import { createSttAudioDecoder, createSttDecoderStream, sttDecoderStreamCore } from '../src/stt-audio-decoder.js';
 import { createTtsAudioEncoder, createTtsEncoderStream } from '../src/tts-audio-encoder.js';
 import { decodeWav } from '../src/wav.js';
+import { has, needs } from './helpers/tools.js';
 
 const SPEECH48 = decodeWav(readFileSync(new URL('../fixtures/speech/en_48k.wav', import.meta.url)), { output: 'int16', mono: true }).samples;
 /** 4.6 s of 24 kHz audio as s16le bytes (58 STT frames). */
@@ -114,7 +115,7 @@ describe('Node Duplexes with a slow consumer', () => {
     expect(got.length).toBeLessThanOrEqual(2);
   });
 
-  it('ffmpeg input (mp3) also stays bounded', async () => {
+  it.skipIf(!has('ffmpeg'))(needs('ffmpeg', 'ffmpeg input (mp3) also stays bounded'), async () => {
     const mp3 = readFileSync(new URL('../fixtures/pipelines/en.mp3', import.meta.url));
     const t = createSttDecodeTransform('mp3', { highWaterMark: 3, lowWaterMark: 1 });
     const { sink, seen, chunks } = slowSink(1, () => t.bufferedFrames, false);

@@ -81,7 +81,7 @@ describe.skipIf(!has('sox'))(needs('sox', 'voicewire info / convert'), () => {
   });
 });
 
-describe.skipIf(!has('opusinfo') || !has('opusdec'))(needs('opusdec', 'voicewire convert --to opus (opusinfo, opusdec)'), () => {
+describe.skipIf(!has(['opusinfo', 'opusdec', 'sox']))(needs(['opusinfo', 'opusdec', 'sox'], 'voicewire convert --to opus'), () => {
   it('writes Ogg Opus that opusinfo accepts and opusdec decodes to the input length', () => {
     const out = join(dir, 'out.opus');
     expect(cli(['convert', FIXTURE, '--to', 'opus', '-o', out]).status).toBe(0);
@@ -94,7 +94,7 @@ describe.skipIf(!has('opusinfo') || !has('opusdec'))(needs('opusdec', 'voicewire
   });
 });
 
-describe.skipIf(!has('ffmpeg'))(needs('ffmpeg', 'voicewire convert of containers the API does not name'), () => {
+describe.skipIf(!has(['ffmpeg', 'sox']))(needs(['ffmpeg', 'sox'], 'voicewire convert of containers the API does not name'), () => {
   it('reads mp3 through ffmpeg', () => {
     const mp3 = join(dir, 'in.mp3');
     run('ffmpeg', ['-loglevel', 'error', '-y', '-i', FIXTURE, mp3]);

@@ -263,7 +263,7 @@ describe('OggOpusEncoder', () => {
     ['empty', {}, new Int16Array(0)],
   ];
 
-  describe.skipIf(!has('opusinfo') || !has('opusdec'))(needs('opusinfo', 'is accepted by opus-tools'), () => {
+  describe.skipIf(!has(['opusinfo', 'opusdec']))(needs(['opusinfo', 'opusdec'], 'is accepted by opus-tools'), () => {
     for (const [name, options, input] of configs) {
       it(`${name}: opusinfo reports no warning or error; opusdec outputs exactly the input length, as voicewire decodes it`, () => {
         const ogg = encodeOggOpus(input, options);
@@ -411,7 +411,7 @@ describe('OggOpusDecoder', () => {
     expect(a / b).toBeCloseTo(10 ** (-6 / 20), 2);
   });
 
-  it.skipIf(!has('opusenc') || !has('opusdec'))(needs('opusenc', 'decodes a stereo opusenc file like opusdec, or downmixes it to mono'), () => {
+  it.skipIf(!has(['opusenc', 'opusdec']))(needs(['opusenc', 'opusdec'], 'decodes a stereo opusenc file like opusdec, or downmixes it to mono'), () => {
     const stereo = new Int16Array(SHORT.length * 2);
     for (let k = 0; k < SHORT.length; k++) {
       stereo[2 * k] = SHORT[k]!;

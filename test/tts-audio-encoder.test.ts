@@ -183,7 +183,7 @@ describe.skipIf(!has('sox'))(needs('sox', 'pcm_N against sox'), () => {
   });
 });
 
-describe.skipIf(!has('ffmpeg') || !has('sox'))(needs('ffmpeg', 'G.711 decoded back by ffmpeg, against sox'), () => {
+describe.skipIf(!has(['ffmpeg', 'sox']))(needs(['ffmpeg', 'sox'], 'G.711 decoded back by ffmpeg, against sox'), () => {
   it.each([
     ['ulaw_8000', 'mulaw', 'u-law'],
     ['alaw_8000', 'alaw', 'a-law'],
@@ -218,7 +218,7 @@ describe.skipIf(!has('ffmpeg'))(needs('ffmpeg', 'wav parsed by ffprobe and ffmpe
   });
 });
 
-describe.skipIf(!has('opusinfo') || !has('opusdec') || !has('opusenc'))(needs('opusdec', 'opus validated by opusinfo, decoded by opusdec'), () => {
+describe.skipIf(!has(['opusinfo', 'opusdec', 'opusenc']))(needs(['opusinfo', 'opusdec', 'opusenc'], 'opus validated by opusinfo, decoded by opusdec'), () => {
   it('a valid Ogg Opus stream: header pages first, a page per frame, EOS with granule = input + pre-skip', () => {
     const { all, chunks, last, enc } = encodeFrames('opus', SPEECH48, 3840, { opus: { bitrate: 32000, serial: 7 } });
     const pages = oggPages(all);
@@ -422,8 +422,8 @@ describe('adapters and errors', () => {
   it('createTtsOutputEncoder (the protocol server’s factory shape) gives the same bytes', () => {
     const s = createTtsOutputEncoder('alaw_8000', 48000);
     const parts = [];
-    for (let i = 0; i < SPEECH48.length; i += 3840) parts.push(s.push(SPEECH48.subarray(i, i + 3840)));
-    parts.push(s.end());
+    for (let i = 0; i < SPEECH48.length; i += 3840) parts.push(s.push(SPEECH48.subarray(i, i + 3840)).bytes);
+    parts.push(s.end().bytes);
     expectSame(concat(parts), encodeFrames('alaw_8000', SPEECH48).all);
   });
 
@@ -441,7 +441,7 @@ describe('adapters and errors', () => {
 
   it('the factories fit the protocol server’s options (type-checked)', () => {
     const tts: NonNullable<TtsServerSessionOptions['createOutputEncoder']> = createTtsOutputEncoder;
-    expect(tts('pcm', 48000).push(new Int16Array(4)).length).toBe(8);
+    expect(tts('pcm', 48000).push(new Int16Array(4)).bytes.length).toBe(8);
   });
 
   it('an engine at 24 kHz: frames are resampled to the format', () => {

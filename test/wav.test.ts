@@ -800,7 +800,6 @@ describe('fuzz: mutated fixtures raise only VoicewireError, and streaming agrees
   const small = FIXTURES.filter((f) => fileOf(f).length <= 14000).map((f) => f.name);
 
   it('4,000 mutations', () => {
-    const start = Date.now();
     let errors = 0;
     fc.assert(
       fc.property(
@@ -827,7 +826,6 @@ describe('fuzz: mutated fixtures raise only VoicewireError, and streaming agrees
       { numRuns: 4000 },
     );
     expect(errors).toBeGreaterThan(400); // the mutations do reach the parser
-    expect(Date.now() - start).toBeLessThan(20000);
   });
 
   it('random garbage raises only VoicewireError, and the decoder works after reset()', () => {

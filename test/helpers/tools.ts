@@ -7,8 +7,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 
 const cache = new Map<string, boolean>();
 
-/** True when `tool` is on the PATH. */
-export function has(tool: string): boolean {
+/** True when `tool` (or every tool of a list) is on the PATH. */
+export function has(tool: string | readonly string[]): boolean {
+  if (typeof tool !== 'string') return tool.every((t) => has(t));
   let ok = cache.get(tool);
   if (ok === undefined) {
     ok = spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0;
@@ -17,9 +18,13 @@ export function has(tool: string): boolean {
   return ok;
 }
 
-/** A test title that says which tool it needs and, when missing, that it is skipped. */
-export function needs(tool: string, title: string): string {
-  return has(tool) ? `${title} (oracle: ${tool})` : `${title} [SKIPPED: ${tool} not installed; CI installs it]`;
+/** A test title that says which tools it needs and, when one is missing, that it is skipped and why. */
+export function needs(tool: string | readonly string[], title: string): string {
+  const tools = typeof tool === 'string' ? [tool] : tool;
+  const missing = tools.filter((t) => !has(t));
+  return missing.length === 0
+    ? `${title} (oracle: ${tools.join(', ')})`
+    : `${title} [SKIPPED: ${missing.join(', ')} not installed; CI installs it]`;
 }
 
 /** Runs a tool with binary stdin/stdout; throws with its stderr on failure. */
