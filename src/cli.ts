@@ -9,6 +9,7 @@
  */
 import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import { once } from 'node:events';
+import { finished } from 'node:stream/promises';
 import type { Readable, Writable } from 'node:stream';
 import { createRequire } from 'node:module';
 import { parseCliArgs, USAGE, type CliCommand } from './cli-args.js';
@@ -60,9 +61,44 @@ function info(cmd: Extract<CliCommand, { command: 'info' }>): Record<string, unk
   };
 }
 
-/** Writes `chunk`, waiting when the destination asks for it (backpressure). */
-async function write(out: Writable, chunk: Uint8Array): Promise<void> {
-  if (chunk.byteLength > 0 && !out.write(chunk)) await once(out, 'drain');
+/**
+ * The output of `convert`: opened on the first write (a failed input leaves no empty file behind),
+ * writes honour backpressure, and any write error becomes one IO_ERROR.
+ */
+class OutputSink {
+  private stream: Writable | undefined;
+  private failure: VoicewireError | undefined;
+  private failed: Promise<never> | undefined;
+
+  constructor(private readonly path: string) {}
+
+  private open(): Writable {
+    if (this.stream) return this.stream;
+    const stream: Writable = this.path === '-' ? process.stdout : createWriteStream(this.path);
+    this.failed = new Promise<never>((_, reject) => {
+      stream.on('error', (err: NodeJS.ErrnoException) => {
+        this.failure ??= new VoicewireError('IO_ERROR', `cannot write ${this.path}: ${err.code ?? err.message}`, { cause: err });
+        reject(this.failure);
+      });
+    });
+    this.failed.catch(() => {});
+    this.stream = stream;
+    return stream;
+  }
+
+  async write(chunk: Uint8Array): Promise<void> {
+    if (chunk.byteLength === 0) return;
+    const stream = this.open();
+    if (this.failure) throw this.failure;
+    if (!stream.write(chunk)) await Promise.race([once(stream, 'drain'), this.failed!]);
+  }
+
+  async close(): Promise<void> {
+    const stream = this.open();
+    if (this.failure) throw this.failure;
+    if (stream === process.stdout) return;
+    await Promise.race([finished(stream.end()), this.failed!]);
+  }
 }
 
 /** `voicewire convert`: streams the input through the decoder and encoder into the output. */
@@ -72,12 +108,7 @@ async function convert(cmd: Extract<CliCommand, { command: 'convert' }>): Promis
   if (target.codec === 'opus' || cmd.from === 'opus') await initOpus();
   // A file gets a WAV with exact sizes; a pipe gets the streaming header (sizes 0xFFFFFFFF).
   const exactWav = target.container === 'wav' && cmd.output !== '-';
-  const out: Writable = cmd.output === '-' ? process.stdout : createWriteStream(cmd.output);
-  const outDone = cmd.output === '-' ? Promise.resolve() : once(out, 'close');
-  const outFailed = new Promise<never>((_, reject) =>
-    out.on('error', (err) => reject(new VoicewireError('IO_ERROR', `cannot write ${cmd.output}: ${(err as NodeJS.ErrnoException).code ?? err.message}`, { cause: err }))),
-  );
-  outFailed.catch(() => {});
+  const out = new OutputSink(cmd.output);
 
   let encoder: AudioEncoder | undefined;
   const pcmParts: Uint8Array[] = [];
@@ -86,7 +117,7 @@ async function convert(cmd: Extract<CliCommand, { command: 'convert' }>): Promis
   const emit = async (parts: readonly Uint8Array[]): Promise<void> => {
     for (const p of parts) {
       if (exactWav) pcmParts.push(p.slice());
-      else await Promise.race([write(out, p), outFailed]);
+      else await out.write(p);
     }
   };
 
@@ -153,12 +184,9 @@ async function convert(cmd: Extract<CliCommand, { command: 'convert' }>): Promis
       bytes.set(c, at);
       at += c.byteLength;
     }
-    await Promise.race([write(out, encodeWav(int16View(bytes), { sampleRate: 48000 })), outFailed]);
+    await out.write(encodeWav(int16View(bytes), { sampleRate: 48000 }));
   }
-  if (out !== process.stdout) {
-    out.end();
-    await Promise.race([outDone, outFailed]);
-  }
+  await out.close();
 }
 
 function version(): string {
@@ -190,6 +218,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 1;
   }
 }
+
+// A reader that stops early (`voicewire convert … | head -c 100`) is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+});
 
 main(process.argv.slice(2)).then((code) => {
   process.exitCode = code;

@@ -3,7 +3,7 @@
  */
 import { describe, expect, it, beforeAll } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { has, needs, run, runText } from './helpers/tools.js';
@@ -128,6 +128,18 @@ describe('voicewire errors', () => {
       expect(r.stderr).toContain(`[${code}]`);
       expect(r.stderr).not.toMatch(/\n\s+at /);
     }
+  });
+
+  it('an output that cannot be written is one IO_ERROR line; a failed input leaves no file behind', () => {
+    for (const target of [dir, join(dir, 'no', 'such', 'dir.raw')]) {
+      const r = cli(['convert', FIXTURE, '--to', 'pcm', '-o', target]);
+      expect(r.status, target).toBe(1);
+      expect(r.stderr.trim().split('\n'), target).toHaveLength(1);
+      expect(r.stderr).toContain('[IO_ERROR]');
+    }
+    const out = join(dir, 'never.raw');
+    expect(cli(['convert', join(dir, 'missing.wav'), '--to', 'pcm', '-o', out]).status).toBe(1);
+    expect(existsSync(out)).toBe(false);
   });
 
   it('a truncated WAV is reported, not converted silently short', () => {
