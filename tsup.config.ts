@@ -10,6 +10,9 @@ export default defineConfig([
     clean: true,
     target: 'node20',
     treeshake: true,
+    // One shared chunk for both entries in CJS too: voicewire and voicewire/node must share one libopus
+    // heap, one resampler cache and the same classes (instanceof across the two entries).
+    splitting: true,
   },
   {
     entry: { cli: 'src/cli.ts' },

@@ -43,6 +43,16 @@ describe('VoicewireError', () => {
     expect(new esm.VoicewireError('FORMAT_UNKNOWN', 'x') instanceof cjs.VoicewireError).toBe(true);
   });
 
+  it('the core and voicewire/node share one copy of every class in the CJS build too', () => {
+    const require = createRequire(import.meta.url);
+    const core = require('../dist/index.cjs');
+    const node = require('../dist/node.cjs');
+    // Two copies would mean two libopus heaps and failing instanceof between the entries.
+    expect(node.OggOpusEncoder).toBe(core.OggOpusEncoder);
+    expect(node.createResampler).toBe(core.createResampler);
+    expect(node.VoicewireError).toBe(core.VoicewireError);
+  });
+
   it('toVoicewireError wraps foreign throws and passes ours through', () => {
     const ours = new VoicewireError('INVALID_ARGUMENT', 'x');
     expect(toVoicewireError(ours)).toBe(ours);
