@@ -18,7 +18,7 @@ export interface ErrorCodeInfo {
 
 /**
  * Every error code, grouped by module. Add a code here (and only here) when a module needs a new
- * kind of failure; the README's table is generated from this object by `test/errors.test.ts`.
+ * kind of failure, and a row to the README's table (`test/errors.test.ts` checks that every code is there).
  */
 export const ERROR_CODES = {
   // --- general ----------------------------------------------------------------------------
@@ -48,7 +48,9 @@ export const ERROR_CODES = {
   // --- ogg --------------------------------------------------------------------------------
   OGG_CRC_MISMATCH: { description: 'An Ogg page failed its CRC-32 check (RFC 3533 §6).' },
   OGG_INVALID_PAGE: { description: 'No valid Ogg page within the reader\'s maxGarbage bytes: the input is not an Ogg stream.' },
-  OGG_TRUNCATED: { description: 'The stream ended inside a page or a packet.' },
+  OGG_TRUNCATED: { description: 'The stream ended inside a page or a packet, or a followed logical stream ended without its EOS page (unless allowTruncated).' },
+  OGG_CORRUPT: { description: 'Bytes after the first Ogg page are not a valid page (a damaged capture pattern or version, or junk between pages); strict mode only.' },
+  OGG_SEQUENCE_GAP: { description: 'A followed Ogg stream\'s page sequence number jumped: pages were lost (RFC 3533 §6); strict mode only.' },
   OGG_NO_OPUS_STREAM: { description: 'No logical stream starting with OpusHead was found.' },
   OGG_PACKET_TOO_LARGE: { description: 'A packet reassembled across Ogg pages exceeds the reader\'s maxPacketSize.' },
 
