@@ -121,13 +121,30 @@ export interface QualityFigures {
   to: number;
   /** SNR of a 1 kHz −6 dBFS tone (sine fit over the middle second of 2 s), dB. */
   snr1kDb: number;
-  /** Downsampling only: output level of a −6 dBFS tone at 1.25× the output Nyquist, dBFS. */
+  /**
+   * Downsampling only: output level of a −6 dBFS tone at 1.25× the output Nyquist, dBFS. `null`
+   * when that tone would be at or above the INPUT Nyquist (pairs with to > 0.8·from, e.g.
+   * 24000→22050 or 48000→44100): such a tone cannot exist in the input (it would already be its
+   * own alias there), so the probe would measure nothing meaningful and is skipped.
+   */
   aliasDbfs: number | null;
   /**
    * Downsampling only: output level of a −6 dBFS tone at (2 − passband)× the output Nyquist
-   * (1.1× by default), whose alias would land on the passband edge, dBFS.
+   * (1.1× by default), whose alias would land on the passband edge, dBFS. `null` when that tone
+   * is at or above the input Nyquist (to > from/(2 − passband), e.g. 24000→22050, 48000→44100).
    */
   aliasEdgeDbfs: number | null;
+  /**
+   * Downsampling only: output level of a −6 dBFS tone at 1.05× the output Nyquist, dBFS: inside
+   * the transition band of a filter whose −6 dB point is at the Nyquist, so it shows whether
+   * content just above the Nyquist folds back (to 0.95×). `null` when at or above the input Nyquist.
+   */
+  aliasNearDbfs: number | null;
+  /**
+   * Upsampling only: level of the image (at 1.05× the input Nyquist) of an input tone at 0.95×
+   * the input Nyquist, dB relative to the input tone (see {@link imageLevelDb}).
+   */
+  imageNearDb: number | null;
   /** Largest |gain| deviation of tones up to the passband edge (0.9× the lower Nyquist), dB. */
   passbandDevDb: number;
   /** Upsampling only: tone over images, worst of 1 kHz and the passband edge, dB. */
@@ -160,11 +177,19 @@ export function measureQuality(fn: ResampleFn, from: number, to: number, passban
 
   let aliasDbfs: number | null = null;
   let aliasEdgeDbfs: number | null = null;
+  let aliasNearDbfs: number | null = null;
   if (to < from) {
-    const t = run(1.25 * (to / 2));
-    aliasDbfs = dbfsOfRms(rms(t.y, t.start, t.end));
-    const e = run((2 - passband) * (to / 2));
-    aliasEdgeDbfs = dbfsOfRms(rms(e.y, e.start, e.end));
+    // An alias probe is a tone above the output Nyquist but below the input Nyquist; for close
+    // rates (24000→22050: 1.25 × 11025 Hz = 13781 Hz > 12000 Hz) there is no such tone at the
+    // probe frequency, so the probe is skipped (null) rather than report a folded input tone.
+    const probe = (freq: number): number | null => {
+      if (freq >= from / 2) return null;
+      const t = run(freq);
+      return dbfsOfRms(rms(t.y, t.start, t.end));
+    };
+    aliasDbfs = probe(1.25 * (to / 2));
+    aliasNearDbfs = probe(1.05 * (to / 2));
+    aliasEdgeDbfs = probe((2 - passband) * (to / 2));
   }
 
   let passbandDevDb = 0;
@@ -176,7 +201,9 @@ export function measureQuality(fn: ResampleFn, from: number, to: number, passban
   }
 
   let imageRejectionDb: number | null = null;
+  let imageNearDb: number | null = null;
   if (to > from) {
+    imageNearDb = imageLevelDb(fn, 0.95 * (from / 2), from, to);
     imageRejectionDb = Infinity;
     for (const f of [1000, passband * lowNyq]) {
       const t = f === 1000 ? t1 : run(f);
@@ -191,11 +218,29 @@ export function measureQuality(fn: ResampleFn, from: number, to: number, passban
     snr1kDb: fit1.snrDb,
     aliasDbfs,
     aliasEdgeDbfs,
+    aliasNearDbfs,
     passbandDevDb,
     imageRejectionDb,
+    imageNearDb,
     lagSamples,
     lengthError: t1.y.length - Math.round((n * to) / from),
   };
+}
+
+/**
+ * Upsampling: level of the image (at `from − freq`) of a 2 s −6 dBFS input tone at `freq`, dB
+ * relative to the input tone. The tone is fitted and subtracted first: a direct fit at the image
+ * frequency would pick up the tone's own leakage over the finite window (about −70 dB when the
+ * two are 1 kHz apart), hiding images below that.
+ */
+export function imageLevelDb(fn: ResampleFn, freq: number, from: number, to: number): number {
+  const y = fn(tone(freq, from, 2), from, to);
+  const [a, b] = middle(y.length);
+  const t = fitSine(y, to, freq, a, b);
+  const w = (2 * Math.PI * freq) / to;
+  const r = new Float64Array(y.length);
+  for (let i = a; i < b; i++) r[i] = y[i]! - t.amplitude * Math.sin(w * i + t.phase);
+  return 20 * Math.log10(Math.max(fitSine(r, to, from - freq, a, b).amplitude / 0.5, 1e-30));
 }
 
 /**

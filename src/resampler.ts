@@ -26,8 +26,11 @@ export type { ResamplerBackend } from './resampler-simd.js';
 /** Options of {@link resample} and {@link resampleInt16}. */
 export interface ResampleOptions {
   /**
-   * `'high'` (default: ≥ 125 dB stopband, flat to 0.9× the lower Nyquist) or `'fast'` (≥ 100 dB,
-   * flat to 0.85×, half the taps). Measured figures: {@link RESAMPLER_QUALITIES}.
+   * `'high'` (default: ≥ 125 dB stopband from 1.1× the lower Nyquist, flat to 0.9×; content
+   * between 1.0× and 1.1× may fold back into 0.9×–1.0× at up to −6 dB), `'fast'` (≥ 96 dB from
+   * 1.15×, flat to 0.85×, half the taps) or `'best'` (≥ 125 dB from 1.0×: nothing folds back, as
+   * sox's `rate`; flat to 0.9×, twice the taps of `'high'`). What each guarantees and measures:
+   * {@link RESAMPLER_QUALITIES}.
    */
   quality?: ResamplerQuality;
   /** Interleaved channels in the input. Default 1. */
@@ -46,15 +49,26 @@ export interface ResamplerOptions extends ResampleOptions {
 export interface Resampler<T extends Float32Array | Int16Array = Float32Array> {
   /**
    * Takes the next chunk (any length, even empty or cutting a multi-channel frame) and returns
-   * every output sample whose input has now arrived (a new array; empty when none is ready).
-   * A rejected chunk (wrong type, NaN/Infinity) throws and leaves the state untouched.
+   * every output sample whose input has now arrived. Without `out`, the result is a new array
+   * (empty when none is ready). With `out` (at least {@link maxOutputLength}`(chunk.length)`
+   * long, not overlapping `chunk`), nothing is allocated: the result is `out.subarray(0, n)`, a
+   * view of `out`, valid until `out` is next written. A rejected chunk (wrong type, NaN/Infinity,
+   * `out` of the wrong type or too short) throws and leaves the state untouched.
    */
-  push(chunk: T): T;
+  push(chunk: T, out?: T): T;
   /**
    * Ends the input: pads with zeros and returns the rest, so that everything emitted totals
    * `round(N·to/from)` samples per channel. The resampler is then reset, ready for a new stream.
+   * `out` works as in {@link push}; {@link maxOutputLength}`(0)` is always enough for it.
    */
-  flush(): T;
+  flush(out?: T): T;
+  /**
+   * The most samples (interleaved) that a `push` of `inputLength` samples can return, whatever
+   * was pushed before, and also the most a `flush()` returns: size `out` with it, once, for the
+   * largest chunk you push. It is `ceil(frames·to/from)·channels` for the at most
+   * `⌈inputLength/channels⌉` frames the chunk completes, or the flush's bound when larger.
+   */
+  maxOutputLength(inputLength: number): number;
   /** Drops all buffered input and output position (barge-in): the next push starts a new stream. */
   reset(): void;
   /**
@@ -97,7 +111,7 @@ function checkOptions(from: unknown, to: unknown, options: ResampleOptions): { f
   }
   const quality = options.quality ?? 'high';
   if (!Object.prototype.hasOwnProperty.call(RESAMPLER_QUALITIES, quality)) {
-    throw new VoicewireError('INVALID_ARGUMENT', `resampler: quality must be 'high' or 'fast', got ${String(quality)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: quality must be 'high', 'fast' or 'best', got ${String(quality)}`);
   }
   return { from: f, to: t, channels, quality };
 }
@@ -129,6 +143,25 @@ function checkFloat32(chunk: unknown): Float32Array {
     throw new VoicewireError('RESAMPLER_NON_FINITE', `resampler: input sample ${at} is ${String(chunk[at])}`, { details: { index: at } });
   }
   return chunk;
+}
+
+/**
+ * Checks a caller's output buffer for `need` samples: the right type, long enough, and not sharing
+ * memory with the input `chunk` (the core writes outputs while it still reads the chunk).
+ */
+function checkOut<T extends Float32Array | Int16Array>(out: unknown, type: { new (n: number): T; name: string }, need: number, chunk: ArrayBufferView | null): T {
+  if (!(out instanceof type)) {
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: out must be a ${type.name}, got ${describe(out)}`);
+  }
+  if (out.length < need) {
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: out holds ${out.length} samples, this call writes ${need} (size it with maxOutputLength)`, {
+      details: { need, have: out.length },
+    });
+  }
+  if (chunk !== null && out.buffer === chunk.buffer && out.byteOffset < chunk.byteOffset + chunk.byteLength && chunk.byteOffset < out.byteOffset + out.byteLength) {
+    throw new VoicewireError('INVALID_ARGUMENT', 'resampler: out must not overlap the input chunk');
+  }
+  return out as T;
 }
 
 function checkInt16(chunk: unknown): Int16Array {
@@ -257,6 +290,21 @@ class PolyphaseCore {
     return written;
   }
 
+  /**
+   * Upper bound of the samples a push of `samples` samples returns in any state, or a flush:
+   * a push completes at most ⌈samples/C⌉ frames, and f more input frames make at most ⌈f·L/M⌉
+   * more outputs ready (outputs ready after T frames: ⌈(T − half)·L/M⌉); a flush emits
+   * round(N·L/M) − ⌈(N − half)·L/M⌉ ≤ ⌊half·L/M + 1/2⌋ frames.
+   */
+  maxOutputSamples(samples: number): number {
+    const frames = Math.ceil(samples / this.channels);
+    if (this.identity) return frames * this.channels;
+    const f = this.f!;
+    const push = Math.ceil((frames * f.up) / f.down);
+    const flush = Math.floor((f.half * f.up) / f.down + 0.5);
+    return Math.max(push, flush) * this.channels;
+  }
+
   /** Total output frames {@link flushInto} writes. */
   flushFrames(): number {
     if (this.identity) return 0;
@@ -368,7 +416,14 @@ class PolyphaseCore {
   }
 }
 
-/** Float32 streaming resampler: validation around the core, one output array per call. */
+function checkedMax(core: PolyphaseCore, inputLength: number): number {
+  if (!Number.isSafeInteger(inputLength) || inputLength < 0) {
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: maxOutputLength needs a non-negative integer, got ${String(inputLength)}`);
+  }
+  return core.maxOutputSamples(inputLength);
+}
+
+/** Float32 streaming resampler: validation around the core, one output array per call (or the caller's). */
 class FloatResampler implements Resampler<Float32Array> {
   private readonly core: PolyphaseCore;
   readonly delay: number;
@@ -380,17 +435,28 @@ class FloatResampler implements Resampler<Float32Array> {
     this.delaySeconds = this.core.delaySeconds;
   }
 
-  push(chunk: Float32Array): Float32Array {
+  push(chunk: Float32Array, out?: Float32Array): Float32Array {
     checkFloat32(chunk);
-    const out = new Float32Array(this.core.outputFramesFor(chunk.length) * this.channels);
+    const m = this.core.outputFramesFor(chunk.length) * this.channels;
+    if (out === undefined) {
+      const fresh = new Float32Array(m);
+      this.core.pushInto(chunk, fresh, 0);
+      return fresh;
+    }
+    checkOut(out, Float32Array, m, chunk);
     this.core.pushInto(chunk, out, 0);
-    return out;
+    return out.subarray(0, m);
   }
 
-  flush(): Float32Array {
-    const out = new Float32Array(this.core.flushFrames() * this.channels);
-    this.core.flushInto(out, 0);
-    return out;
+  flush(out?: Float32Array): Float32Array {
+    const m = this.core.flushFrames() * this.channels;
+    const dst = out === undefined ? new Float32Array(m) : checkOut(out, Float32Array, m, null);
+    this.core.flushInto(dst, 0);
+    return out === undefined ? dst : dst.subarray(0, m);
+  }
+
+  maxOutputLength(inputLength: number): number {
+    return checkedMax(this.core, inputLength);
   }
 
   reset(): void {
@@ -417,27 +483,33 @@ class Int16Resampler implements Resampler<Int16Array> {
     this.delaySeconds = this.core.delaySeconds;
   }
 
-  push(chunk: Int16Array): Int16Array {
+  push(chunk: Int16Array, out?: Int16Array): Int16Array {
     checkInt16(chunk);
     const n = chunk.length;
+    const m = this.core.outputFramesFor(n) * this.channels;
+    // The input is copied to float scratch first, so `out` may even overlap `chunk` here; it is
+    // only checked for type and length.
+    const dst = out === undefined ? new Int16Array(m) : checkOut(out, Int16Array, m, null);
     if (this.inBuf.length < n) this.inBuf = new Float32Array(Math.max(n, this.inBuf.length * 2));
     const src = this.inBuf.subarray(0, n);
     src.set(chunk); // int16 → float32, exact (a native conversion: ~6× a JS loop)
-    const m = this.core.outputFramesFor(n) * this.channels;
     const fOut = this.scratchOut(m);
     this.core.pushInto(src, fOut, 0);
-    const out = new Int16Array(m);
-    roundToInt16(fOut, m, out);
-    return out;
+    roundToInt16(fOut, m, dst);
+    return out === undefined ? dst : dst.subarray(0, m);
   }
 
-  flush(): Int16Array {
+  flush(out?: Int16Array): Int16Array {
     const m = this.core.flushFrames() * this.channels;
+    const dst = out === undefined ? new Int16Array(m) : checkOut(out, Int16Array, m, null);
     const fOut = this.scratchOut(m);
     this.core.flushInto(fOut, 0);
-    const out = new Int16Array(m);
-    roundToInt16(fOut, m, out);
-    return out;
+    roundToInt16(fOut, m, dst);
+    return out === undefined ? dst : dst.subarray(0, m);
+  }
+
+  maxOutputLength(inputLength: number): number {
+    return checkedMax(this.core, inputLength);
   }
 
   reset(): void {
@@ -454,11 +526,21 @@ class Int16Resampler implements Resampler<Int16Array> {
  * Creates a streaming Float32 resampler. Output sample `k` of the stream is emitted as soon as
  * the input it needs has arrived (see {@link Resampler.delay}); pushes plus `flush()` concatenate
  * to exactly `resample(wholeInput, from, to)`, bit for bit, however the input is chunked.
+ * Default quality `'high'`; see {@link ResampleOptions.quality}.
+ *
+ * Speed: every pair of the six service rates (and any pair whose reduced ratio `L/M` has
+ * `L × taps ≤ 2^22`, `MAX_TABLE_COEFS` in resampler-design.ts) runs on a phase table built once per process.
+ * Pairs with a huge `L` — e.g. 48000 → 47999 (`L` = 47999) — have none: each output's
+ * coefficients are computed on the spot (~5 µs per output): about 363 ms of CPU per second of
+ * 48 kHz audio with `'high'` (under 3× realtime, against thousands× for table pairs), twice that
+ * with `'best'` (whose kernel is twice as long). `'fast'`'s shorter kernel still fits a table
+ * for 48000 → 47999, so it keeps full speed there. Prefer rates with a large common divisor.
  *
  * @example
  * const r = createResampler({ from: 48000, to: 24000 });
- * for (const chunk of chunks) send(r.push(chunk));
- * send(r.flush());
+ * const out = new Float32Array(r.maxOutputLength(3840)); // optional: no allocation per push
+ * for (const chunk of chunks) send(r.push(chunk, out)); // a view of `out`: send/copy before the next push
+ * send(r.flush(out));
  */
 export function createResampler(options: ResamplerOptions): Resampler<Float32Array> {
   const o = checkOptions(options.from, options.to, options);

@@ -2,7 +2,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fitSine, measureQuality, middle, rms, tone } from '../bench/quality.js';
+import { dbfsOfRms, fitSine, imageLevelDb, measureQuality, middle, rms, tone, type ResampleFn } from '../bench/quality.js';
 import { isVoicewireError, type ErrorCode } from '../src/errors.js';
 import { createResamplerTransform } from '../src/node/resampler.js';
 import {
@@ -78,9 +78,10 @@ function i0(x: number): number {
   return sum;
 }
 
-function naiveResample(x: Float32Array, from: number, to: number, attenuation: number, passband: number): Float64Array {
+function naiveResample(x: Float32Array, from: number, to: number, attenuation: number, passband: number, stopband: number): Float64Array {
   const r = Math.min(1, to / from);
-  const width = (1 - passband) * r; // transition band, cycles per input sample
+  const width = ((stopband - passband) / 2) * r; // transition band, cycles per input sample
+  const cutoff = (passband + stopband) / 2; // −6 dB point, × the lower Nyquist
   const half = Math.ceil((attenuation - 7.95) / (2.285 * 2 * Math.PI * width) / 2);
   const beta = 0.1102 * (attenuation - 8.7);
   const out = new Float64Array(Math.round((x.length * to) / from));
@@ -94,7 +95,7 @@ function naiveResample(x: Float32Array, from: number, to: number, attenuation: n
       const u = tau / half;
       if (Math.abs(u) >= 1) continue;
       const w = i0(beta * Math.sqrt(1 - u * u)) / i0(beta);
-      const arg = Math.PI * r * tau;
+      const arg = Math.PI * cutoff * r * tau;
       const v = (Math.abs(arg) < 1e-12 ? 1 : Math.sin(arg) / arg) * w;
       norm += v;
       if (n >= 0 && n < x.length) acc += v * x[n]!;
@@ -105,12 +106,12 @@ function naiveResample(x: Float32Array, from: number, to: number, attenuation: n
 }
 
 describe('resample: timing and values', () => {
-  it('matches a naive float64 Kaiser-sinc reference to float32 precision (both settings)', () => {
+  it('matches a naive float64 Kaiser-sinc reference to float32 precision (every setting)', () => {
     const x = signal(1500, 7);
     for (const [from, to] of [[48000, 8000], [48000, 24000], [44100, 24000], [22050, 48000], [8000, 24000], [7, 3], [1000, 1001]] as const) {
-      for (const quality of ['high', 'fast'] as const) {
+      for (const quality of ['high', 'fast', 'best'] as const) {
         const q = RESAMPLER_QUALITIES[quality];
-        const ref = naiveResample(x, from, to, q.attenuationDb, q.passband);
+        const ref = naiveResample(x, from, to, q.attenuationDb, q.passband, q.stopband);
         const got = resample(x, from, to, { quality });
         expect(got.length).toBe(ref.length);
         let worst = 0;
@@ -176,8 +177,8 @@ describe('resample: timing and values', () => {
 });
 
 describe.skipIf(!has('sox'))(needs('sox', 'agrees with sox rate (default quality) on a band-limited signal'), () => {
-  it('differs from sox by less than −85 dB in the middle, same length, no lag', () => {
-    for (const [from, to] of [[48000, 8000], [44100, 24000], [22050, 48000], [8000, 24000], [24000, 16000]] as const) {
+  it("differs from sox by less than −85 dB in the middle, same length, no lag ('high' and 'best')", () => {
+    for (const [from, to, quality] of [[48000, 8000, 'high'], [44100, 24000, 'high'], [22050, 48000, 'high'], [8000, 24000, 'high'], [24000, 16000, 'high'], [48000, 8000, 'best'], [22050, 48000, 'best']] as const) {
       const lo = Math.min(from, to) / 2;
       const x = new Float32Array(from / 2);
       for (const f of [0.07, 0.31, 0.55, 0.83]) {
@@ -186,14 +187,21 @@ describe.skipIf(!has('sox'))(needs('sox', 'agrees with sox rate (default quality
       }
       const bytes = run('sox', ['-t', 'f32', '-r', String(from), '-c', '1', '-', '-t', 'f32', '-r', String(to), '-'], new Uint8Array(x.buffer));
       const ref = new Float32Array(bytes.slice().buffer);
-      const ours = resample(x, from, to);
+      const ours = resample(x, from, to, { quality });
       expect(ours.length).toBe(ref.length);
       const [a, b] = middle(ours.length, 0.1);
       const d = ours.map((v, i) => v - ref[i]!);
-      expect(20 * Math.log10(rms(d, a, b) / rms(ours, a, b)), `${from}→${to}`).toBeLessThan(-85);
+      expect(20 * Math.log10(rms(d, a, b) / rms(ours, a, b)), `${from}→${to} ${quality}`).toBeLessThan(-85);
     }
   });
 });
+
+/** Output level (dBFS, RMS of the middle) of a −6 dBFS input tone at `freq`: above the output Nyquist, its alias. */
+function toneOutDbfs(fn: ResampleFn, freq: number, from: number, to: number): number {
+  const y = fn(tone(freq, from, 2), from, to);
+  const [a, b] = middle(y.length);
+  return dbfsOfRms(rms(y, a, b));
+}
 
 describe('quality (default setting, float path, 2 s tones at −6 dBFS)', () => {
   const pairs: [number, number][] = [[48000, 8000], [48000, 24000], [24000, 16000], [44100, 24000], [22050, 48000], [8000, 24000], [16000, 48000], [24000, 8000]];
@@ -221,6 +229,51 @@ describe('quality (default setting, float path, 2 s tones at −6 dBFS)', () => 
     }
   });
 
+  it("'best' measures what its documentation says: SNR ≥ 120 dB, nothing at or above the Nyquist folds back (≤ −125 dBFS), flat to 0.9×, images ≥ 125 dB", () => {
+    const best: ResampleFn = (x, a, b) => resample(x, a, b, { quality: 'best' });
+    for (const [from, to] of [[48000, 8000], [48000, 24000], [24000, 16000], [44100, 24000], [22050, 48000], [8000, 24000], [24000, 48000]] as const) {
+      const m = measureQuality(best, from, to, 3);
+      expect(m.snr1kDb, `${from}→${to}`).toBeGreaterThanOrEqual(120);
+      expect(m.passbandDevDb).toBeLessThanOrEqual(0.01);
+      expect(Math.abs(m.lagSamples)).toBeLessThan(1e-4);
+      expect(m.lengthError).toBe(0);
+      if (to < from) {
+        expect(m.aliasDbfs!).toBeLessThanOrEqual(-125);
+        // Just above the output Nyquist, where 'high' folds back: 1.00×, 1.02×, 1.035×, 1.05×.
+        for (const k of [1, 1.02, 1.035, 1.05]) expect(toneOutDbfs(best, k * (to / 2), from, to), `${from}→${to} at ${k}×`).toBeLessThanOrEqual(-125);
+      } else {
+        expect(m.imageRejectionDb!).toBeGreaterThanOrEqual(125);
+        // Input tones just below the input's Nyquist: their images (just above it) are gone too.
+        for (const k of [0.95, 0.98]) expect(imageLevelDb(best, k * (from / 2), from, to), `${from}→${to} at ${k}×`).toBeLessThanOrEqual(-125);
+      }
+    }
+  });
+
+  it("documents the fold: near the Nyquist 'high' and 'fast' fold back (as their TSDoc says) and 'best' does not", () => {
+    const q = (quality: 'high' | 'fast' | 'best'): ResampleFn => (x, a, b) => resample(x, a, b, { quality });
+    // 48k → 24k, a tone at 1.05× the output Nyquist (12.6 kHz) aliases to 11.4 kHz (0.95×).
+    const f = 1.05 * 12000;
+    expect(toneOutDbfs(q('high'), f, 48000, 24000)).toBeGreaterThan(-120);
+    expect(toneOutDbfs(q('fast'), f, 48000, 24000)).toBeGreaterThan(-120);
+    expect(toneOutDbfs(q('best'), f, 48000, 24000)).toBeLessThanOrEqual(-125);
+    // What 'high' does guarantee: from its stopband edge (1.1×) up, nothing comes back.
+    expect(toneOutDbfs(q('high'), 1.1 * 12000, 48000, 24000)).toBeLessThanOrEqual(-120);
+    // 24k → 48k, an input tone at 0.95× the input Nyquist (11.4 kHz) has its image at 12.6 kHz.
+    expect(imageLevelDb(q('high'), 0.95 * 12000, 24000, 48000)).toBeGreaterThan(-120);
+    expect(imageLevelDb(q('best'), 0.95 * 12000, 24000, 48000)).toBeLessThanOrEqual(-125);
+  });
+
+  it('the alias probes are skipped where the probe tone would be above the input Nyquist (24000→22050, 48000→44100)', () => {
+    const fn: ResampleFn = (x, a, b) => resample(x, a, b, { quality: 'fast' });
+    for (const [from, to] of [[24000, 22050], [48000, 44100]] as const) {
+      const m = measureQuality(fn, from, to, 1);
+      expect(m.aliasDbfs, `${from}→${to}`).toBeNull(); // 1.25·to/2 ≥ from/2
+      expect(m.aliasEdgeDbfs).toBeNull(); // 1.1·to/2 ≥ from/2
+      expect(m.aliasNearDbfs).not.toBeNull(); // 1.05·to/2 < from/2: still a valid tone
+    }
+    expect(measureQuality(fn, 48000, 24000, 1).aliasDbfs).not.toBeNull();
+  });
+
   it('a tone far above the output Nyquist does not come back (fit at its alias frequency)', () => {
     // 48k → 8k: 9 kHz would alias to 1 kHz.
     const y = resample(tone(9000, 48000, 1), 48000, 8000);
@@ -230,7 +283,7 @@ describe('quality (default setting, float path, 2 s tones at −6 dBFS)', () => 
 });
 
 describe('streaming equals one-shot, bit for bit', () => {
-  const cases: { from: number; to: number; channels?: number; quality?: 'high' | 'fast' }[] = [
+  const cases: { from: number; to: number; channels?: number; quality?: 'high' | 'fast' | 'best' }[] = [
     { from: 48000, to: 8000 },
     { from: 44100, to: 24000 },
     { from: 22050, to: 48000 },
@@ -238,6 +291,8 @@ describe('streaming equals one-shot, bit for bit', () => {
     { from: 24000, to: 16000, channels: 2 },
     { from: 48000, to: 24000, channels: 3 }, // the half-band (decimate-by-2) path
     { from: 7, to: 3 },
+    { from: 48000, to: 24000, quality: 'best' }, // 2:1 without the half-band structure
+    { from: 16000, to: 48000, channels: 2, quality: 'best' }, // no unit rows to copy
   ];
 
   it('for random splits, with empty chunks (fast-check)', () => {
@@ -333,7 +388,7 @@ describe('kernels', () => {
   it('the scalar JS kernel is bit-identical to the WebAssembly SIMD kernel', () => {
     expect(resamplerBackend()).toBe('wasm-simd'); // Node ≥ 16.4 has WebAssembly SIMD
     fc.assert(
-      fc.property(fc.constantFrom(...PAIRS), fc.integer({ min: 0, max: 2000 }), fc.constantFrom('high' as const, 'fast' as const), ([from, to], n, quality) => {
+      fc.property(fc.constantFrom(...PAIRS), fc.integer({ min: 0, max: 2000 }), fc.constantFrom('high' as const, 'fast' as const, 'best' as const), ([from, to], n, quality) => {
         const x = signal(n, n + 1);
         x.fill(0, 0, Math.min(n, 50)); // zeros: signed-zero results must agree too
         setResamplerBackend('wasm-simd');
@@ -386,12 +441,96 @@ describe('kernels', () => {
   it('a ratio whose phase table would not fit in memory (48000 → 47999) computes rows on the fly, same values', () => {
     const x = signal(600, 4);
     const y = resample(x, 48000, 47999);
-    const ref = naiveResample(x, 48000, 47999, RESAMPLER_QUALITIES.high.attenuationDb, RESAMPLER_QUALITIES.high.passband);
+    const { attenuationDb, passband, stopband } = RESAMPLER_QUALITIES.high;
+    const ref = naiveResample(x, 48000, 47999, attenuationDb, passband, stopband);
     expect(y.length).toBe(ref.length);
     let worst = 0;
     for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(y[i]! - ref[i]!));
     expect(worst).toBeLessThan(3e-6);
     expect(sameBits(streamed(createResampler({ from: 48000, to: 47999 }), splitAt(x, [1, 250, 251])), y)).toBe(true);
+  });
+});
+
+describe('push(chunk, out) and maxOutputLength: no allocation per push', () => {
+  it('writes into the caller\'s buffer: same values as the allocating path, a view of out, for any chunking (fast-check)', () => {
+    const x = signal(3000, 17);
+    const x16 = Int16Array.from(x, (v) => Math.round(v * 30000));
+    const combos: { from: number; to: number; channels: number; quality: 'high' | 'best' }[] = [
+      { from: 48000, to: 8000, channels: 1, quality: 'high' },
+      { from: 22050, to: 48000, channels: 2, quality: 'best' },
+      { from: 48000, to: 24000, channels: 1, quality: 'high' }, // the half-band path
+      { from: 24000, to: 24000, channels: 1, quality: 'high' }, // pass-through
+    ];
+    fc.assert(
+      fc.property(fc.constantFrom(...combos), cutsArb(x.length, 20), (c, cuts) => {
+        const parts = splitAt(x, cuts);
+        const parts16 = splitAt(x16, cuts);
+        const ref = createResampler(c);
+        const r = createResampler(c);
+        const ref16 = createInt16Resampler(c);
+        const r16 = createInt16Resampler(c);
+        const biggest = Math.max(...parts.map((p) => p.length));
+        const out = new Float32Array(r.maxOutputLength(biggest));
+        const out16 = new Int16Array(r16.maxOutputLength(biggest));
+        expect(r16.maxOutputLength(biggest)).toBe(out.length);
+        const check = <T extends Float32Array | Int16Array>(got: T, want: T, buf: T): void => {
+          expect(sameBits(got, want)).toBe(true);
+          expect(got.buffer).toBe(buf.buffer); // no new buffer: a view of out, from its start
+          expect(got.byteOffset).toBe(buf.byteOffset);
+          expect(got.length).toBeLessThanOrEqual(buf.length);
+        };
+        for (let i = 0; i < parts.length; i++) {
+          check(r.push(parts[i]!, out), ref.push(parts[i]!), out);
+          check(r16.push(parts16[i]!, out16), ref16.push(parts16[i]!), out16);
+        }
+        check(r.flush(out), ref.flush(), out);
+        check(r16.flush(out16), ref16.flush(), out16);
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  it('maxOutputLength bounds every push and flush, for every pair, settings and channel counts (fast-check)', () => {
+    const x = signal(2400, 19);
+    fc.assert(
+      fc.property(fc.constantFrom(...PAIRS), fc.constantFrom(1, 2, 3), fc.constantFrom('high' as const, 'fast' as const, 'best' as const), cutsArb(x.length, 30), ([from, to], channels, quality, cuts) => {
+        const r = createResampler({ from, to, channels, quality });
+        for (const p of splitAt(x, cuts)) expect(r.push(p).length).toBeLessThanOrEqual(r.maxOutputLength(p.length));
+        // The flush bound holds at any stream length (including one shorter than the delay).
+        expect(r.flush().length).toBeLessThanOrEqual(r.maxOutputLength(0));
+        r.push(x.subarray(0, channels * 3));
+        expect(r.flush().length).toBeLessThanOrEqual(r.maxOutputLength(0));
+      }),
+      { numRuns: 60 },
+    );
+    // Not a vacuous bound: within one output frame of the real count for a 1 s chunk (once the
+    // look-ahead is filled).
+    const r = createResampler({ from: 44100, to: 24000 });
+    r.push(signal(1000, 2));
+    expect(r.maxOutputLength(44100) - r.push(signal(44100, 1)).length).toBeLessThanOrEqual(1);
+    expectCode(() => r.maxOutputLength(-1), 'INVALID_ARGUMENT');
+  });
+
+  it('rejects an out of the wrong type, too short or overlapping the chunk, state untouched', () => {
+    const x = signal(1000, 23);
+    const r = createResampler({ from: 16000, to: 48000 });
+    const outs = [r.push(x.subarray(0, 400))];
+    expectCode(() => r.push(x.subarray(400, 800), new Float32Array(10)), 'INVALID_ARGUMENT', /maxOutputLength/);
+    expectCode(() => r.push(x.subarray(400, 800), new Int16Array(5000) as never), 'INVALID_ARGUMENT', /Float32Array/);
+    const shared = new Float32Array(5000);
+    shared.set(x.subarray(400, 800), 100);
+    expectCode(() => r.push(shared.subarray(100, 500), shared), 'INVALID_ARGUMENT', /overlap/);
+    expectCode(() => r.flush(new Float32Array(0)), 'INVALID_ARGUMENT');
+    // Disjoint parts of one buffer are fine.
+    const out = shared.subarray(1000);
+    outs.push(r.push(shared.subarray(100, 500), out).slice(), r.push(x.subarray(800)), r.flush());
+    expect(sameBits(concat(outs), resample(x, 16000, 48000))).toBe(true);
+    // Int16: exactly the samples this push writes is enough; one fewer is refused.
+    const x16 = Int16Array.from(x, (v) => Math.round(v * 30000));
+    const want = createInt16Resampler({ from: 48000, to: 8000 }).push(x16);
+    const s = createInt16Resampler({ from: 48000, to: 8000 });
+    expectCode(() => s.push(x16, new Int16Array(want.length - 1)), 'INVALID_ARGUMENT', /maxOutputLength/);
+    expect(sameBits(s.push(x16, new Int16Array(want.length)), want)).toBe(true);
   });
 });
 
@@ -454,7 +593,7 @@ describe('bad input', () => {
     }
     expectCode(() => createInt16Resampler({ from: 8000, to: 16000 }).push(new Float32Array(2) as never), 'INVALID_ARGUMENT', /Int16Array/);
     expectCode(() => createResampler({ from: 8000, to: 16000, channels: 0 }), 'INVALID_ARGUMENT', /channels/);
-    expectCode(() => createResampler({ from: 8000, to: 16000, quality: 'best' as never }), 'INVALID_ARGUMENT', /quality/);
+    expectCode(() => createResampler({ from: 8000, to: 16000, quality: 'ultra' as never }), 'INVALID_ARGUMENT', /quality/);
     expectCode(() => resample(new Float32Array(3), 8000, 16000, { channels: 2 }), 'PCM_PARTIAL_SAMPLE');
     const s = createResampler({ from: 8000, to: 16000, channels: 2 });
     s.push(new Float32Array(3));
