@@ -1,6 +1,7 @@
 /**
  * Resampler speed and quality, side by side in one process:
- *  - voicewire `'high'` and `'fast'`, streaming 80 ms chunks;
+ *  - voicewire `'high'`, `'fast'` and `'best'`, streaming 80 ms chunks into a preallocated
+ *    output (`push(chunk, out)`: no allocation per push);
  *  - speexdsp quality 5 (`@echogarden/speex-resampler-wasm`, its SIMD build), streaming 80 ms chunks;
  *  - `wave-resampler` (sinc method), one-shot over the same audio (its only mode);
  *  - `sox` as a process (default `rate` quality), 60 s of audio per run, timed by hand; the
@@ -8,7 +9,7 @@
  * Speed groups: 24k→8k, 48k→24k, 24k→16k, 44.1k→24k, 22.05k→48k (10 s of audio per call,
  * realtime factor = seconds of audio per second). Quality: the same sine-fit yardstick
  * (bench/quality.ts) for every peer, saved to bench/results/resampler-quality.json. Then the
- * frequency-response plot bench/results/resampler-response.svg (voicewire high/fast, sox,
+ * frequency-response plot bench/results/resampler-response.svg (voicewire high/fast/best, sox,
  * speexdsp q5), measured by passing tones through each.
  */
 import { spawnSync } from 'node:child_process';
@@ -182,16 +183,21 @@ for (const [from, to] of SPEED_PAIRS) {
   const chunks = chunked(x, from);
   const hi = createResampler({ from, to });
   const fast = createResampler({ from, to, quality: 'fast' });
+  const best = createResampler({ from, to, quality: 'best' });
   const sp = new Speex(speex, from, to, 5, chunks[0]!.length);
-  const stream = (r: typeof hi) => (): void => {
-    for (const c of chunks) r.push(c);
-    r.flush();
+  const stream = (r: typeof hi) => {
+    const out = new Float32Array(r.maxOutputLength(chunks[0]!.length));
+    return (): void => {
+      for (const c of chunks) r.push(c, out);
+      r.flush(out);
+    };
   };
   const g = runGroup(
     `${from} -> ${to} Hz, ${seconds} s mono float in 80 ms chunks (wave-resampler: one-shot)`,
     [
       { name: 'voicewire high', fn: stream(hi) },
       { name: 'voicewire fast', fn: stream(fast) },
+      { name: 'voicewire best', fn: stream(best) },
       { name: 'speexdsp q5 (wasm SIMD)', fn: () => chunks.forEach((c) => sp.process(c)) },
       { name: 'wave-resampler sinc', fn: () => void waveFn(x, from, to) },
     ],
@@ -235,6 +241,7 @@ const peers: { name: string; fn: ResampleFn; passband?: number }[] = [
   { name: 'voicewire high', fn: voicewireFn('high') },
   // 'fast' is designed flat to 0.85x Nyquist: measured against its own band edge.
   { name: 'voicewire fast', fn: voicewireFn('fast'), passband: 0.85 },
+  { name: 'voicewire best', fn: voicewireFn('best') },
   { name: 'speexdsp q5', fn: speexFn(speex) },
   { name: 'wave-resampler sinc', fn: waveFn },
   { name: 'sox rate (default)', fn: soxFn },
@@ -242,14 +249,17 @@ const peers: { name: string; fn: ResampleFn; passband?: number }[] = [
 const quality: Record<string, QualityFigures[]> = {};
 const f1 = (v: number | null): string => (v === null ? '—' : v < -200 ? '< -200' : v.toFixed(1));
 console.log('\nquality (2 s tones at −6 dBFS, sine fit over the middle second)');
-console.log(`  ${'resampler'.padEnd(22)} ${'pair'.padEnd(12)} ${'SNR 1k'.padStart(8)} ${'alias'.padStart(8)} ${'alias1.1'.padStart(8)} ${'images'.padStart(8)} ${'pb dev'.padStart(8)} ${'lag'.padStart(8)} len`);
+console.log(
+  `  ${'resampler'.padEnd(22)} ${'pair'.padEnd(12)} ${'SNR 1k'.padStart(8)} ${'alias'.padStart(8)} ${'alias1.1'.padStart(8)} ${'al1.05'.padStart(8)} ${'images'.padStart(8)} ${'img.95'.padStart(8)} ${'pb dev'.padStart(8)} ${'lag'.padStart(8)} len`,
+);
 for (const p of peers) {
   quality[p.name] = [];
   for (const [from, to] of QUALITY_PAIRS) {
     const m = measureQuality(p.fn, from, to, 4, p.passband ?? 0.9);
     quality[p.name]!.push(m);
     console.log(
-      `  ${p.name.padEnd(22)} ${`${from}->${to}`.padEnd(12)} ${f1(m.snr1kDb).padStart(8)} ${f1(m.aliasDbfs).padStart(8)} ${f1(m.aliasEdgeDbfs).padStart(8)} ${f1(m.imageRejectionDb).padStart(8)} ` +
+      `  ${p.name.padEnd(22)} ${`${from}->${to}`.padEnd(12)} ${f1(m.snr1kDb).padStart(8)} ${f1(m.aliasDbfs).padStart(8)} ${f1(m.aliasEdgeDbfs).padStart(8)} ${f1(m.aliasNearDbfs).padStart(8)} ` +
+        `${f1(m.imageRejectionDb).padStart(8)} ${f1(m.imageNearDb).padStart(8)} ` +
         `${m.passbandDevDb.toFixed(4).padStart(8)} ${m.lagSamples.toFixed(2).padStart(8)} ${m.lengthError}`,
     );
   }
@@ -261,7 +271,7 @@ writeFileSync(
     {
       machine: machine(),
       date: new Date().toISOString(),
-      method: '2 s tones at -6 dBFS; least-squares sine fit over the middle second; alias: tone at 1.25x the output Nyquist (dBFS); aliasEdge: tone at 1.1x the output Nyquist, whose alias lands at 0.9x (dBFS); images: worst of 1 kHz and 0.9x the input Nyquist (dB); passband: worst |gain| of 4 tones up to 0.9x the lower Nyquist (voicewire fast: 0.85x, its design edge, also for aliasEdge and images); -600 dBFS = exact zero output',
+      method: '2 s tones at -6 dBFS; least-squares sine fit over the middle second; alias: tone at 1.25x the output Nyquist (dBFS); aliasEdge: tone at 1.1x the output Nyquist, whose alias lands at 0.9x (dBFS); aliasNear: tone at 1.05x the output Nyquist, whose alias lands at 0.95x (dBFS; folds back when the -6 dB point is at the Nyquist); images: worst of 1 kHz and 0.9x the input Nyquist (dB); imageNear: image at 1.05x the input Nyquist of a tone at 0.95x, relative to the tone (dB); alias probes are null where the probe tone would be above the input Nyquist; passband: worst |gain| of 4 tones up to 0.9x the lower Nyquist (voicewire fast: 0.85x, its design edge, also for aliasEdge and images); -600 dBFS = exact zero output',
       quality,
     },
     null,
@@ -280,6 +290,7 @@ for (let f = 100; f < PLOT_FROM / 2; f += f < 6500 || f > 9500 ? 200 : 40) freqs
 const curves = [
   { name: "voicewire 'high'", color: '#d62728', db: responseDb(voicewireFn('high'), PLOT_FROM, PLOT_TO, freqs) },
   { name: "voicewire 'fast'", color: '#ff9896', db: responseDb(voicewireFn('fast'), PLOT_FROM, PLOT_TO, freqs) },
+  { name: "voicewire 'best'", color: '#9467bd', db: responseDb(voicewireFn('best'), PLOT_FROM, PLOT_TO, freqs) },
   { name: 'sox rate (default)', color: '#1f77b4', db: responseDb(soxFn, PLOT_FROM, PLOT_TO, freqs) },
   { name: 'speexdsp q5', color: '#2ca02c', db: responseDb(speexFn(speex), PLOT_FROM, PLOT_TO, freqs) },
 ];
