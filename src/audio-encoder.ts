@@ -44,7 +44,7 @@ export interface AudioEncoderOptions {
   format: string;
   /** Sample rate of the input PCM, Hz (a positive integer). */
   inputRate: number;
-  /** Resampler quality. Default `'high'` (≥ 120 dB stopband, flat to 0.9× Nyquist). */
+  /** Resampler quality (see RESAMPLER_QUALITIES). Default `'high'`: flat to 0.9× Nyquist, ≥ 120 dB stopband from 1.1×. */
   quality?: ResamplerQuality;
   /** Rate of the PCM in a `wav` stream. Default the format's (48000, §4.2); ignored by other formats, whose names fix the rate. */
   wavSampleRate?: number;

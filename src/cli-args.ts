@@ -8,12 +8,12 @@ export type CliCommand =
   | { command: 'help' }
   | { command: 'version' }
   | { command: 'info'; input: string; from?: string }
-  | { command: 'convert'; input: string; to: string; from?: string; output: string; quality: 'high' | 'fast' };
+  | { command: 'convert'; input: string; to: string; from?: string; output: string; quality: 'high' | 'fast' | 'best' };
 
 /** The usage text printed by `voicewire --help`. */
 export const USAGE = `usage:
   voicewire info FILE [--from FORMAT]
-  voicewire convert IN --to FORMAT [--from FORMAT] [-o OUT] [--quality high|fast]
+  voicewire convert IN --to FORMAT [--from FORMAT] [-o OUT] [--quality high|fast|best]
 
   IN/OUT may be '-' for stdin/stdout (OUT defaults to stdout).
   Input is detected from its header (WAV/RF64, Ogg Opus); raw input needs --from
@@ -59,7 +59,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     const to = flags.get('--to');
     if (to === undefined) throw usage('convert needs --to FORMAT');
     const quality = flags.get('--quality') ?? 'high';
-    if (quality !== 'high' && quality !== 'fast') throw usage(`--quality must be high or fast, not ${quality}`);
+    if (quality !== 'high' && quality !== 'fast' && quality !== 'best') throw usage(`--quality must be high, fast or best, not ${quality}`);
     const cmd: CliCommand = { command, input: rest[0]!, to, output: flags.get('-o') ?? '-', quality };
     if (from !== undefined) cmd.from = from;
     return cmd;

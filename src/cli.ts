@@ -2,7 +2,7 @@
  * `voicewire` command line: a thin Node adapter over the pure decoders and encoders.
  *
  *   voicewire info FILE [--from FORMAT]
- *   voicewire convert IN --to FORMAT [--from FORMAT] [-o OUT] [--quality high|fast]
+ *   voicewire convert IN --to FORMAT [--from FORMAT] [-o OUT] [--quality high|fast|best]
  *
  * Conversion streams: input chunks go through createAudioDecoder → createAudioEncoder as they are
  * read, so `-` to `-` works on a live pipe. Errors print one line on stderr and exit 1.
