@@ -8,7 +8,9 @@
  * be written: with the default 80 ms pages, the first packet of a page waits for three more
  * (≤ 60 ms; 0 when input arrives in 80 ms chunks, as TTS frames do). libopus adds its 6.5 ms
  * look-ahead, which the stream's pre-skip removes at the decoder. Decoder: a packet is decoded as
- * soon as the page that completes it has arrived and passed its CRC; it adds no delay of its own.
+ * soon as the page that completes it has arrived and passed its CRC, so a sample waits at most
+ * for the rest of its page (the sender's page duration); converting to a rate libopus does not
+ * run at (e.g. 22050, 44100) adds the resampler's look-ahead. See `OggOpusDecoder.latency`.
  */
 import { int16View, float32View, toBytes, describe } from './bytes.js';
 import { VoicewireError } from './errors.js';
@@ -352,9 +354,21 @@ export interface OggOpusDecoderOptions<F extends OggOpusSampleFormat = 'int16'> 
   channels?: 1 | 2;
   /** Apply OpusHead's output gain (RFC 7845 §5.1: decoders SHOULD). Default true. */
   applyOutputGain?: boolean;
-  /** A page failing its CRC: `'error'` (default, `OGG_CRC_MISMATCH`) or `'skip'` (warn, resync). */
-  onCrcMismatch?: 'error' | 'skip';
-  /** Receives non-fatal problems: garbage skipped, page gaps, other logical streams, missing EOS, layout. */
+  /**
+   * Damage is an error (default true): a page failing its CRC (`OGG_CRC_MISMATCH`), bytes after
+   * the first page that are not a page, e.g. a flipped capture-pattern byte (`OGG_CORRUPT`), and
+   * lost pages (`OGG_SEQUENCE_GAP`). `false` decodes what survives, as a player does: damaged
+   * pages are skipped and reported through `onWarning` (`crc-mismatch`, `garbage`, `sequence-gap`).
+   */
+  strict?: boolean;
+  /**
+   * Accept a stream that ends early (default false). Without it, {@link OggOpusDecoder.flush}
+   * raises `OGG_TRUNCATED` when the input ends inside a page, before OpusTags is complete, or
+   * without the stream's EOS page, after everything complete was emitted. With it, what was
+   * complete is the whole output, and the cut is reported through `onWarning`.
+   */
+  allowTruncated?: boolean;
+  /** Receives non-fatal problems: leading garbage, other logical streams, layout, and what `strict: false`/`allowTruncated` tolerate. */
   onWarning?: (warning: OggWarning) => void;
   /** Consecutive bytes without a valid page before the input is declared not Ogg. Default 65536. */
   maxGarbage?: number;
@@ -368,6 +382,32 @@ const D_AUDIO = 2;
 const D_DONE = 3;
 const D_FAILED = 4;
 
+/** The delay an {@link OggOpusDecoder} adds, ms. */
+export interface OggOpusDecoderLatency {
+  /**
+   * Most a sample waits for the rest of its page: the longest page of audio read so far (a page
+   * is decoded once it is complete and its CRC checked). Set by the sender: 80 ms for
+   * voicewire's encoder by default, about 1 s for opusenc files. 0 before the first audio page.
+   */
+  readonly pageMs: number;
+  /** The resampler's look-ahead when `sampleRate` is not a libopus rate (8/12/16/24/48 kHz); else 0. */
+  readonly resamplerMs: number;
+  /** `pageMs + resamplerMs`. libopus itself adds none (the encoder's look-ahead is the pre-skip, removed). */
+  readonly totalMs: number;
+}
+
+/** The PCM an error interrupted, attached to it as `details.pcm` (see {@link OggOpusDecoder}). */
+export interface OggOpusErrorDetails {
+  /** Interleaved samples decoded before the error that the call could not return. */
+  readonly pcm: Int16Array | Float32Array;
+  /** Sample rate of `pcm`. */
+  readonly sampleRate: number;
+  /** Channels of `pcm`. */
+  readonly channels: number;
+  /** Further fields of the underlying error (`offset`, `serial`, …). */
+  readonly [key: string]: unknown;
+}
+
 /**
  * Decodes an Ogg Opus stream (RFC 7845) pushed in byte chunks of any size into PCM, one output
  * chunk per page of audio. Only the first logical stream that starts with OpusHead is decoded;
@@ -377,10 +417,13 @@ const D_FAILED = 4;
  * trimming by the EOS page's granule (§4.4). Packets of any duration (2.5–120 ms) decode whole.
  *
  * Errors: `OPUS_INVALID_HEADER` (bad OpusHead/OpusTags), `OPUS_UNSUPPORTED` (more than two
- * channels), `OPUS_INVALID_PACKET`, the Ogg reader's (`OGG_CRC_MISMATCH`, `OGG_INVALID_PAGE`,
- * `OGG_PACKET_TOO_LARGE`), and from {@link flush}: `OGG_NO_OPUS_STREAM`, `OGG_TRUNCATED`. What was
- * complete before an error is always delivered first: if an error follows good pages in one chunk,
- * `push` returns their audio and the next `push`/`flush` raises the error.
+ * channels), `OPUS_INVALID_PACKET`, the Ogg reader's (`OGG_CRC_MISMATCH`, `OGG_CORRUPT`,
+ * `OGG_SEQUENCE_GAP`, `OGG_INVALID_PAGE`, `OGG_PACKET_TOO_LARGE`; see `strict`), and from
+ * {@link flush}: `OGG_NO_OPUS_STREAM`, `OGG_TRUNCATED` (see `allowTruncated`). What was complete
+ * before an error is always delivered first: if an error follows good pages in one chunk, `push`
+ * returns their audio and the next `push`/`flush` raises the error. When resampling, the
+ * resampler's last samples are delivered the same way; an error raised by `flush` itself carries
+ * them as `details.pcm` ({@link OggOpusErrorDetails}).
  */
 export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements Incremental<Uint8Array, OggOpusPcm<F>> {
   /** The stream's OpusHead, once read. */
@@ -413,6 +456,10 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
   private scratch = new Int16Array(0);
   private pendingError: unknown;
   private failure: unknown;
+  private readonly allowTruncated: boolean;
+  private readonly resamplerMs: number;
+  /** Longest audio page read, 48 kHz samples. */
+  private longestPage48 = 0;
 
   constructor(options: OggOpusDecoderOptions<F> = {}) {
     const format = options.sampleFormat ?? 'int16';
@@ -426,6 +473,9 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     this.forcedChannels = options.channels;
     this.applyGain = options.applyOutputGain ?? true;
     this.onWarning = options.onWarning;
+    this.allowTruncated = options.allowTruncated ?? false;
+    if (this.decodeRate !== rate) this.resampler = this.makeResampler(this.forcedChannels ?? 1);
+    this.resamplerMs = this.resampler ? this.resampler.delaySeconds * 1000 : 0;
     const readerOptions: OggPacketReaderOptions = {
       select: (serial, first) => {
         if (this.serial !== undefined || !isOpusHead(first)) return false;
@@ -433,7 +483,8 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
         return true;
       },
     };
-    if (options.onCrcMismatch !== undefined) readerOptions.onCrcMismatch = options.onCrcMismatch;
+    if (options.strict !== undefined) readerOptions.strict = options.strict;
+    if (options.allowTruncated !== undefined) readerOptions.allowTruncated = options.allowTruncated;
     if (options.onWarning !== undefined) readerOptions.onWarning = options.onWarning;
     if (options.maxGarbage !== undefined) readerOptions.maxGarbage = options.maxGarbage;
     if (options.maxPacketSize !== undefined) readerOptions.maxPacketSize = options.maxPacketSize;
@@ -450,6 +501,12 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     return this.eosSeen;
   }
 
+  /** The delay this decoder adds (see {@link OggOpusDecoderLatency}). */
+  get latency(): OggOpusDecoderLatency {
+    const pageMs = this.longestPage48 / 48;
+    return { pageMs, resamplerMs: this.resamplerMs, totalMs: pageMs + this.resamplerMs };
+  }
+
   /** Pushes Ogg bytes; returns the PCM of every page of audio they complete. */
   push(chunk: Uint8Array): OggOpusPcm<F>[] {
     this.checkUsable();
@@ -463,9 +520,11 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
   }
 
   /**
-   * Ends the input. Returns what the resampler still holds (when converting the rate). Raises
-   * `OGG_TRUNCATED` when the input ended inside a page (all complete pages were already decoded),
-   * `OGG_NO_OPUS_STREAM` when no Opus stream was found.
+   * Ends the input. Returns what the resampler still holds (when converting the rate). Raises,
+   * after all complete pages were decoded and returned by `push`: `OGG_TRUNCATED` when the input
+   * ended inside a page, before OpusTags was complete or without the stream's EOS page (unless
+   * `allowTruncated`), `OGG_NO_OPUS_STREAM` when no Opus stream was found. The error then carries
+   * the resampler's last samples as `details.pcm` (empty without resampling).
    */
   flush(): OggOpusPcm<F>[] {
     this.checkUsable();
@@ -475,17 +534,16 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
       if (this.state === D_HEAD) {
         throw new VoicewireError('OGG_NO_OPUS_STREAM', this.reader.offset === 0 ? 'the Ogg Opus input is empty' : `no logical stream starting with OpusHead in ${this.reader.offset} bytes of Ogg input`);
       }
-      if (this.state === D_TAGS) throw new VoicewireError('OGG_TRUNCATED', 'the Ogg Opus stream ended before its OpusTags header was complete');
-      if (this.resampler) {
-        const tail = this.resampler.flush();
-        if (tail.length > 0) out.push(tail as OggOpusPcm<F>);
+      if (this.state === D_TAGS) {
+        const message = 'the Ogg Opus stream ended before its OpusTags header was complete';
+        if (!this.allowTruncated) throw new VoicewireError('OGG_TRUNCATED', message, { details: { offset: this.reader.offset } });
+        this.onWarning?.({ kind: 'missing-eos', message, offset: this.reader.offset, ...(this.serial === undefined ? {} : { serial: this.serial }) });
       }
     } catch (err) {
-      this.release();
-      this.state = D_FAILED;
-      this.failure = err;
-      throw err;
+      this.abort(err, out);
+      throw this.withPcm(err, out);
     }
+    this.drainResampler(out);
     this.release();
     this.state = D_FAILED; // used up
     this.failure = undefined;
@@ -514,13 +572,37 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     }
   }
 
-  private fail(err: unknown, out: OggOpusPcm<F>[]): OggOpusPcm<F>[] {
+  /** Fails the decoder; the resampler's last samples (audio decoded before the error) join `out`. */
+  private abort(err: unknown, out: OggOpusPcm<F>[]): void {
+    this.drainResampler(out);
     this.release();
     this.state = D_FAILED;
     this.failure = err;
+  }
+
+  /** Fails the decoder in `push`: returns `out` and raises `err` on the next call, or now if `out` is empty. */
+  private fail(err: unknown, out: OggOpusPcm<F>[]): OggOpusPcm<F>[] {
+    this.abort(err, out);
     if (out.length === 0) throw err;
     this.pendingError = err;
     return out;
+  }
+
+  private drainResampler(out: OggOpusPcm<F>[]): void {
+    if (!this.resampler || this.state === D_HEAD) return;
+    const tail = this.resampler.flush();
+    this.resampler = undefined;
+    if (tail.length > 0) out.push(tail as OggOpusPcm<F>);
+  }
+
+  /** `err` with `details.pcm`: the samples in `out` (the call cannot return them). */
+  private withPcm(err: unknown, out: OggOpusPcm<F>[]): unknown {
+    return attachPcm(err, joinPcm(out, this.float), this.sampleRate, this.outChannels);
+  }
+
+  private makeResampler(channels: number): Resampler<Float32Array> | Resampler<Int16Array> {
+    const o = { from: this.decodeRate, to: this.sampleRate, channels };
+    return this.float ? createResampler(o) : createInt16Resampler(o);
   }
 
   private warn(group: OggPagePackets, message: string): void {
@@ -574,10 +656,8 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     this.outChannels = this.forcedChannels ?? head.channelCount;
     this.decoder = new OpusDecoder({ sampleRate: this.decodeRate, channels: this.outChannels as 1 | 2, gain: this.applyGain ? head.outputGain : 0 });
     this.skipLeft = Math.round((head.preSkip * this.decodeRate) / 48000);
-    if (this.decodeRate !== this.sampleRate) {
-      const o = { from: this.decodeRate, to: this.sampleRate, channels: this.outChannels };
-      this.resampler = this.float ? createResampler(o) : createInt16Resampler(o);
-    }
+    // Made in the constructor (for its latency); again if the stream's channel count differs.
+    if (this.resampler && this.resampler.channels !== this.outChannels) this.resampler = this.makeResampler(this.outChannels);
   }
 
   private decodePage(group: OggPagePackets, packets: Uint8Array[], out: OggOpusPcm<F>[]): void {
@@ -585,6 +665,7 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     const rate = this.decodeRate;
     let total48 = 0;
     for (const p of packets) total48 += opusPacketDuration(p); // validates every TOC first
+    if (total48 > this.longestPage48) this.longestPage48 = total48;
     const total = (total48 * rate) / 48000;
     if (this.scratch.length < total * ch) this.scratch = new Int16Array(Math.max(total * ch, 3840));
     const pcm = this.scratch;
@@ -647,24 +728,50 @@ export interface DecodedOggOpus<F extends OggOpusSampleFormat> {
   readonly tags: OpusTags | undefined;
 }
 
-/** Decodes a whole Ogg Opus file into PCM (see {@link OggOpusDecoder} for options and errors). */
-export function decodeOggOpus<F extends OggOpusSampleFormat = 'int16'>(bytes: Uint8Array, options: OggOpusDecoderOptions<F> = {}): DecodedOggOpus<F> {
-  const dec = new OggOpusDecoder<F>(options);
-  let chunks: OggOpusPcm<F>[];
-  try {
-    chunks = [...dec.push(bytes), ...dec.flush()];
-  } finally {
-    dec.destroy();
-  }
+/** Concatenates PCM chunks (one copy). */
+function joinPcm<F extends OggOpusSampleFormat>(chunks: readonly OggOpusPcm<F>[], float: boolean): OggOpusPcm<F> {
   let total = 0;
   for (const c of chunks) total += c.length;
-  const pcm = (options.sampleFormat === 'float32' ? new Float32Array(total) : new Int16Array(total)) as OggOpusPcm<F>;
+  const pcm = (float ? new Float32Array(total) : new Int16Array(total)) as OggOpusPcm<F>;
   let at = 0;
   for (const c of chunks) {
     pcm.set(c as never, at);
     at += c.length;
   }
-  return { pcm, sampleRate: dec.sampleRate, channels: dec.channels, head: dec.head!, tags: dec.tags };
+  return pcm;
+}
+
+/** A copy of a VoicewireError with `details.pcm` (see {@link OggOpusErrorDetails}); anything else as it is. */
+function attachPcm(err: unknown, pcm: Int16Array | Float32Array, sampleRate: number, channels: number): unknown {
+  if (!(err instanceof VoicewireError)) return err;
+  const base = typeof err.details === 'object' && err.details !== null ? (err.details as Record<string, unknown>) : {};
+  const details: OggOpusErrorDetails = { ...base, pcm, sampleRate, channels };
+  const copy = new VoicewireError(err.code, err.message, { cause: err.cause, details, ...(err.closeCode === undefined ? {} : { closeCode: err.closeCode }) });
+  if (err.stack !== undefined) copy.stack = err.stack;
+  return copy;
+}
+
+/**
+ * Decodes a whole Ogg Opus file into PCM (see {@link OggOpusDecoder} for options and errors).
+ * Nothing decoded is lost to an error: the VoicewireError's `details.pcm` holds every sample
+ * decoded before it ({@link OggOpusErrorDetails}), e.g. all the complete audio of a truncated file
+ * (or pass `allowTruncated: true` to get it as the result).
+ */
+export function decodeOggOpus<F extends OggOpusSampleFormat = 'int16'>(bytes: Uint8Array, options: OggOpusDecoderOptions<F> = {}): DecodedOggOpus<F> {
+  const dec = new OggOpusDecoder<F>(options);
+  const float = options.sampleFormat === 'float32';
+  const chunks: OggOpusPcm<F>[] = [];
+  try {
+    chunks.push(...dec.push(bytes));
+    chunks.push(...dec.flush());
+  } catch (err) {
+    const tail = err instanceof VoicewireError ? (err.details as Partial<OggOpusErrorDetails> | undefined)?.pcm : undefined;
+    if (tail !== undefined && tail.length > 0) chunks.push(tail as OggOpusPcm<F>);
+    throw attachPcm(err, joinPcm(chunks, float), dec.sampleRate, dec.channels);
+  } finally {
+    dec.destroy();
+  }
+  return { pcm: joinPcm(chunks, float), sampleRate: dec.sampleRate, channels: dec.channels, head: dec.head!, tags: dec.tags };
 }
 
 // --- web streams ---------------------------------------------------------------------------------

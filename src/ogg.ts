@@ -54,18 +54,23 @@ export interface OggPage {
 
 /** What an Ogg reader reports without stopping. */
 export type OggWarningKind =
-  /** Bytes without a valid page were skipped while looking for the capture pattern "OggS". */
+  /**
+   * Bytes without a valid page were skipped while looking for the capture pattern "OggS": before
+   * the first page in any mode, anywhere with `strict: false`.
+   */
   | 'garbage'
-  /** A page failed its CRC and was skipped (only with `onCrcMismatch: 'skip'`). */
+  /** A page failed its CRC and was skipped (only with `strict: false`). */
   | 'crc-mismatch'
-  /** A followed stream's page sequence number jumped: pages were lost. */
+  /** A followed stream's page sequence number jumped: pages were lost (only with `strict: false`). */
   | 'sequence-gap'
   /** A packet could not be completed (lost continuation, page gap) and was dropped. */
   | 'packet-lost'
   /** Pages of a logical stream that is not followed (not selected, no BOS seen, or after EOS). */
   | 'other-stream'
-  /** The input ended at a page boundary but a followed stream had no EOS page. */
+  /** The input ended but a followed stream had no EOS page (only with `allowTruncated`). */
   | 'missing-eos'
+  /** The input ended inside a page, which was dropped (only with `allowTruncated`). */
+  | 'truncated'
   /** A codec-level layout problem that the decoder tolerated (e.g. a granule position inconsistent with the packets). */
   | 'layout';
 
@@ -82,11 +87,22 @@ export interface OggWarning {
 /** Options of {@link OggPageReader}. */
 export interface OggPageReaderOptions {
   /**
-   * What a page whose CRC does not match does: `'error'` (default) raises `OGG_CRC_MISMATCH`;
-   * `'skip'` reports a `crc-mismatch` warning and resynchronises on the next capture pattern.
+   * Damage is an error (default true). Strict: a page failing its CRC raises `OGG_CRC_MISMATCH`,
+   * and once a first valid page was read, any byte that does not begin the next page (a damaged
+   * capture pattern or version byte, junk between or after pages) raises `OGG_CORRUPT`; the
+   * {@link OggPacketReader} also raises `OGG_SEQUENCE_GAP` for lost pages. Bytes before the first
+   * page are skipped in both modes (reported as `garbage`). `false`: lenient, as a player is:
+   * bad pages and junk are skipped with `crc-mismatch`/`garbage` warnings, resynchronising on the
+   * next capture pattern, and sequence gaps are warnings.
    */
-  onCrcMismatch?: 'error' | 'skip';
-  /** Receives non-fatal problems (garbage skipped, CRC skips). Default: ignore them. */
+  strict?: boolean;
+  /**
+   * Accept input that ends early (default false). Without it, {@link OggPageReader.flush} raises
+   * `OGG_TRUNCATED` when the input ends inside a page and {@link OggPacketReader.flush} also when
+   * a followed stream has no EOS page; with it they report `truncated`/`missing-eos` warnings.
+   */
+  allowTruncated?: boolean;
+  /** Receives non-fatal problems (garbage skipped, and what `strict: false`/`allowTruncated` tolerate). Default: ignore them. */
   onWarning?: (warning: OggWarning) => void;
   /**
    * Most consecutive bytes skipped without finding a valid page before the input is declared not
@@ -101,23 +117,32 @@ const S_LACING = 2;
 const S_BODY = 3;
 const S_FAILED = 4;
 
+/** "OggS", the capture pattern (RFC 3533 §6). */
+const CAPTURE = [0x4f, 0x67, 0x67, 0x53] as const;
+
 /**
  * Reads Ogg pages from bytes pushed in chunks of any size (an explicit state machine over a
  * {@link ByteQueue}: `SYNC` → `HEADER` → `LACING` → `BODY`). Every page's CRC is checked
- * (RFC 3533 §6). Bytes before a capture pattern are skipped and reported as `garbage`.
+ * (RFC 3533 §6). Bytes before the first capture pattern are skipped and reported as `garbage`.
  *
- * Errors: a CRC mismatch (`OGG_CRC_MISMATCH`, unless `onCrcMismatch: 'skip'`), too much garbage
+ * Errors (default, strict): a CRC mismatch (`OGG_CRC_MISMATCH`), bytes after the first page that
+ * do not begin a page (`OGG_CORRUPT`: a flipped capture-pattern or version byte is not covered by
+ * the CRC check, since the page is then not found at all), too much leading garbage
  * (`OGG_INVALID_PAGE`), and `OGG_TRUNCATED` from {@link flush} when the input ends inside a page.
+ * `strict: false` skips bad pages and junk instead; `allowTruncated` accepts the cut.
  * Nothing complete is lost to an error: when a bad page follows good ones in the same chunk,
  * `push` returns the good pages and the error is raised by the next `push` or `flush`.
  * After an error the reader is failed and every call raises `INVALID_STATE`.
  */
 export class OggPageReader implements Incremental<Uint8Array, OggPage> {
   private readonly queue = new ByteQueue();
-  private readonly skipBadCrc: boolean;
+  private readonly strict: boolean;
+  private readonly allowTruncated: boolean;
   private readonly onWarning: ((w: OggWarning) => void) | undefined;
   private readonly maxGarbage: number;
   private state = S_SYNC;
+  /** A valid page was read: from here on (strict) the next page must follow at once. */
+  private synced = false;
   /** Stream offset of the queue's first byte. */
   private position = 0;
   private garbageStart = 0;
@@ -127,7 +152,8 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
   private failure: VoicewireError | undefined;
 
   constructor(options: OggPageReaderOptions = {}) {
-    this.skipBadCrc = options.onCrcMismatch === 'skip';
+    this.strict = options.strict ?? true;
+    this.allowTruncated = options.allowTruncated ?? false;
     this.onWarning = options.onWarning;
     this.maxGarbage = options.maxGarbage ?? 65536;
   }
@@ -157,25 +183,30 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
 
   /**
    * Ends the input. Returns nothing (pages are emitted as soon as they are complete); raises
-   * `OGG_TRUNCATED` when the input ended inside a page. Trailing garbage is only reported.
+   * `OGG_TRUNCATED` when the input ended inside a page (a `truncated` warning with
+   * `allowTruncated`). Trailing bytes that cannot begin a page are `OGG_CORRUPT` once a page was
+   * read (strict), else reported as `garbage`.
    */
   flush(): OggPage[] {
     this.checkUsable();
-    if (this.state !== S_SYNC) {
-      const err = new VoicewireError('OGG_TRUNCATED', `Ogg input ended inside the page at byte ${this.position} (${this.queue.length} of ${this.state === S_BODY ? this.pageLength : 'at least 27'} bytes)`, {
-        details: { offset: this.position, buffered: this.queue.length },
-      });
-      this.state = S_FAILED;
-      this.failure = err;
-      throw err;
-    }
     const left = this.queue.length;
+    // Strict and synced, the SYNC state only holds a prefix of "OggS" (anything else has raised):
+    // the input was cut inside the next page's capture pattern.
+    const cut = this.state !== S_SYNC || (left > 0 && this.strict && this.synced);
     try {
-      if (left > 0) this.skipGarbage(left);
+      if (cut) {
+        const message = `Ogg input ended inside the page at byte ${this.position} (${left} of ${this.state === S_BODY ? this.pageLength : 'at least 27'} bytes)`;
+        if (!this.allowTruncated) throw new VoicewireError('OGG_TRUNCATED', message, { details: { offset: this.position, buffered: left } });
+        this.reportGarbage();
+        this.onWarning?.({ kind: 'truncated', message, offset: this.position });
+      } else {
+        if (left > 0) this.skipGarbage(left);
+        this.reportGarbage();
+      }
     } catch (err) {
       return this.fail(err as VoicewireError, []);
     }
-    this.reportGarbage();
+    this.queue.clear();
     this.state = S_FAILED; // used up: a later call reports INVALID_STATE
     return [];
   }
@@ -192,7 +223,9 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
   }
 
   private fail(err: VoicewireError, out: OggPage[]): OggPage[] {
-    err = toVoicewireError(err); // only VoicewireErrors are expected here
+    // Only VoicewireErrors are expected here (anything else, e.g. from an onWarning callback,
+    // is wrapped with the reader's own code and kept as the cause).
+    err = toVoicewireError(err, 'OGG_INVALID_PAGE');
     this.state = S_FAILED;
     this.failure = err;
     this.queue.clear();
@@ -206,6 +239,15 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
     for (;;) {
       switch (this.state) {
         case S_SYNC: {
+          if (this.strict && this.synced) {
+            // The next page must begin right here: a flipped capture-pattern byte would otherwise
+            // make the page vanish as garbage, unseen by the CRC check.
+            const n = Math.min(4, q.length);
+            for (let i = 0; i < n; i++) if (q.peekByte(i) !== CAPTURE[i]) this.corrupt(q.peek(n));
+            if (n < 4) return;
+            this.state = S_HEADER;
+            break;
+          }
           // Look for "OggS". Bytes that cannot start it are skipped one by one (garbage is rare;
           // valid input never enters this loop more than once per page).
           while (q.length >= 4) {
@@ -221,6 +263,7 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
           // RFC 3533 §6: stream_structure_version is 0. Anything else is not a page: a capture
           // pattern inside garbage, so resume scanning one byte further.
           if (q.peekByte(4) !== 0) {
+            if (this.strict && this.synced) this.corrupt(q.peek(5));
             this.skipGarbage(1);
             this.state = S_SYNC;
             break;
@@ -253,6 +296,7 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
           q.skip(this.pageLength);
           this.position += this.pageLength;
           this.state = S_SYNC;
+          this.synced = true;
           out.push(page);
           break;
         }
@@ -275,7 +319,7 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
     const sequence = view.getUint32(18, true);
     if (crc !== stored) {
       const message = `Ogg page at byte ${this.position} (serial ${serial}, sequence ${sequence}) fails its CRC: stored 0x${stored.toString(16).padStart(8, '0')}, computed 0x${crc.toString(16).padStart(8, '0')}`;
-      if (!this.skipBadCrc) throw new VoicewireError('OGG_CRC_MISMATCH', message, { details: { offset: this.position, serial, sequence } });
+      if (this.strict) throw new VoicewireError('OGG_CRC_MISMATCH', message, { details: { offset: this.position, serial, sequence } });
       this.onWarning?.({ kind: 'crc-mismatch', message, offset: this.position, serial });
       return undefined;
     }
@@ -293,6 +337,16 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
       body: bytes.subarray(OGG_HEADER_SIZE + n),
       bytes,
     };
+  }
+
+  /** Strict mode: the bytes where the next page should begin are not a page header. */
+  private corrupt(found: Uint8Array): never {
+    const hex = Array.from(found, (b) => b.toString(16).padStart(2, '0')).join(' ');
+    throw new VoicewireError(
+      'OGG_CORRUPT',
+      `the Ogg stream is damaged at byte ${this.position}: expected the next page ("OggS", version 0), found bytes ${hex} (pass strict: false to skip to the next page)`,
+      { details: { offset: this.position } },
+    );
   }
 
   private skipGarbage(n: number): void {
@@ -372,16 +426,20 @@ const MAX_IGNORED = 1024;
  * Reads the packets of the logical streams it follows (RFC 3533 §5–6): lacing values of 255
  * continue a packet, a smaller value ends it (so a packet whose length is a multiple of 255 ends
  * with a 0), and a packet may span pages (flag `continued`). Emits one {@link OggPagePackets} per
- * page of a followed stream. Page sequence gaps, lost continuations and pages of other streams are
- * reported through `onWarning`; a missing EOS at the end is reported as `missing-eos`.
- * Errors are those of {@link OggPageReader}, plus `OGG_PACKET_TOO_LARGE`, and `OGG_TRUNCATED`
- * from {@link flush} when the input ended inside a page.
+ * page of a followed stream. Lost continuations and pages of other streams are reported through
+ * `onWarning`.
+ * Errors are those of {@link OggPageReader}, plus `OGG_PACKET_TOO_LARGE`; `OGG_SEQUENCE_GAP` when
+ * a followed stream's page sequence number jumps (a `sequence-gap` warning with `strict: false`);
+ * and from {@link flush}, `OGG_TRUNCATED` when the input ended inside a page or a followed stream
+ * has no EOS page (`truncated`/`missing-eos` warnings with `allowTruncated`).
  */
 export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> {
   private readonly pages: OggPageReader;
   private readonly select: ((serial: number, firstPacket: Uint8Array) => boolean) | undefined;
   private readonly onWarning: ((w: OggWarning) => void) | undefined;
   private readonly maxPacketSize: number;
+  private readonly strict: boolean;
+  private readonly allowTruncated: boolean;
   private readonly streams = new Map<number, StreamState>();
   private readonly ignored = new Set<number>();
   private pendingError: VoicewireError | undefined;
@@ -392,6 +450,8 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
     this.select = options.select;
     this.onWarning = options.onWarning;
     this.maxPacketSize = options.maxPacketSize ?? 16 * 1024 * 1024;
+    this.strict = options.strict ?? true;
+    this.allowTruncated = options.allowTruncated ?? false;
   }
 
   /** Total bytes consumed so far. */
@@ -412,20 +472,26 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
     return this.handlePages(pages);
   }
 
-  /** Ends the input: raises `OGG_TRUNCATED` if it ended inside a page; reports streams left without EOS. */
+  /**
+   * Ends the input: raises `OGG_TRUNCATED` if it ended inside a page or a followed stream has no
+   * EOS page (RFC 3533 §4: every logical stream ends with one); with `allowTruncated`, reports them.
+   */
   flush(): OggPagePackets[] {
     this.checkUsable();
     try {
       this.pages.flush();
+      for (const [serial, s] of this.streams) {
+        const lost = s.partLength > 0 ? ` (a ${s.partLength}-byte packet was left incomplete)` : '';
+        const message = `Ogg stream ${serial} ended without an EOS page at byte ${this.pages.offset}${lost}: the input was truncated`;
+        if (!this.allowTruncated) throw new VoicewireError('OGG_TRUNCATED', message, { details: { offset: this.pages.offset, serial } });
+        this.onWarning?.({ kind: 'missing-eos', message, offset: this.pages.offset, serial });
+      }
     } catch (err) {
-      this.failure = err as VoicewireError;
-      throw err;
-    }
-    for (const [serial, s] of this.streams) {
-      const lost = s.partLength > 0 ? ` (a ${s.partLength}-byte packet was left incomplete)` : '';
-      this.onWarning?.({ kind: 'missing-eos', message: `Ogg stream ${serial} ended without an EOS page${lost}`, offset: this.pages.offset, serial });
+      this.failure = toVoicewireError(err, 'OGG_INVALID_PAGE');
+      throw this.failure;
     }
     this.streams.clear();
+    this.failure = new VoicewireError('INVALID_STATE', 'OggPacketReader was flushed');
     return [];
   }
 
@@ -440,7 +506,10 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
       this.pendingError = undefined;
       throw err;
     }
-    if (this.failure) throw new VoicewireError('INVALID_STATE', `OggPacketReader cannot be used after an error (${this.failure.code})`, { cause: this.failure });
+    if (this.failure) {
+      const after = this.failure.code === 'INVALID_STATE' ? 'flush()' : `an error (${this.failure.code})`;
+      throw new VoicewireError('INVALID_STATE', `OggPacketReader cannot be used after ${after}`, { cause: this.failure });
+    }
   }
 
   private handlePages(pages: OggPage[]): OggPagePackets[] {
@@ -450,9 +519,10 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
         const r = this.handlePage(page);
         if (r) out.push(r);
       } catch (err) {
-        this.failure = err as VoicewireError;
-        if (out.length === 0) throw err;
-        this.pendingError = err as VoicewireError;
+        const e = toVoicewireError(err, 'OGG_INVALID_PAGE');
+        this.failure = e;
+        if (out.length === 0) throw e;
+        this.pendingError = e;
         return out;
       }
     }
@@ -481,12 +551,9 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
     // and with them the rest of any packet that was being continued.
     let dropLeading = false;
     if (page.sequence !== s.nextSequence) {
-      this.onWarning?.({
-        kind: 'sequence-gap',
-        message: `Ogg stream ${page.serial}: page sequence ${page.sequence} follows ${(s.nextSequence - 1) >>> 0} (pages lost)`,
-        offset: page.offset,
-        serial: page.serial,
-      });
+      const message = `Ogg stream ${page.serial}: page sequence ${page.sequence} follows ${(s.nextSequence - 1) >>> 0} (pages lost)`;
+      if (this.strict) throw new VoicewireError('OGG_SEQUENCE_GAP', `${message} at byte ${page.offset}`, { details: { offset: page.offset, serial: page.serial, sequence: page.sequence, expected: s.nextSequence } });
+      this.onWarning?.({ kind: 'sequence-gap', message, offset: page.offset, serial: page.serial });
       this.dropPartial(s, page, 'pages were lost');
       dropLeading = page.continued;
     } else if (page.continued && s.partLength === 0) {

@@ -5,7 +5,8 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { OggOpusDecoder, OggOpusEncoder, createOggOpusDecoderStream, createOggOpusEncoderStream, decodeOggOpus, encodeOggOpus, type OggOpusDecoderOptions, type OggOpusEncoderOptions } from '../src/ogg-opus.js';
+import { OggOpusDecoder, OggOpusEncoder, createOggOpusDecoderStream, createOggOpusEncoderStream, decodeOggOpus, encodeOggOpus, type OggOpusDecoderOptions, type OggOpusEncoderOptions, type OggOpusErrorDetails } from '../src/ogg-opus.js';
+import { createResampler } from '../src/resampler.js';
 import { buildOpusHead, buildOpusTags, parseOpusHead, parseOpusTags } from '../src/opus-head.js';
 import { OggPageWriter, type OggWarning } from '../src/ogg.js';
 import { opusPacketDuration } from '../src/opus.js';
@@ -445,7 +446,7 @@ describe('OggOpusDecoder', () => {
     expectError(() => new OggOpusDecoder({ sampleRate: 0 }), 'INVALID_ARGUMENT');
   });
 
-  it('a flipped byte fails with OGG_CRC_MISMATCH, or loses just that page with a warning on request', () => {
+  it('a flipped byte fails with OGG_CRC_MISMATCH, or loses just that page with a warning with strict: false', () => {
     const ogg = encodeOggOpus(SPEECH, { serial: 2 });
     const full = decodeOggOpus(ogg).pcm;
     const pages = pagesOf(ogg);
@@ -453,7 +454,7 @@ describe('OggOpusDecoder', () => {
     bad[pages[4]!.offset + 60]! ^= 0x01; // a body byte of the third audio page
     expectError(() => decodeOggOpus(bad), 'OGG_CRC_MISMATCH', /fails its CRC/);
     const warnings: OggWarning[] = [];
-    const got = decodeOggOpus(bad, { onCrcMismatch: 'skip', onWarning: (w) => warnings.push(w) }).pcm;
+    const got = decodeOggOpus(bad, { strict: false, onWarning: (w) => warnings.push(w) }).pcm;
     expect(got.length).toBe(full.length - 3840);
     expect(got.subarray(0, 2 * 3840 - 312)).toEqual(full.subarray(0, 2 * 3840 - 312));
     expect(warnings.map((w) => w.kind)).toEqual(['crc-mismatch', 'garbage', 'sequence-gap']);
@@ -463,17 +464,157 @@ describe('OggOpusDecoder', () => {
     const ogg = encodeOggOpus(SPEECH, { serial: 3 });
     const full = decodeOggOpus(ogg).pcm;
     const pages = pagesOf(ogg);
-    const cut = pages[8]!.offset + 40;
-    const dec = new OggOpusDecoder();
-    const got = concat(dec.push(ogg.subarray(0, cut)));
-    expect(got.length).toBe(6 * 3840 - 312); // six complete audio pages
-    expect(got).toEqual(full.subarray(0, got.length));
-    expectError(() => dec.flush(), 'OGG_TRUNCATED', /ended inside the page/);
-    expectError(() => dec.push(new Uint8Array(1)), 'INVALID_STATE');
-    // Ended at a page boundary: everything decodes, the missing EOS is reported.
+    const complete = 6 * 3840 - 312; // six complete audio pages of 80 ms, minus pre-skip
+    for (const [cut, why] of [
+      [pages[8]!.offset + 40, /ended inside the page/],
+      [pages[8]!.offset, /ended without an EOS page/], // at a page boundary: the EOS page is missing
+    ] as const) {
+      const dec = new OggOpusDecoder();
+      const got = concat(dec.push(ogg.subarray(0, cut)));
+      expect(got.length).toBe(complete);
+      expect(b64(le(got))).toBe(b64(le(full.subarray(0, complete))));
+      const e = expectError(() => dec.flush(), 'OGG_TRUNCATED', why);
+      expect((e.details as OggOpusErrorDetails).pcm.length).toBe(0); // nothing was held back
+      expectError(() => dec.push(new Uint8Array(1)), 'INVALID_STATE');
+      // One-shot: the error carries all the complete audio.
+      const one = expectError(() => decodeOggOpus(ogg.subarray(0, cut)), 'OGG_TRUNCATED', why);
+      expect(one.details).toMatchObject({ sampleRate: 48000, channels: 1 });
+      expect(b64(le((one.details as OggOpusErrorDetails).pcm))).toBe(b64(le(full.subarray(0, complete))));
+      // allowTruncated: the complete audio is the result, the cut a warning.
+      const warnings: OggWarning[] = [];
+      expect(b64(le(decodeOggOpus(ogg.subarray(0, cut), { allowTruncated: true, onWarning: (w) => warnings.push(w) }).pcm))).toBe(b64(le(full.subarray(0, complete))));
+      expect(warnings.map((w) => w.kind)).toEqual(cut === pages[8]!.offset ? ['missing-eos'] : ['truncated', 'missing-eos']);
+    }
+    // Resampled output: the resampler's last samples are not lost either.
+    const at22 = decodeOggOpus(ogg.subarray(0, pages[8]!.offset), { sampleRate: 22050, allowTruncated: true }).pcm;
+    expect(at22.length).toBe(Math.round((complete * 22050) / 48000));
+    const e22 = expectError(() => decodeOggOpus(ogg.subarray(0, pages[8]!.offset), { sampleRate: 22050 }), 'OGG_TRUNCATED');
+    expect(b64(le((e22.details as OggOpusErrorDetails).pcm))).toBe(b64(le(at22)));
+    const dec22 = new OggOpusDecoder({ sampleRate: 22050 });
+    const streamed = concat(dec22.push(ogg.subarray(0, pages[8]!.offset)));
+    const tail = (expectError(() => dec22.flush(), 'OGG_TRUNCATED').details as OggOpusErrorDetails).pcm as Int16Array;
+    expect(tail.length).toBeGreaterThan(0);
+    expect(b64(le(concat([streamed, tail])))).toBe(b64(le(at22)));
+    // Cut before OpusTags was complete.
+    expectError(() => decodeOggOpus(ogg.subarray(0, pages[1]!.offset)), 'OGG_TRUNCATED', /without an EOS page/);
+    expect(decodeOggOpus(ogg.subarray(0, pages[1]!.offset), { allowTruncated: true }).pcm.length).toBe(0);
+  });
+
+  it('strict: any flipped header byte of a middle or the last page is an error, raised after exactly the audio before that page', () => {
+    const ogg = encodeOggOpus(SPEECH.subarray(0, 48000), { serial: 12 });
+    const pages = pagesOf(ogg);
+    const full = decodeOggOpus(ogg).pcm;
+    const mid = Math.floor(pages.length / 2);
+    for (const k of [mid, pages.length - 1]) {
+      // The audio before page k, by definition: the file cut just before it, accepted as truncated.
+      const before = decodeOggOpus(ogg.subarray(0, pages[k]!.offset), { allowTruncated: true }).pcm;
+      if (k === mid) expect(before.length).toBe((k - 2) * 3840 - 312); // 80 ms pages after the two header pages
+      const beforeB64 = b64(le(before));
+      expect(beforeB64).toBe(b64(le(full.subarray(0, before.length))));
+      const headerBytes = 27 + pages[k]!.lacing.length;
+      for (let b = 0; b < headerBytes; b++) {
+        for (const mask of [0x01, 0x80]) {
+          const bad = ogg.slice();
+          bad[pages[k]!.offset + b]! ^= mask;
+          const dec = new OggOpusDecoder();
+          const got: Int16Array[] = [];
+          let caught: unknown;
+          try {
+            got.push(...dec.push(bad));
+            got.push(...dec.flush());
+          } catch (err) {
+            caught = err;
+          }
+          expect(caught, `byte ${b} ^ ${mask} of page ${k}`).toBeInstanceOf(VoicewireError);
+          expect(['OGG_CRC_MISMATCH', 'OGG_CORRUPT', 'OGG_TRUNCATED']).toContain((caught as VoicewireError).code);
+          expect(b64(le(concat(got.length ? got : [new Int16Array(0)])))).toBe(beforeB64);
+          if (b % 8 === 0) expect(b64(le((expectError(() => decodeOggOpus(bad), (caught as VoicewireError).code).details as OggOpusErrorDetails).pcm))).toBe(beforeB64);
+        }
+      }
+    }
+  });
+
+  it('strict: random bit flips anywhere in an audio page are an error, never a silent loss; a lost page is OGG_SEQUENCE_GAP', () => {
+    const ogg = encodeOggOpus(SPEECH.subarray(0, 48000), { serial: 13 });
+    const pages = pagesOf(ogg);
+    const full = decodeOggOpus(ogg).pcm;
+    const before = new Map<number, number>();
+    const beforeLength = (k: number): number => {
+      if (!before.has(k)) before.set(k, decodeOggOpus(ogg.subarray(0, pages[k]!.offset), { allowTruncated: true }).pcm.length);
+      return before.get(k)!;
+    };
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: pages.length - 1 }), fc.nat(), fc.integer({ min: 0, max: 7 }), (k, at, bit) => {
+        const size = 27 + pages[k]!.lacing.length + pages[k]!.body.length;
+        const bad = ogg.slice();
+        bad[pages[k]!.offset + (at % size)]! ^= 1 << bit;
+        let caught: unknown;
+        try {
+          decodeOggOpus(bad);
+        } catch (err) {
+          caught = err;
+        }
+        expect(caught).toBeInstanceOf(VoicewireError);
+        const pcm = ((caught as VoicewireError).details as OggOpusErrorDetails).pcm;
+        expect(pcm.length).toBe(beforeLength(k));
+        expect(b64(le(pcm))).toBe(b64(le(full.subarray(0, pcm.length))));
+      }),
+      { numRuns: 40 },
+    );
+    const k = 5;
+    const gap = concat([ogg.subarray(0, pages[k]!.offset), ogg.subarray(pages[k + 1]!.offset)]);
+    const e = expectError(() => decodeOggOpus(gap), 'OGG_SEQUENCE_GAP', /page sequence 6 follows 4/);
+    expect(b64(le((e.details as OggOpusErrorDetails).pcm))).toBe(b64(le(full.subarray(0, beforeLength(k)))));
     const warnings: OggWarning[] = [];
-    expect(decodeOggOpus(ogg.subarray(0, pages[8]!.offset), { onWarning: (w) => warnings.push(w) }).pcm.length).toBe(6 * 3840 - 312);
-    expect(warnings.map((w) => w.kind)).toEqual(['missing-eos']);
+    expect(decodeOggOpus(gap, { strict: false, onWarning: (w) => warnings.push(w) }).pcm.length).toBe(full.length - 3840);
+    expect(warnings.map((w) => w.kind)).toEqual(['sequence-gap']);
+  });
+
+  it('strict: on an ffmpeg file, every single-bit flip in a page header is an error (none decodes to silence)', () => {
+    const ogg = fixture('ffmpeg_20ms.opus');
+    const codes = new Set<string>();
+    for (const p of pagesOf(ogg)) {
+      for (let b = 0; b < 27 + p.lacing.length; b++) {
+        for (let bit = 0; bit < 8; bit++) {
+          const bad = ogg.slice();
+          bad[p.offset + b]! ^= 1 << bit;
+          let caught: unknown;
+          try {
+            decodeOggOpus(bad);
+          } catch (err) {
+            caught = err;
+          }
+          expect(caught, `byte ${p.offset + b} bit ${bit}`).toBeInstanceOf(VoicewireError);
+          codes.add((caught as VoicewireError).code);
+        }
+      }
+    }
+    expect([...codes].sort()).toEqual(['OGG_CORRUPT', 'OGG_CRC_MISMATCH', 'OGG_NO_OPUS_STREAM', 'OGG_TRUNCATED']);
+  });
+
+  it('reports its latency: the longest page read, plus the resampler look-ahead off the libopus rates', () => {
+    const ogg = encodeOggOpus(SHORT, { serial: 14 });
+    const pages = pagesOf(ogg);
+    const pageAt = (k: number): Uint8Array => ogg.subarray(pages[k]!.offset, pages[k]!.offset + 27 + pages[k]!.lacing.length + pages[k]!.body.length);
+    for (const rate of [48000, 24000, 22050, 44100]) {
+      const dec = new OggOpusDecoder({ sampleRate: rate });
+      const resamplerMs = rate === 48000 || rate === 24000 ? 0 : createResampler({ from: 48000, to: rate }).delaySeconds * 1000;
+      expect(dec.latency).toEqual({ pageMs: 0, resamplerMs, totalMs: resamplerMs });
+      let out = 0;
+      for (let k = 0; k < pages.length; k++) {
+        out += dec.push(pageAt(k)).reduce((n, c) => n + c.length, 0);
+        if (k < 2) continue;
+        // An 80 ms page (the encoder's default, read back independently from the granules).
+        const pageMs = Number(pages[k]!.granule - pages[k - 1]!.granule) / 48;
+        if (k < pages.length - 1) expect(pageMs).toBe(80);
+        expect(dec.latency.pageMs).toBe(80);
+        expect(dec.latency.totalMs).toBe(80 + resamplerMs);
+        // Nothing waits longer than reported: the output reaches the page's end minus the resampler's look-ahead.
+        const reached = Math.min(Number(pages[k]!.granule), 312 + SHORT.length) - 312;
+        if (k < pages.length - 1) expect(out).toBeGreaterThanOrEqual(Math.floor(((reached / 48000) - resamplerMs / 1000) * rate) - 1);
+      }
+      dec.flush();
+    }
   });
 
   it('raises OGG_NO_OPUS_STREAM for empty input, garbage, or Ogg without Opus', () => {
@@ -534,7 +675,7 @@ describe('OggOpusDecoder', () => {
         let data: Uint8Array = ogg.slice();
         for (const [at, v] of edits) data[at % data.length] = v;
         if (crc) data = fixCrcs(data.subarray(0, lastWholePage(data)));
-        const dec = new OggOpusDecoder({ onCrcMismatch: crc ? 'error' : 'skip' });
+        const dec = new OggOpusDecoder({ strict: crc, allowTruncated: !crc });
         try {
           dec.push(data);
           dec.flush();
@@ -593,23 +734,31 @@ describe('Ogg Opus streams', () => {
     expect(b64(Buffer.concat(pcm))).toBe(b64(le(decodeOggOpus(ogg).pcm)));
   });
 
-  it('Node Transform: a truncated stream delivers the complete audio, then errors with OGG_TRUNCATED', async () => {
+  it('Node Transform: a truncated or damaged stream delivers the complete audio, then errors', async () => {
     const ogg = encodeOggOpus(SPEECH, { serial: 3 });
-    const cut = pagesOf(ogg)[8]!.offset + 40;
-    let bytes = 0;
-    const err = await pipeline(
-      Readable.from([Buffer.from(ogg.subarray(0, cut))]),
-      createOggOpusDecoderTransform(),
-      new Writable({
-        write(c: Buffer, _e, cb) {
-          bytes += c.length;
-          cb();
-        },
-      }),
-    ).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(VoicewireError);
-    expect((err as VoicewireError).code).toBe('OGG_TRUNCATED');
-    expect(bytes).toBe((6 * 3840 - 312) * 2);
+    const at = pagesOf(ogg)[8]!.offset;
+    const flipped = ogg.slice();
+    flipped[at]! ^= 1; // the capture pattern of the 9th page
+    for (const [input, code] of [
+      [ogg.subarray(0, at + 40), 'OGG_TRUNCATED'],
+      [ogg.subarray(0, at), 'OGG_TRUNCATED'],
+      [flipped, 'OGG_CORRUPT'],
+    ] as const) {
+      let bytes = 0;
+      const err = await pipeline(
+        Readable.from([Buffer.from(input)]),
+        createOggOpusDecoderTransform(),
+        new Writable({
+          write(c: Buffer, _e, cb) {
+            bytes += c.length;
+            cb();
+          },
+        }),
+      ).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(VoicewireError);
+      expect((err as VoicewireError).code).toBe(code);
+      expect(bytes).toBe((6 * 3840 - 312) * 2);
+    }
   });
 
   it('web TransformStreams: encode then decode', async () => {

@@ -158,7 +158,55 @@ describe('OggPageReader', () => {
     );
   });
 
-  it('skips garbage before, between and after pages and reports where and how much', () => {
+  it('strict: skips garbage before the first page; junk between or after pages is OGG_CORRUPT, once the pages before it are out', () => {
+    const pages = naivePages(OPUSENC);
+    const p1 = OPUSENC.subarray(0, pages[1]!.offset);
+    const rest = OPUSENC.subarray(pages[1]!.offset);
+    const junk1 = ascii('xxOgOggxOggS\x01yyyy');
+    const warnings: OggWarning[] = [];
+    expect(readPages(oneByOne(concat([junk1, OPUSENC])), { onWarning: (w) => warnings.push(w) }).length).toBe(pages.length);
+    expect(warnings.map((w) => [w.kind, w.offset])).toEqual([['garbage', 0]]);
+    for (const junk of ['OggOggOg', 'x', 'OggS\x01']) {
+      for (const chunks of [[concat([p1, ascii(junk), rest])], oneByOne(concat([p1, ascii(junk), rest]))]) {
+        const r = new OggPageReader();
+        const got: OggPage[] = [];
+        const e = expectError(() => {
+          for (const c of chunks) got.push(...r.push(c));
+          r.flush();
+        }, 'OGG_CORRUPT', /damaged at byte \d+: expected the next page/);
+        expect(e.details).toMatchObject({ offset: p1.length });
+        expect(got.map((p) => p.sequence)).toEqual([0]);
+      }
+    }
+    // After the last page too (the EOS page of a file can lose its capture pattern the same way).
+    const r = new OggPageReader();
+    expect(r.push(concat([OPUSENC, ascii('tail')])).length).toBe(pages.length);
+    expectError(() => r.flush(), 'OGG_CORRUPT');
+    const t = new OggPageReader();
+    expect(t.push(concat([OPUSENC, ascii('Ogg')])).length).toBe(pages.length);
+    expectError(() => t.flush(), 'OGG_TRUNCATED'); // a cut inside the next capture pattern
+  });
+
+  it('strict: a flipped capture-pattern or version byte of any page is an error, never a silently lost page', () => {
+    const pages = naivePages(OPUSENC);
+    for (const k of [1, Math.floor(pages.length / 2), pages.length - 1]) {
+      for (let b = 0; b < 5; b++) {
+        for (const mask of [0x01, 0x80]) {
+          const bad = OPUSENC.slice();
+          bad[pages[k]!.offset + b]! ^= mask;
+          const r = new OggPageReader();
+          const got: OggPage[] = [];
+          expectError(() => {
+            got.push(...r.push(bad));
+            r.flush();
+          }, 'OGG_CORRUPT');
+          expect(got.map((p) => p.sequence)).toEqual(pages.slice(0, k).map((p) => p.sequence));
+        }
+      }
+    }
+  });
+
+  it('strict: false skips garbage before, between and after pages and reports where and how much', () => {
     const pages = naivePages(OPUSENC);
     const p1 = OPUSENC.subarray(0, pages[1]!.offset);
     const rest = OPUSENC.subarray(pages[1]!.offset);
@@ -167,7 +215,7 @@ describe('OggPageReader', () => {
     const junk2 = ascii('OggOggOg');
     const input = concat([junk1, p1, junk2, rest, ascii('tail')]);
     const warnings: OggWarning[] = [];
-    const got = readPages(oneByOne(input), { onWarning: (w) => warnings.push(w) });
+    const got = readPages(oneByOne(input), { strict: false, onWarning: (w) => warnings.push(w) });
     expect(got.map((p) => p.sequence)).toEqual(pages.map((p) => p.sequence));
     expect(warnings.map((w) => [w.kind, w.offset])).toEqual([
       ['garbage', 0],
@@ -189,7 +237,7 @@ describe('OggPageReader', () => {
     expectError(() => r.push(new Uint8Array(1)), 'INVALID_STATE');
 
     const warnings: OggWarning[] = [];
-    const got = readPages([bad], { onCrcMismatch: 'skip', onWarning: (w) => warnings.push(w) });
+    const got = readPages([bad], { strict: false, onWarning: (w) => warnings.push(w) });
     expect(got.map((p) => p.sequence)).toEqual(pages.filter((p) => p.sequence !== 2).map((p) => p.sequence));
     expect(warnings[0]!.kind).toBe('crc-mismatch');
     expect(warnings[0]!.offset).toBe(pages[2]!.offset);
@@ -216,6 +264,23 @@ describe('OggPageReader', () => {
     }
     // Ending exactly at a page boundary is not a truncation of a page.
     expect(readPages([OPUSENC.subarray(0, pages[2]!.offset)]).length).toBe(2);
+    // allowTruncated: the partial page is dropped and reported.
+    const warnings: OggWarning[] = [];
+    expect(readPages([OPUSENC.subarray(0, pages[2]!.offset + 20)], { allowTruncated: true, onWarning: (w) => warnings.push(w) }).length).toBe(2);
+    expect(warnings.map((w) => [w.kind, w.offset])).toEqual([['truncated', pages[2]!.offset]]);
+  });
+
+  it('wraps an unexpected error (here from onWarning) with an Ogg code, not PROTOCOL_INTERNAL', () => {
+    const boom = new TypeError('boom');
+    const r = new OggPageReader({
+      onWarning: () => {
+        throw boom;
+      },
+    });
+    const e = expectError(() => r.push(concat([ascii('junk'), OPUSENC])), 'OGG_INVALID_PAGE', /boom/);
+    expect(e.cause).toBe(boom);
+    expect(e.closeCode).toBeUndefined();
+    expectError(() => r.push(new Uint8Array(1)), 'INVALID_STATE');
   });
 
   it('declares input without a capture pattern not Ogg after maxGarbage bytes', () => {
@@ -229,7 +294,7 @@ describe('OggPageReader', () => {
       fc.property(fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }), fc.boolean(), cutsArb(OPUSENC.length, 5), (edits, skip, cuts) => {
         const data = OPUSENC.slice();
         for (const [at, v] of edits) data[at % data.length] = v;
-        const r = new OggPageReader({ onCrcMismatch: skip ? 'skip' : 'error', maxGarbage: 4096 });
+        const r = new OggPageReader({ strict: !skip, maxGarbage: 4096 });
         let failed = false;
         try {
           for (const c of splitAt(data, cuts)) r.push(c);
@@ -382,7 +447,26 @@ describe('OggPacketReader', () => {
     expect(warnings.filter((w) => w.kind === 'other-stream').map((w) => w.serial)).toEqual([2]);
   });
 
-  it('reports a page sequence gap and drops the packet the lost page was carrying', () => {
+  it('strict: a page sequence gap is OGG_SEQUENCE_GAP, after the packets before it', () => {
+    const packets = [new Uint8Array(10).fill(1), new Uint8Array(70_000).fill(2), new Uint8Array(10).fill(3), new Uint8Array(10).fill(4)];
+    const pages = stream(5, packets, 1);
+    const ref = pages.map((p) => naivePages(p)[0]!);
+    for (let drop = 1; drop < pages.length - 1; drop++) {
+      const r = new OggPacketReader();
+      const got: OggPagePackets[] = [];
+      const e = expectError(() => {
+        got.push(...r.push(concat(pages.filter((_, i) => i !== drop))));
+        r.flush();
+      }, 'OGG_SEQUENCE_GAP', new RegExp(`page sequence ${ref[drop]!.sequence + 1} follows ${ref[drop]!.sequence - 1}`));
+      expect(e.details).toMatchObject({ serial: 5, sequence: ref[drop]!.sequence + 1, expected: ref[drop]!.sequence });
+      expect(got.map((g) => g.sequence)).toEqual(ref.slice(0, drop).map((p) => p.sequence));
+      expectError(() => r.push(new Uint8Array(0)), 'INVALID_STATE');
+    }
+    // Losing the last page leaves no gap to see: the missing EOS page reports it.
+    expectError(() => readPackets([concat(pages.slice(0, -1))]), 'OGG_TRUNCATED', /without an EOS page/);
+  });
+
+  it('strict: false reports a page sequence gap and drops the packet the lost page was carrying', () => {
     const packets = [new Uint8Array(10).fill(1), new Uint8Array(70_000).fill(2), new Uint8Array(10).fill(3), new Uint8Array(10).fill(4)];
     const pages = stream(5, packets, 1);
     // Pages: [p0] [p1 start] [p1 end] [p2] [p3, EOS]; drop the page with the start of p1.
@@ -390,19 +474,27 @@ describe('OggPacketReader', () => {
     const dropAt = ref.findIndex((p) => p.lacing.every((v) => v === 255));
     expect(dropAt).toBeGreaterThan(0);
     const warnings: OggWarning[] = [];
-    const groups = readPackets([concat(pages.filter((_, i) => i !== dropAt))], { onWarning: (w) => warnings.push(w) });
+    const groups = readPackets([concat(pages.filter((_, i) => i !== dropAt))], { strict: false, onWarning: (w) => warnings.push(w) });
     expect(groups.flatMap((g) => g.packets.map((p) => p[0]))).toEqual([1, 3, 4]);
     expect(warnings.map((w) => w.kind)).toEqual(['sequence-gap']);
     expect(warnings[0]!.message).toMatch(/page sequence 2 follows 0/);
   });
 
-  it('reports a stream that ends without EOS, and a truncated packet as OGG_TRUNCATED', () => {
+  it('a stream that ends without EOS is OGG_TRUNCATED (reported with allowTruncated), as is a truncated packet', () => {
     const pages = naivePages(TAGS2);
+    const s = new OggPacketReader();
+    expect(s.push(TAGS2.subarray(0, pages[3]!.offset)).length).toBe(3);
+    const e = expectError(() => s.flush(), 'OGG_TRUNCATED', /ended without an EOS page/);
+    expect(e.details).toMatchObject({ offset: pages[3]!.offset, serial: pages[0]!.serial });
+    expectError(() => s.flush(), 'INVALID_STATE');
     const warnings: OggWarning[] = [];
-    readPackets([TAGS2.subarray(0, pages[3]!.offset)], { onWarning: (w) => warnings.push(w) });
+    readPackets([TAGS2.subarray(0, pages[3]!.offset)], { allowTruncated: true, onWarning: (w) => warnings.push(w) });
     expect(warnings.map((w) => w.kind)).toEqual(['missing-eos']);
-    readPackets([TAGS2.subarray(0, pages[2]!.offset)], { onWarning: (w) => warnings.push(w) });
+    readPackets([TAGS2.subarray(0, pages[2]!.offset)], { allowTruncated: true, onWarning: (w) => warnings.push(w) });
     expect(warnings[1]!.message).toMatch(/a 65025-byte packet was left incomplete/); // OpusTags spans pages 1–2
+    // The complete file ends with its EOS page: no error, no warning.
+    readPackets([TAGS2], { onWarning: (w) => warnings.push(w) });
+    expect(warnings.length).toBe(2);
     const r = new OggPacketReader();
     const got = r.push(TAGS2.subarray(0, pages[2]!.offset + 50));
     expect(got.map((g) => g.packets.length)).toEqual([1, 0]);

@@ -47,8 +47,11 @@ export function createOggOpusEncoderTransform(options: OggOpusEncoderOptions = {
 
 /**
  * A Node Transform: Ogg Opus bytes in, PCM out (s16le or f32le bytes; typed arrays with
- * `readableObjectMode: true`). Errors are the {@link OggOpusDecoder}'s; a stream truncated inside
- * a page emits everything complete, then errors with `OGG_TRUNCATED`.
+ * `readableObjectMode: true`). Errors are the {@link OggOpusDecoder}'s: a damaged stream emits
+ * the audio before the damage, then errors (`OGG_CRC_MISMATCH`, `OGG_CORRUPT`,
+ * `OGG_SEQUENCE_GAP`); a truncated one (cut inside a page, or no EOS page) emits everything
+ * complete, then errors with `OGG_TRUNCATED` unless `allowTruncated`. When resampling, the
+ * resampler's last samples are then in the error's `details.pcm` (a stream cannot emit them).
  */
 export function createOggOpusDecoderTransform<F extends OggOpusSampleFormat = 'int16'>(
   options: OggOpusDecoderOptions<F> = {},
