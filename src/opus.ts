@@ -696,7 +696,9 @@ export class OpusDecoder {
 
 /**
  * The libopus version of this build. opusscript 0.1.1 declares libopus 1.4; the wasm links no
- * `opus_get_version_string`, so the version is not readable from it (a probe: the build accepts
- * `OPUS_SET_INBAND_FEC(2)`, new in 1.4, and lacks 1.5's DRED requests).
+ * `opus_get_version_string`, so the version is not readable from it. Probed in
+ * `test/opus.test.ts`: the build accepts `OPUS_SET_INBAND_FEC(2)` (new in 1.4; 1.3 rejects it) and
+ * answers `OPUS_UNIMPLEMENTED` to 1.5's requests (`OPUS_SET_DRED_DURATION`, and
+ * `OPUS_SET_COMPLEXITY` on a decoder).
  */
 export const OPUS_LIBRARY_VERSION = 'libopus 1.4 (opusscript 0.1.1 wasm)';

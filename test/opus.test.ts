@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it, vi } from 'vitest';
-import { OpusDecoder, OpusEncoder, opusPacketDuration, opusStats } from '../src/opus.js';
+import { OPUS_LIBRARY_VERSION, OpusDecoder, OpusEncoder, opusPacketDuration, opusStats } from '../src/opus.js';
 import { VoicewireError } from '../src/errors.js';
 import { has, needs, run } from './helpers/tools.js';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +44,31 @@ function preSkipOf(ogg: Uint8Array): number {
 }
 
 describe('OpusEncoder / OpusDecoder (libopus wasm from opusscript)', () => {
+  it('OPUS_LIBRARY_VERSION says libopus 1.4, and the build answers the ctl requests as 1.4 does (not 1.3, not 1.5)', () => {
+    // The wasm exports no opus_get_version_string: probe requests whose answer changed between
+    // versions, on a fresh instance of the raw module (request codes and results: opus_defines.h).
+    const create = require('opusscript/build/opusscript_native_wasm.js') as (arg: object) => {
+      OpusScriptHandler: { new (rate: number, channels: number, application: number): { _encoder_ctl(req: number, arg: number): number; _decoder_ctl(req: number, arg: number): number }; destroy_handler(h: unknown): void };
+    };
+    const OPUS_OK = 0;
+    const OPUS_BAD_ARG = -1;
+    const OPUS_UNIMPLEMENTED = -5;
+    const mod = create({});
+    const h = new mod.OpusScriptHandler(48000, 1, 2049 /* OPUS_APPLICATION_AUDIO */);
+    // OPUS_SET_INBAND_FEC_REQUEST (4012): 1.4 added mode 2 (FEC without forcing SILK); 1.3 accepts only 0 and 1.
+    expect(h._encoder_ctl(4012, 2)).toBe(OPUS_OK);
+    expect(h._encoder_ctl(4012, 3)).toBe(OPUS_BAD_ARG);
+    // 1.5 added OPUS_SET_DRED_DURATION_REQUEST (4050) and OPUS_SET_COMPLEXITY_REQUEST (4010) on the decoder.
+    expect(h._encoder_ctl(4050, 100)).toBe(OPUS_UNIMPLEMENTED);
+    expect(h._decoder_ctl(4010, 5)).toBe(OPUS_UNIMPLEMENTED);
+    expect(h._encoder_ctl(4010, 5)).toBe(OPUS_OK); // the same request is known to the encoder
+    mod.OpusScriptHandler.destroy_handler(h);
+    expect(OPUS_LIBRARY_VERSION).toMatch(/^libopus 1\.4 \(opusscript 0\.1\.1 wasm\)$/);
+    const pkg = require('opusscript/package.json') as { version: string; description: string };
+    expect(pkg.version).toBe('0.1.1');
+    expect(pkg.description).toMatch(/libopus 1\.4\b/);
+  });
+
   it('reports the look-ahead libopus uses for pre-skip: the same as opusenc and ffmpeg write', () => {
     const opusencFile = new Uint8Array(readFileSync(new URL('../fixtures/opus/opusenc_20ms.opus', import.meta.url)));
     for (const application of ['audio', 'voip'] as const) {
