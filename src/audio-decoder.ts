@@ -49,8 +49,12 @@ export interface AudioDecoderOptions {
   direction?: AudioFormatDirection;
   /** Rate Opus is decoded at: 8000, 12000, 16000, 24000 or 48000 (default), natively by libopus. */
   opusSampleRate?: OpusSampleRate;
-  /** Keep what arrived of a WAV data chunk cut short instead of raising `WAV_SIZE_MISMATCH`. Default false. */
-  allowTruncatedWav?: boolean;
+  /**
+   * Accept a stream cut short — a WAV data chunk shorter than declared, an Ogg stream without its
+   * EOS page — and keep what arrived, instead of raising `WAV_SIZE_MISMATCH` / `OGG_TRUNCATED` at
+   * the end. Damage (a CRC mismatch, a corrupt page) is an error either way. Default false.
+   */
+  allowTruncated?: boolean;
   /** Called when the source becomes known: at creation for raw formats, after the header for WAV and Ogg (once per stream). */
   onInfo?: (info: AudioSourceInfo) => void;
 }
@@ -121,7 +125,7 @@ class AudioDecoderImpl implements AudioDecoder {
       throw new VoicewireError('INVALID_ARGUMENT', `createAudioDecoder: opusSampleRate must be 8000, 12000, 16000, 24000 or 48000, got ${String(rate)}`);
     }
     this.opusRate = rate;
-    this.allowTruncated = options.allowTruncatedWav ?? false;
+    this.allowTruncated = options.allowTruncated ?? false;
     this.onInfo = options.onInfo;
     const f = this.format;
     this.initialMode = f === null || f.container !== 'raw' ? M_SNIFF : f.codec === 'mulaw' ? M_MULAW : f.codec === 'alaw' ? M_ALAW : M_PCM;
@@ -206,7 +210,7 @@ class AudioDecoderImpl implements AudioDecoder {
     const named = this.format?.container;
     if (isOgg || (!isWav && named === 'ogg')) {
       this.mode = M_OGG;
-      this.ogg = new OggOpusDecoder({ sampleRate: this.opusRate, channels: 1 });
+      this.ogg = new OggOpusDecoder({ sampleRate: this.opusRate, channels: 1, allowTruncated: this.allowTruncated });
     } else if (isWav || named === 'wav') {
       this.mode = M_WAV;
       this.wav = createWavDecoder({ output: 'int16', mono: true, allowTruncated: this.allowTruncated });
@@ -320,7 +324,7 @@ function joinHead(parts: readonly Uint8Array[]): Uint8Array {
  * for (const pcm of dec.push(bytes)) use(pcm, dec.info!.sampleRate);
  *
  * @param options - `format` (omitted: sniff), `direction` (default `'stt-input'`: `pcm` is
- *   24 kHz), `opusSampleRate` (default 48000), `allowTruncatedWav` (default false), `onInfo`.
+ *   24 kHz), `opusSampleRate` (default 48000), `allowTruncated` (default false), `onInfo`.
  * @throws VoicewireError `FORMAT_UNKNOWN` (1008) for an unknown name, `INVALID_ARGUMENT`.
  */
 export function createAudioDecoder(options: AudioDecoderOptions = {}): AudioDecoder {

@@ -33,8 +33,13 @@ export const STT_FRAME_SAMPLES = STT_FRAME.frameSamples;
 export interface SttAudioDecoderOptions {
   /** Resampler quality. Default `'high'`. */
   quality?: ResamplerQuality;
-  /** Keep the audio of a WAV cut short instead of raising `WAV_SIZE_MISMATCH` at the end. Default false. */
-  allowTruncatedWav?: boolean;
+  /**
+   * Transcribe what arrived of a stream cut short (a WAV shorter than its header says, an Ogg
+   * stream without its EOS page) instead of failing at `end_of_stream`. Default **true**: a live
+   * client that stops its recorder mid-file should still get its transcript. Corrupt input (a CRC
+   * mismatch, a damaged page, a malformed header) is an error either way.
+   */
+  allowTruncated?: boolean;
   /** Called when the source is known (see {@link AudioDecoderOptions.onInfo}). */
   onInfo?: (info: AudioSourceInfo) => void;
 }
@@ -96,7 +101,7 @@ class SttPcmPipeline {
     this.quality = options.quality ?? 'high';
     const decOptions: AudioDecoderOptions = { direction: 'stt-input', opusSampleRate: 24000 };
     if (format !== undefined) decOptions.format = format;
-    if (options.allowTruncatedWav !== undefined) decOptions.allowTruncatedWav = options.allowTruncatedWav;
+    decOptions.allowTruncated = options.allowTruncated ?? true;
     if (options.onInfo !== undefined) decOptions.onInfo = options.onInfo;
     this.decoder = createAudioDecoder(decOptions);
   }

@@ -392,3 +392,34 @@ describe('fuzzing: garbage raises only VoicewireError, and the decoder works aft
     expect(() => createSttAudioDecoder('mp3')).toThrow(expect.objectContaining({ code: 'FORMAT_UNKNOWN', closeCode: 1008 }));
   });
 });
+
+describe('a stream cut short (the client stopped recording mid-file)', () => {
+  const opus = new Uint8Array(readFileSync(join(FIX, 'pipelines/en.opus')));
+  const wav = new Uint8Array(readFileSync(EN48));
+  // Cut the Ogg stream at a page boundary before its EOS page: the last "OggS" after the middle.
+  const lastPage = (() => {
+    for (let i = opus.length - 4; i > 0; i--) if (opus[i] === 0x4f && opus[i + 1] === 0x67 && opus[i + 2] === 0x67 && opus[i + 3] === 0x53) return i;
+    return -1;
+  })();
+  const cutOpus = opus.subarray(0, lastPage);
+  const cutWav = wav.subarray(0, 20000);
+
+  it('the STT decoder transcribes what arrived by default (Ogg without EOS, WAV shorter than its header)', () => {
+    for (const [format, bytes] of [['opus', cutOpus], ['wav', cutWav]] as const) {
+      const stt = createSttAudioDecoder(format);
+      const frames = [...stt.push(bytes), ...stt.flush()];
+      expect(frames.length, format).toBeGreaterThan(2);
+      for (const f of frames) expect(f.length).toBe(1920);
+    }
+  });
+
+  it('the general decoder reports the cut unless told to accept it; damage is an error either way', () => {
+    expect(() => decodeAudio(cutOpus)).toThrowError(expect.objectContaining({ code: 'OGG_TRUNCATED' }));
+    expect(() => decodeAudio(cutWav)).toThrowError(expect.objectContaining({ code: 'WAV_SIZE_MISMATCH' }));
+    expect(decodeAudio(cutOpus, { allowTruncated: true }).pcm.length).toBeGreaterThan(0);
+    const damaged = opus.slice();
+    damaged[lastPage + 27 + damaged[lastPage + 26]! + 5] ^= 0xff; // in the last page's payload: its CRC no longer matches
+    const stt = createSttAudioDecoder('opus');
+    expect(() => [...stt.push(damaged), ...stt.flush()]).toThrowError(expect.objectContaining({ code: 'OGG_CRC_MISMATCH' }));
+  });
+});
