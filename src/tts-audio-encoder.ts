@@ -252,14 +252,20 @@ export function createTtsAudioEncoder(format: string, options: TtsAudioEncoderOp
 
 /**
  * A TTS output encoder in the shape the protocol server's `createOutputEncoder` option takes
- * (`TtsOutputEncoder` of protocol/server.ts): `push(frame)` → the frame's bytes, `end()` → the
- * tail. Pass `createTtsOutputEncoder` itself as that option.
+ * (`TtsOutputEncoder` of protocol/server.ts): `push(frame)` → the frame's chunk
+ * `{ bytes, start_s, stop_s }`, `end()` → the tail chunk, both with the real span of decoded
+ * output audio the bytes add (after resampling and Opus pre-skip, see {@link TtsAudioChunk}), so
+ * the server stamps `audio` messages with it and holds each word until the audio reaching its
+ * `stop_s` has been sent. Pass `createTtsOutputEncoder` itself as that option.
+ *
+ * @param format - an API output format name.
+ * @param sampleRate - rate of the engine's frames, Hz. Default 48000.
  */
-export function createTtsOutputEncoder(format: string, sampleRate = 48000): { push(pcm: Int16Array): Uint8Array; end(): Uint8Array } {
+export function createTtsOutputEncoder(format: string, sampleRate = 48000): { push(pcm: Int16Array): TtsAudioChunk; end(): TtsAudioChunk } {
   const enc = createTtsAudioEncoder(format, { sampleRate });
   return {
-    push: (pcm) => enc.encode(pcm).bytes,
-    end: () => enc.end().bytes,
+    push: (pcm) => enc.encode(pcm),
+    end: () => enc.end(),
   };
 }
 

@@ -25,26 +25,50 @@ import {
 export interface ServerTransformOptions {
   /** Called when the session closes the socket; the readable side then ends. */
   onClose?: (code: number, reason: string) => void;
+  /** Frames buffered on the readable side before the session stops asking its engine for more. Default 16. */
+  highWaterMark?: number;
 }
 
-/** A server session as an object-mode Transform: frames (string, Buffer, or parsed objects) in, JSON text frames out. */
+/**
+ * A server session as an object-mode Transform: frames (string, Buffer, or parsed objects) in, JSON
+ * text frames out. Backpressure: when `push()` returns false (the reader is `highWaterMark` frames
+ * behind) the session's transport reports `false`, and the runner calls its engine again only once
+ * the reader asked for more (`_read`): a slow reader bounds the frames buffered.
+ */
 export class ServerSessionTransform<S> extends Transform {
   readonly session: ServerSession<S>;
   private open = true;
+  private readonly readWaiters: Array<() => void> = [];
 
   constructor(make: (transport: ServerTransport) => ServerSession<S>, options: ServerTransformOptions = {}) {
-    super({ writableObjectMode: true, readableObjectMode: true });
+    super({ writableObjectMode: true, readableObjectMode: true, readableHighWaterMark: options.highWaterMark ?? 16 });
     this.session = make({
-      send: (text) => {
-        if (this.open) this.push(text);
-      },
+      send: (text) => (this.open ? this.push(text) : undefined),
+      drained: () => new Promise<void>((resolve) => (this.open ? this.readWaiters.push(resolve) : resolve())),
       close: (code, reason) => {
         if (!this.open) return;
         this.open = false;
         options.onClose?.(code, reason);
         this.push(null);
+        this.wake();
       },
     });
+  }
+
+  private wake(): void {
+    for (const w of this.readWaiters.splice(0)) w();
+  }
+
+  override _read(size: number): void {
+    // The reader wants more: a runner waiting for the transport may go on.
+    this.wake();
+    super._read(size);
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.open = false;
+    this.wake();
+    super._destroy(error, callback);
   }
 
   override _transform(chunk: RawMessage, _encoding: BufferEncoding, callback: TransformCallback): void {

@@ -20,3 +20,5 @@ export * from './client.js';
 export * from './drain.js';
 export * from './turn-taking.js';
 export * from './streams.js';
+export * from './auth.js';
+export * from './http.js';

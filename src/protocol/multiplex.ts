@@ -13,6 +13,9 @@
  * - Every server message of a request carries its id. Engine events of a finished request or of
  *   an older stream of the same id are dropped.
  * - The socket is *multiplexed* once a request with an id and `close_ws_on_eos: false` started.
+ *   Until then a message without an id (other than `setup`) goes to the single live request, even
+ *   when its setup named an id (§4.4: `client_req_id` is required only when multiplexed); the
+ *   server's messages for that request still carry its id.
  *   On a multiplexed socket an error that names an id ends only that request; an error that names
  *   no id (unparseable message, message without id that no request owns) ends the socket.
  * - A named request is forgotten once it ended; the anonymous request returns to `configured`
@@ -99,6 +102,12 @@ export type ServerSessionEvent<EE> =
   | { type: 'receive'; data: RawMessage }
   | { type: 'engine'; key: RequestKey; stream: number; event: EE }
   | { type: 'engine_failure'; key: RequestKey; stream: number; error: VoicewireError }
+  /**
+   * The server application ends a request or the socket with an error (`session.fail`): with the
+   * id of a live request on a multiplexed socket, only that request fails (`error` with its id);
+   * otherwise `error` (with the single request's id, if it has one) and close with the error's code.
+   */
+  | { type: 'server_failure'; clientReqId?: string; error: VoicewireError }
   | { type: 'transport_closed' };
 
 /** A socket-level machine: `transition(state, event) → { state, effects }`. */
@@ -176,6 +185,18 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
     return applyStep(next, key, { ...step, usedStream: false }, effects);
   }
 
+  /**
+   * §4.4: `client_req_id` is required only when a request is multiplexed. On a socket that is not
+   * multiplexed, a message without an id (other than `setup`) belongs to its single live request,
+   * whether or not that request's setup named an id.
+   */
+  function routeKey(state: S, message: CM): RequestKey {
+    const id = message.client_req_id;
+    if (id !== undefined) return id;
+    if (state.multiplexed || message.type === 'setup' || state.requests.size !== 1 || state.requests.has(null)) return null;
+    return state.requests.keys().next().value as RequestKey;
+  }
+
   function receive(state: S, data: RawMessage, effects: Eff[]): S {
     let message: CM;
     try {
@@ -194,7 +215,7 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
       }
       return orphanError(state, key, error, effects);
     }
-    const key: RequestKey = message.client_req_id ?? null;
+    const key: RequestKey = routeKey(state, message);
     if (state.phase === 'connected') {
       if (message.type !== 'setup') {
         const error = new VoicewireError('PROTOCOL_SETUP_REQUIRED', `${request.route}: the first message must be 'setup', got '${message.type}' (service-api.md §3.2)`);
@@ -248,6 +269,17 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
           const reqEvent: ServerRequestEvent<CM, EE> =
             event.type === 'engine' ? { type: 'engine', stream: event.stream, event: event.event } : { type: 'failure', stream: event.stream, error: event.error };
           return { state: applyStep(state, event.key, request.transition(rs, reqEvent, state.nextStream), effects), effects };
+        }
+        case 'server_failure': {
+          const error = event.error;
+          const key: RequestKey = event.clientReqId ?? routeKey(state, { type: 'error' } as CM);
+          const rs = state.requests.get(key);
+          if (rs !== undefined && state.phase !== 'connected') {
+            return { state: applyStep(state, key, request.transition(rs, { type: 'failure', error }, state.nextStream), effects), effects };
+          }
+          if (event.clientReqId !== undefined && state.multiplexed) return { state, effects }; // that request already ended
+          effects.push(errorFor(null, error));
+          return { state: closeSocket(state, effects, error.closeCode ?? 1011, error.message), effects };
         }
         case 'transport_closed': {
           let next = state;
@@ -365,6 +397,14 @@ export function createClientSessionMachine<RS, CM extends { type: string; client
     return next;
   }
 
+  /** Mirrors the server's routing (§4.4): without an id, a message goes to the single live request of a socket that does not multiplex. */
+  function clientRouteKey(state: S, message: CM): RequestKey {
+    const id = message.client_req_id;
+    if (id !== undefined || message.type === 'setup' || state.requests.size !== 1 || state.requests.has(null)) return id ?? null;
+    const [k, rs] = state.requests.entries().next().value as [RequestKey, RS];
+    return request.keepsSocketOpen(rs) ? null : k;
+  }
+
   function refuse(effects: Eff[], message: string): void {
     effects.push({ type: 'reject', error: new VoicewireError('INVALID_STATE', message) });
   }
@@ -376,7 +416,7 @@ export function createClientSessionMachine<RS, CM extends { type: string; client
       switch (event.type) {
         case 'send': {
           const message = event.message;
-          const key: RequestKey = message.client_req_id ?? null;
+          const key: RequestKey = clientRouteKey(state, message);
           if (state.phase === 'closed' || state.phase === 'ending') {
             refuse(effects, `${request.route}: cannot send '${message.type}': the session is ${state.phase}`);
             return { state, effects };

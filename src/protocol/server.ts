@@ -6,15 +6,29 @@
  * A WebSocket server is then a few lines of glue (see the README's protocol section):
  *
  * ```ts
- * wss.on('connection', (ws) => {
- *   const session = createSttServerSession({
+ * wss.on('connection', (ws, req) => {
+ *   const session = createTtsServerSession({
  *     engine,
- *     transport: { send: (text) => ws.send(text), close: (code, reason) => ws.close(code, reason) },
+ *     transport: {
+ *       // A promise per frame: the runner asks the engine for more once the socket took it (backpressure).
+ *       send: (text) => new Promise<void>((resolve, reject) => ws.send(text, (err) => (err ? reject(err) : resolve()))),
+ *       close: (code, reason) => ws.close(code, reason),
+ *     },
  *   });
+ *   try {
+ *     readCredentials({ headers: req.headers, url: req.url, route: 'tts' }); // §5; check the key/token here
+ *   } catch (err) {
+ *     return session.fail(err as VoicewireError); // error 1008, close 1008
+ *   }
  *   ws.on('message', (data, isBinary) => session.receive(isBinary ? data : data.toString()));
  *   ws.on('close', () => session.transportClosed());
  * });
  * ```
+ *
+ * Backpressure: `send` may return a promise (or `false` plus `drained()`); while sends are pending,
+ * engine calls wait (see {@link ServerTransport}). TTS timing: each `audio` message carries the
+ * encoded chunk's own `start_s`/`stop_s` ({@link TtsOutputEncoder}), and each word timestamp is held
+ * until the audio reaching its `stop_s` was sent.
  *
  * Ordering: events are processed one at a time, run to completion (an engine that emits events
  * synchronously inside a call has them queued behind the current step). Engine calls of one
@@ -30,15 +44,33 @@ import { createTtsOutputEncoder } from '../tts-audio-encoder.js';
 import { createFramer, type Framer } from '../framer.js';
 import { createTagParser, type TagEvent, type TagParser, type TagParserOptions } from '../tags.js';
 import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from './engine.js';
+import type { TtsWordMessage } from './messages.js';
 import type { ServerSessionNotice, SessionMachine } from './multiplex.js';
 import { serializeSttServerMessage, serializeTtsAudioMessage, serializeTtsServerMessage, type RawMessage } from './parse.js';
 import { sttServerMachine, type SttEngineOp, type SttServerEffect, type SttServerEvent, type SttServerState } from './stt-session.js';
 import { ttsServerMachine, type TtsEngineOp, type TtsServerEffect, type TtsServerEvent, type TtsServerState } from './tts-session.js';
 
-/** Where a server session writes: one text frame per message, and the close. */
+/**
+ * Where a server session writes: one text frame per message, and the close.
+ *
+ * Backpressure: `send` may report that the socket is full. Return a promise that settles once the
+ * frame is written (e.g. wrap `ws.send(text, cb)`), or `false` when the buffer is full together
+ * with {@link ServerTransport.drained}. While sends are pending the runner asks its engine streams
+ * for nothing more (each engine call and each tag event waits), so a TTS engine faster than real
+ * time cannot fill the socket buffer without bound: at most the messages of one engine call are in
+ * flight beyond the transport's own buffer. A rejected promise means the socket broke. Returning
+ * nothing (or `true`) means "keep going".
+ */
 export interface ServerTransport {
-  send(text: string): void;
+  /**
+   * Sends one text frame. Meaningful results: a promise (pending until written), `false` (full: wait
+   * for {@link drained}); anything else (`undefined`, `true`, or what `array.push` returns in a test)
+   * means "keep going". Typed `unknown` so that `(t) => ws.send(t)` and `(t) => out.push(t)` fit.
+   */
+  send(text: string): unknown;
   close(code: number, reason: string): void;
+  /** After `send` returned `false`: resolves once the transport takes frames again. Without it, `false` is ignored. */
+  drained?(): Promise<void>;
 }
 
 /** A running server session over one socket. */
@@ -47,6 +79,15 @@ export interface ServerSession<S> {
   receive(data: RawMessage): void;
   /** The socket closed (by the peer or the network): engine streams are closed, nothing more is sent. */
   transportClosed(): void;
+  /**
+   * Ends a request or the whole session with an error the server decided on (authentication
+   * revoked mid-stream, quota, shutdown): sends `error` with the error's close code (1011 when it
+   * has none) and closes the socket with it. With the `clientReqId` of a live request on a
+   * multiplexed socket (§4.4), only that request ends (its `error` carries the id) and the others
+   * go on; an id with no live request there is ignored. Without an id on a socket that is not
+   * multiplexed, the error goes to its single request (carrying that request's id, if any).
+   */
+  fail(error: VoicewireError, clientReqId?: string): void;
   /** The machine state (immutable snapshots). */
   readonly state: S;
   /** True once the session closed the socket or saw it close. */
@@ -77,13 +118,29 @@ export interface SttInputDecoder {
 }
 
 /**
- * Turns model frames (s16 mono at the model rate, 48 kHz) into bytes of a TTS `output_format`.
- * May return an empty array (nothing to send yet). The default is the audio pipeline's encoder.
+ * One encoded TTS chunk and the span of decoded output audio its bytes add, in seconds from the
+ * start of the request (issue 7). Chunks are contiguous: each `start_s` is the previous `stop_s`.
+ */
+export interface TtsOutputChunk {
+  /** Bytes of the output format; empty means nothing to send yet. */
+  readonly bytes: Uint8Array;
+  /** Where the audio these bytes add begins on the output timeline (the previous chunk's `stop_s`). */
+  readonly start_s: number;
+  /** Up to where the bytes sent so far carry decoded audio (resampler and Opus delays included). */
+  readonly stop_s: number;
+}
+
+/**
+ * Turns model frames (s16 mono at the model rate, 48 kHz) into chunks of a TTS `output_format`
+ * with their timing. The runner stamps each `audio` message with the chunk's `start_s`/`stop_s`
+ * and holds each word timestamp until a sent chunk's `stop_s` reaches the word's `stop_s`. A chunk
+ * may be empty (nothing to send yet). The default is the audio pipeline's encoder
+ * ({@link createTtsOutputEncoder}).
  */
 export interface TtsOutputEncoder {
-  push(pcm: Int16Array): Uint8Array;
-  /** End of the request: trailing bytes (e.g. the Ogg EOS page). Optional. */
-  end?(): Uint8Array;
+  push(pcm: Int16Array): TtsOutputChunk;
+  /** End of the request: the trailing chunk (resampler tail, the last Opus packet and EOS page). Optional. */
+  end?(): TtsOutputChunk;
 }
 
 /** Options of {@link createSttServerSession}. */
@@ -127,9 +184,9 @@ function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
 }
 
 /** Runs `f(items[i])` in order, synchronously while the calls are synchronous. */
-function sequence<T>(items: readonly T[], f: (item: T) => MaybePromise<void>, from = 0): MaybePromise<void> {
+function sequence<T>(items: readonly T[], f: (item: T, index: number) => MaybePromise<void>, from = 0): MaybePromise<void> {
   for (let i = from; i < items.length; i++) {
-    const r = f(items[i]!);
+    const r = f(items[i]!, i);
     if (isPromise(r)) return r.then(() => sequence(items, f, i + 1));
   }
   return undefined;
@@ -233,9 +290,15 @@ abstract class Runner<S, Ev, Eff extends { type: string }, D extends { queue: Ta
     this.dispatch({ type: 'receive', data } as Ev);
   }
 
+  fail(error: VoicewireError, clientReqId?: string): void {
+    const e = error instanceof VoicewireError ? error : toVoicewireError(error);
+    this.dispatch((clientReqId === undefined ? { type: 'server_failure', error: e } : { type: 'server_failure', error: e, clientReqId }) as Ev);
+  }
+
   transportClosed(): void {
     this.dispatch({ type: 'transport_closed' } as Ev);
     this.closed = true;
+    this.releaseWaiters();
   }
 
   async whenIdle(): Promise<void> {
@@ -263,13 +326,58 @@ abstract class Runner<S, Ev, Eff extends { type: string }, D extends { queue: Ta
 
   protected send(text: string): void {
     if (this.closed) return;
+    const transport = this.options.transport;
+    let r: unknown;
     try {
-      this.options.transport.send(text);
+      r = transport.send(text);
     } catch {
       // A transport that cannot send is a broken socket.
-      this.events.push({ type: 'transport_closed' } as Ev);
-      this.closed = true;
+      this.brokenTransport();
+      return;
     }
+    if (r === false && transport.drained) this.track(transport.drained());
+    else if (typeof r === 'object' && r !== null && isPromise(r as MaybePromise<void>)) this.track(r as Promise<void>);
+  }
+
+  /** Sends in flight (pending promises, or a `false` not yet drained). */
+  private pendingSends = 0;
+  private readonly drainWaiters: Array<() => void> = [];
+
+  private track(p: Promise<void>): void {
+    this.pendingSends++;
+    p.then(
+      () => this.settleSend(),
+      () => {
+        this.settleSend();
+        if (!this.closed) this.dispatch({ type: 'transport_closed' } as Ev);
+        this.closed = true;
+        this.releaseWaiters();
+      },
+    );
+  }
+
+  private settleSend(): void {
+    if (this.pendingSends > 0) this.pendingSends--;
+    if (this.pendingSends === 0) this.releaseWaiters();
+  }
+
+  private releaseWaiters(): void {
+    for (const w of this.drainWaiters.splice(0)) w();
+  }
+
+  private brokenTransport(): void {
+    this.events.push({ type: 'transport_closed' } as Ev);
+    this.closed = true;
+    this.releaseWaiters();
+  }
+
+  /**
+   * Backpressure gate: nothing while no send is pending; else a promise that resolves once every
+   * pending send settled (or the session closed). Engine work waits on it.
+   */
+  protected gate(): MaybePromise<void> {
+    if (this.pendingSends === 0 || this.closed) return undefined;
+    return new Promise<void>((resolve) => this.drainWaiters.push(resolve));
   }
 
   protected execute(effect: Eff): void {
@@ -286,6 +394,7 @@ abstract class Runner<S, Ev, Eff extends { type: string }, D extends { queue: Ta
           } catch {
             // already closed
           }
+          this.releaseWaiters();
         }
         return;
       case 'emit':
@@ -377,7 +486,7 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
     }
     if (d === undefined || d.closed) return;
     const driver = d;
-    driver.queue.run(() => this.runOp(driver, key, stream, op));
+    driver.queue.run(() => then(this.gate(), () => (driver.closed ? undefined : this.runOp(driver, key, stream, op))));
   }
 
   private pushPcm(d: SttDriver, pcm: Uint8Array | Int16Array, extra: readonly Int16Array[] = []): MaybePromise<void> {
@@ -490,7 +599,16 @@ interface TtsDriver {
   encoder: TtsOutputEncoder | null;
   tags: TagParser;
   clientReqId: string | undefined;
+  /** `stream_id` of the last model frame (the trailing chunk of `end()` carries it too). */
+  streamId: number | null;
+  /** `stop_s` of the audio sent so far. */
+  sentStop: number;
+  /** Word timestamps waiting for the audio that completes them, in the engine's order. */
+  held: TtsWordMessage[];
 }
+
+/** Slack when comparing a word's `stop_s` with the audio's (float sums of 0.08; far below one sample at 48 kHz). */
+const TIME_EPSILON = 1e-6;
 
 class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEffect, TtsDriver> {
   constructor(private readonly tts: TtsServerSessionOptions) {
@@ -518,35 +636,40 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
       case 'audio': {
         const d = this.drivers.get(effect.stream);
         if (d === undefined || d.closed || d.encoder === null) return;
-        let bytes: Uint8Array;
+        let chunk: TtsOutputChunk;
         try {
-          bytes = d.encoder.push(effect.pcm);
+          chunk = d.encoder.push(effect.pcm);
         } catch (err) {
           this.failStream(effect.key, effect.stream, engineFault(err, 'TTS output encoder'));
           return;
         }
-        if (bytes.byteLength > 0) {
-          const fields: { start_s: number; stop_s: number; stream_id: number | null; client_req_id?: string } = { start_s: effect.start_s, stop_s: effect.stop_s, stream_id: effect.stream_id };
-          if (d.clientReqId !== undefined) fields.client_req_id = d.clientReqId;
-          this.send(serializeTtsAudioMessage(bytes, fields));
-        }
+        d.streamId = effect.stream_id;
+        this.sendChunk(d, chunk);
+        return;
+      }
+      case 'word': {
+        const d = this.drivers.get(effect.stream);
+        if (d === undefined || d.closed) return;
+        // Issue 7: a word goes out once the audio reaching its stop_s has been sent, never before.
+        if (d.held.length === 0 && effect.message.stop_s <= d.sentStop + TIME_EPSILON) this.send(this.serialize(effect.message));
+        else d.held.push(effect.message);
         return;
       }
       case 'audio_end': {
         const d = this.drivers.get(effect.stream);
-        if (d === undefined || d.closed || d.encoder === null || !d.encoder.end) return;
-        let bytes: Uint8Array;
-        try {
-          bytes = d.encoder.end();
-        } catch (err) {
-          this.failStream(effect.key, effect.stream, engineFault(err, 'TTS output encoder'));
-          return;
+        if (d === undefined || d.closed) return;
+        if (d.encoder !== null && d.encoder.end) {
+          let chunk: TtsOutputChunk;
+          try {
+            chunk = d.encoder.end();
+          } catch (err) {
+            this.failStream(effect.key, effect.stream, engineFault(err, 'TTS output encoder'));
+            return;
+          }
+          this.sendChunk(d, chunk);
         }
-        if (bytes.byteLength > 0) {
-          const fields: { start_s: number; stop_s: number; stream_id: number; client_req_id?: string } = { start_s: effect.at_s, stop_s: effect.at_s, stream_id: 0 };
-          if (d.clientReqId !== undefined) fields.client_req_id = d.clientReqId;
-          this.send(serializeTtsAudioMessage(bytes, fields));
-        }
+        // The end of the audio: every word still held goes out, before end_of_stream.
+        for (const w of d.held.splice(0)) this.send(this.serialize(w));
         return;
       }
       case 'engine': {
@@ -567,17 +690,33 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
             encoder: null,
             tags: createTagParser(this.tts.tags ?? {}),
             clientReqId: key ?? undefined,
+            streamId: 0,
+            sentStop: 0,
+            held: [],
           };
           this.drivers.set(stream, d);
         }
         if (d === undefined || d.closed) return;
         const driver = d;
-        driver.queue.run(() => this.runOp(driver, key, stream, op));
+        // Backpressure: every engine call waits until the transport took what was sent.
+        driver.queue.run(() => then(this.gate(), () => (driver.closed ? undefined : this.runOp(driver, key, stream, op))));
         return;
       }
       default:
         return;
     }
+  }
+
+  /** Sends a non-empty chunk as an `audio` message stamped with its own span, then the words it completes. */
+  private sendChunk(d: TtsDriver, chunk: TtsOutputChunk): void {
+    if (chunk.bytes.byteLength === 0) return;
+    const fields: { start_s: number; stop_s: number; stream_id: number | null; client_req_id?: string } = { start_s: chunk.start_s, stop_s: chunk.stop_s, stream_id: d.streamId };
+    if (d.clientReqId !== undefined) fields.client_req_id = d.clientReqId;
+    this.send(serializeTtsAudioMessage(chunk.bytes, fields));
+    if (chunk.stop_s > d.sentStop) d.sentStop = chunk.stop_s;
+    let n = 0;
+    while (n < d.held.length && d.held[n]!.stop_s <= d.sentStop + TIME_EPSILON) n++;
+    if (n > 0) for (const w of d.held.splice(0, n)) this.send(this.serialize(w));
   }
 
   private failStream(key: string | null, stream: number, error: VoicewireError): void {
@@ -586,12 +725,14 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
 
   private runTags(d: TtsDriver, events: readonly TagEvent[]): MaybePromise<void> {
     const s = d.stream!;
-    return sequence(events, (e) => {
+    const run = (e: TagEvent): MaybePromise<void> => {
       if (d.closed) return undefined;
       if (e.type === 'text') return e.text === '' ? undefined : s.text(e.text);
       if (e.type === 'flush') return s.flush();
       return s.pause(e.seconds);
-    });
+    };
+    // Each tag event is an engine call: each waits for the transport too.
+    return sequence(events, (e, i) => (i === 0 ? run(e) : then(this.gate(), () => run(e))));
   }
 
   private runOp(d: TtsDriver, key: string | null, stream: number, op: Exclude<TtsEngineOp, { op: 'close' }>): MaybePromise<void> {

@@ -2,9 +2,10 @@
  * Web `TransformStream`s over the session runners, for transports that are streams (WebSocketStream,
  * a pipe in tests, a worker channel).
  *
- * - Server side: client frames in → server frames (JSON text) out. When the session closes the
- *   socket, `onClose(code, reason)` is called and the readable side ends. Ending the writable side
- *   means the client went away: pending engine work settles, then the session is closed.
+ * - Server side: client frames in → server frames (JSON text) out, as a readable/writable pair
+ *   with backpressure. When the session closes the socket, `onClose(code, reason)` is called and
+ *   the readable side ends. Ending the writable side means the client went away: pending engine
+ *   work settles, then the session is closed.
  * - Client side: a pair sharing one session: `outgoing` takes client messages and yields the
  *   frames to send; `incoming` takes server frames and yields validated events. A client message
  *   refused in the current state errors `outgoing` with `INVALID_STATE`.
@@ -20,43 +21,90 @@ import type { TtsClientEvent } from './tts-session.js';
 export interface ServerStreamOptions {
   /** Called when the session closes the socket (after its last frame). */
   onClose?: (code: number, reason: string) => void;
+  /** Frames queued on the readable side before the session stops asking its engine for more. Default 16. */
+  highWaterMark?: number;
 }
 
-function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>, onClose: ServerStreamOptions['onClose']): TransformStream<RawMessage, string> {
-  let session: ServerSession<S>;
+/**
+ * A server session as a web stream pair (`pipeThrough`-able like a TransformStream): client frames
+ * written, server frames read. Backpressure: once the readable holds `highWaterMark` unread frames
+ * (`desiredSize ≤ 0`) the transport reports `false`, and the runner's next engine call waits for
+ * the reader's next pull.
+ */
+export interface ServerStreamPair {
+  readonly readable: ReadableStream<string>;
+  readonly writable: WritableStream<RawMessage>;
+}
+
+function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>, options: ServerStreamOptions): ServerStreamPair {
   let open = true;
-  return new TransformStream<RawMessage, string>({
-    start(controller) {
-      session = make({
-        send: (text) => {
-          if (open) controller.enqueue(text);
-        },
-        close: (code, reason) => {
-          if (!open) return;
-          open = false;
-          onClose?.(code, reason);
-          controller.terminate();
-        },
-      });
+  let controller!: ReadableStreamDefaultController<string>;
+  const waiters: Array<() => void> = [];
+  const wake = (): void => {
+    for (const w of waiters.splice(0)) w();
+  };
+  const readable = new ReadableStream<string>(
+    {
+      start(c) {
+        controller = c;
+      },
+      pull() {
+        wake();
+      },
+      cancel() {
+        open = false;
+        wake();
+        session.transportClosed();
+      },
     },
-    transform(chunk) {
-      session.receive(chunk);
+    new CountQueuingStrategy({ highWaterMark: options.highWaterMark ?? 16 }),
+  );
+  const session = make({
+    send: (text) => {
+      if (!open) return undefined;
+      controller.enqueue(text);
+      return (controller.desiredSize ?? 1) > 0;
     },
-    async flush() {
-      await session.whenIdle();
-      session.transportClosed();
+    drained: () => new Promise<void>((resolve) => (open && (controller.desiredSize ?? 1) <= 0 ? waiters.push(resolve) : resolve())),
+    close: (code, reason) => {
+      if (!open) return;
+      open = false;
+      options.onClose?.(code, reason);
+      controller.close();
+      wake();
     },
   });
+  const writable = new WritableStream<RawMessage>({
+    write(chunk) {
+      session.receive(chunk);
+    },
+    async close() {
+      await session.whenIdle();
+      session.transportClosed();
+      if (open) {
+        open = false;
+        controller.close();
+      }
+    },
+    abort() {
+      session.transportClosed();
+      if (open) {
+        open = false;
+        controller.close();
+      }
+    },
+  });
+  return { readable, writable };
 }
 
-/** STT server as a web TransformStream: client frames in, server frames out. */
-export function createSttServerStream(options: Omit<SttServerSessionOptions, 'transport'> & ServerStreamOptions): TransformStream<RawMessage, string> {
-  return serverStream((transport) => createSttServerSession({ ...options, transport }), options.onClose);
+/** STT server as a web stream pair: client frames in, server frames out (see {@link ServerStreamPair}). */
+export function createSttServerStream(options: Omit<SttServerSessionOptions, 'transport'> & ServerStreamOptions): ServerStreamPair {
+  return serverStream((transport) => createSttServerSession({ ...options, transport }), options);
 }
 
-/** TTS server as a web TransformStream: client frames in, server frames out. */
-export function createTtsServerStream(options: Omit<TtsServerSessionOptions, 'transport'> & ServerStreamOptions): TransformStream<RawMessage, string> {
-  return serverStream((transport) => createTtsServerSession({ ...options, transport }), options.onClose);
+/** TTS server as a web stream pair: client frames in, server frames out, with backpressure (see {@link ServerStreamPair}). */
+export function createTtsServerStream(options: Omit<TtsServerSessionOptions, 'transport'> & ServerStreamOptions): ServerStreamPair {
+  return serverStream((transport) => createTtsServerSession({ ...options, transport }), options);
 }
 
 /** The two directions of a client session as web streams. */

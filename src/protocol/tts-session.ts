@@ -9,8 +9,8 @@
  * | connected  | `setup`               | configured  | engine `open`; `ready` once the engine opened |
  * | connected  | anything else         | closed      | `error` 1008, close 1008 |
  * | configured | `text`                | streaming   | engine `text` (pieces joined with one space, then split by the tag parser) |
- * | streaming  | engine audio / word   | streaming   | `audio` (encoded by the runner, `start_s`/`stop_s` per request), `text` word timestamps, `need_more_text` |
- * | streaming  | `end_of_stream`       | finished    | engine `end`: remaining audio and words, then `end_of_stream` |
+ * | streaming  | engine audio / word   | streaming   | `audio` (encoded by the runner, stamped with the encoded chunk's `start_s`/`stop_s`), `text` word timestamps (held by the runner until the audio completing them is sent), `need_more_text` |
+ * | streaming  | `end_of_stream`       | finished    | engine `end`: remaining audio, the encoder's tail, held words, then `end_of_stream` |
  * | finished   | engine ended          | closed / configured | close 1000 (`close_ws_on_eos` true) or stay open |
  * | any        | failure               | closed      | `error`, close |
  *
@@ -21,7 +21,7 @@ import { VoicewireError } from '../errors.js';
 import type { AudioFormatName } from '../format.js';
 import { decodeBase64 } from './base64.js';
 import type { TtsEngineConfig, TtsEngineEvent, TtsEngineInfo } from './engine.js';
-import type { EndOfStreamMessage, TtsClientMessage, TtsServerMessage, TtsSetupMessage } from './messages.js';
+import type { EndOfStreamMessage, TtsClientMessage, TtsServerMessage, TtsSetupMessage, TtsWordMessage } from './messages.js';
 import {
   createClientSessionMachine,
   createServerSessionMachine,
@@ -65,12 +65,31 @@ export interface TtsAudioEffect {
   stream: number;
   /** Model frame, s16 mono at the model rate (48 kHz). */
   pcm: Int16Array;
+  /**
+   * The model frame's span (samples sent so far / model rate). The runner stamps the `audio`
+   * message with the span its encoder reports for the encoded chunk instead (resampler and Opus
+   * delays shift it); these are the values for an encoder that adds no delay.
+   */
   start_s: number;
   stop_s: number;
   stream_id: number | null;
 }
 
-/** The end of a request's audio: the runner sends what the encoder still holds (e.g. the Ogg EOS page). */
+/**
+ * A word timestamp to send (issue 7: word timestamps stay aligned with the audio). The runner holds
+ * it until the `audio` message whose `stop_s` reaches the word's `stop_s` has been sent (after
+ * resampling and Opus pre-skip that is often the chunk after the word's model frame), so a client
+ * never sees a word before the audio that completes it; {@link TtsAudioEndEffect} releases the rest.
+ */
+export interface TtsWordEffect {
+  type: 'word';
+  key: RequestKey;
+  stream: number;
+  /** The `text` message, times in seconds from the start of the request (the engine's, on its 80 ms grid). */
+  message: TtsWordMessage;
+}
+
+/** The end of a request's audio: the runner sends what the encoder still holds (e.g. the Ogg EOS page), then every held word. */
 export interface TtsAudioEndEffect {
   type: 'audio_end';
   key: RequestKey;
@@ -84,6 +103,7 @@ export type TtsServerEffect =
   | ServerBaseEffect<TtsServerMessage>
   | { type: 'engine'; key: RequestKey; stream: number; op: TtsEngineOp }
   | TtsAudioEffect
+  | TtsWordEffect
   | TtsAudioEndEffect;
 
 /** State of one TTS request on the server. */
@@ -233,7 +253,9 @@ function onEngine(state: TtsServerRequestState, event: TtsMachineEngineEvent): S
     }
     case 'word':
       effects.push({
-        type: 'send',
+        type: 'word',
+        key,
+        stream: state.stream,
         message: withId({ type: 'text' as const, text: event.text, start_s: event.start_s, stop_s: event.stop_s, stream_id: event.stream_id === undefined ? 0 : event.stream_id }, key),
       });
       return { state, effects };

@@ -7,8 +7,12 @@
  * Default decision: the turn ended when the `inactivity_prob` of the third `vad` entry (the 2 s
  * horizon) is above 0.5. Thresholds in the wild range from 0.5 to 0.9; one client smooths the
  * probability and ignores the first steps: both are options here.
+ *
+ * The silent frames are in the request's `input_format` (silence is not zero bytes in G.711, and
+ * 80 ms is a different byte count at each rate); for `opus` the client's own encoder makes them.
  */
 import { VoicewireError } from '../errors.js';
+import { parseAudioFormat } from '../format.js';
 import { createSilenceFrames } from '../framer.js';
 import { readyDelayInFrames, type SttStepMessage } from './messages.js';
 
@@ -28,7 +32,24 @@ export interface TurnTakingOptions {
   warmupSteps?: number;
   /** Model delay in frames, when known before `ready`. Default: taken from `ready`. */
   delayInFrames?: number;
-  /** Bytes per silent frame. Default 3840 (80 ms of 24 kHz s16le, §4.4). */
+  /**
+   * The setup's `input_format` (§4.4), which decides what a silent frame is (see
+   * {@link TurnTaking.silenceFrames}). Default `'pcm'` (24 kHz s16le).
+   */
+  inputFormat?: string;
+  /** Rate of the WAV's data, Hz, for `inputFormat: 'wav'` (the header the client already sent says it). Default 24000. */
+  wavSampleRate?: number;
+  /** Bits per sample of the WAV's data (16, 24 or 32, §4.4), for `inputFormat: 'wav'`. Default 16. */
+  wavBitsPerSample?: 16 | 24 | 32;
+  /**
+   * Encodes one 80 ms frame of silence (`pcm` holds zero samples at `sampleRate`: 48000 for
+   * `opus`) into the bytes the client sends. Required for `opus`: Ogg Opus is a stateful stream
+   * (page sequence numbers, granules, the encoder's own state), so only the client's own encoder can
+   * continue it; pass a function that feeds the zeros to that encoder and returns its pages. When
+   * given it is used for every format.
+   */
+  encodeSilence?: (pcm: Int16Array, sampleRate: number) => Uint8Array;
+  /** Bytes per silent frame, overriding the format's 80 ms (raw formats only). Default: from `inputFormat`. */
   frameBytes?: number;
 }
 
@@ -51,9 +72,17 @@ export interface TurnTaking {
   /** True after an end of turn, until the probability falls back to the threshold or below (speech resumed) or {@link reset}. */
   readonly turnEnded: boolean;
   /**
-   * The `delay_in_frames` silent frames (zeros, {@link TurnTakingOptions.frameBytes} each) to send
-   * right after the end of a turn, faster than real time.
-   * @throws VoicewireError `INVALID_STATE` when the delay is not known yet.
+   * The `delay_in_frames` silent 80 ms frames to send right after the end of a turn, faster than
+   * real time, in the request's `input_format`:
+   * - `pcm` (24 kHz) and `pcm_N`: `round(N · 0.08)` zero samples, s16le (3840 bytes for `pcm`,
+   *   1280 for `pcm_8000`, 3528 for `pcm_22050`);
+   * - `ulaw_8000` / `mulaw_8000`: 640 bytes of 0xFF (G.711 μ-law of 0; 0x00 would be −32124);
+   * - `alaw_8000`: 640 bytes of 0xD5 (A-law of 0, decodes to +8; 0x00 would be −5504);
+   * - `wav`: raw zero PCM at {@link TurnTakingOptions.wavSampleRate} and `wavBitsPerSample`, to
+   *   send after the header (the WAV stream already started);
+   * - `opus`: what {@link TurnTakingOptions.encodeSilence} returns for 3840 zero samples at 48 kHz.
+   * @throws VoicewireError `INVALID_STATE` when the delay is not known yet; `INVALID_ARGUMENT` for
+   *   `opus` without `encodeSilence`.
    */
   silenceFrames(): Uint8Array[];
   /** Starts a new turn: smoothing, warm-up and the end-of-turn latch start over. */
@@ -74,13 +103,70 @@ function checkInteger(name: string, value: number): number {
   return value;
 }
 
+/** What one silent frame is, decided once from the options. */
+type SilenceSpec =
+  | { kind: 'bytes'; frameBytes: number; fill: number }
+  | { kind: 'encode'; encode: (pcm: Int16Array, sampleRate: number) => Uint8Array; samples: number; sampleRate: number }
+  | { kind: 'missing'; format: string };
+
+/** G.711 code of a zero sample (ITU-T G.711 / G.191): μ-law 0xFF, A-law 0xD5. */
+const MULAW_ZERO = 0xff;
+const ALAW_ZERO = 0xd5;
+/** Frame length of the STT route, seconds (§4.4: 80 ms). */
+const FRAME_SECONDS = 0.08;
+
+function silenceSpec(options: TurnTakingOptions): SilenceSpec {
+  const format = parseAudioFormat(options.inputFormat ?? 'pcm', { direction: 'stt-input' });
+  let rate = format.sampleRate;
+  let bytesPerSample = format.bytesPerSample;
+  if (format.container === 'wav') {
+    rate = checkInteger('wavSampleRate', options.wavSampleRate ?? 24000);
+    const bits = options.wavBitsPerSample ?? 16;
+    if (bits !== 16 && bits !== 24 && bits !== 32) throw new VoicewireError('INVALID_ARGUMENT', `createTurnTaking: wavBitsPerSample must be 16, 24 or 32, got ${String(bits)}`);
+    bytesPerSample = bits / 8;
+  }
+  const samples = Math.round((rate ?? 48000) * FRAME_SECONDS);
+  if (options.encodeSilence !== undefined) {
+    if (typeof options.encodeSilence !== 'function') throw new VoicewireError('INVALID_ARGUMENT', 'createTurnTaking: encodeSilence must be a function');
+    return { kind: 'encode', encode: options.encodeSilence, samples, sampleRate: rate ?? 48000 };
+  }
+  if (format.codec === 'opus' || bytesPerSample === null) return { kind: 'missing', format: format.name };
+  const fill = format.codec === 'mulaw' ? MULAW_ZERO : format.codec === 'alaw' ? ALAW_ZERO : 0;
+  const frameBytes = options.frameBytes === undefined ? samples * bytesPerSample : checkInteger('frameBytes', options.frameBytes);
+  if (frameBytes === 0) throw new VoicewireError('INVALID_ARGUMENT', 'createTurnTaking: frameBytes must be positive');
+  return { kind: 'bytes', frameBytes, fill };
+}
+
+function makeSilence(spec: SilenceSpec, count: number): Uint8Array[] {
+  switch (spec.kind) {
+    case 'bytes': {
+      if (spec.fill === 0) return createSilenceFrames(count, spec.frameBytes);
+      const all = new Uint8Array(count * spec.frameBytes).fill(spec.fill);
+      const frames = new Array<Uint8Array>(count);
+      for (let i = 0; i < count; i++) frames[i] = all.subarray(i * spec.frameBytes, (i + 1) * spec.frameBytes);
+      return frames;
+    }
+    case 'encode': {
+      const frames = new Array<Uint8Array>(count);
+      // A fresh zero frame per call: an encoder may keep or modify what it is given.
+      for (let i = 0; i < count; i++) frames[i] = spec.encode(new Int16Array(spec.samples), spec.sampleRate);
+      return frames;
+    }
+    case 'missing':
+      throw new VoicewireError(
+        'INVALID_ARGUMENT',
+        `TurnTaking.silenceFrames: '${spec.format}' input is a stateful Ogg Opus stream; pass createTurnTaking({ encodeSilence }) that feeds zero samples to the client's own encoder`,
+      );
+  }
+}
+
 /** Creates a turn-taking detector (see the module comment for the defaults). */
 export function createTurnTaking(options: TurnTakingOptions = {}): TurnTaking {
   const threshold = checkNumber('threshold', options.threshold ?? 0.5, 0, 1);
   const horizonIndex = checkInteger('horizonIndex', options.horizonIndex ?? 2);
   const smoothing = checkNumber('smoothing', options.smoothing ?? 1, 0, 1, true);
   const warmupSteps = checkInteger('warmupSteps', options.warmupSteps ?? 0);
-  const frameBytes = checkInteger('frameBytes', options.frameBytes ?? 3840);
+  const silence = silenceSpec(options);
   let delayInFrames = options.delayInFrames === undefined ? undefined : checkInteger('delayInFrames', options.delayInFrames);
   let seen = 0;
   let smoothed: number | null = null;
@@ -117,7 +203,7 @@ export function createTurnTaking(options: TurnTakingOptions = {}): TurnTaking {
     },
     silenceFrames() {
       if (delayInFrames === undefined) throw new VoicewireError('INVALID_STATE', 'TurnTaking.silenceFrames: the model delay is unknown (no ready yet, and no delayInFrames option)');
-      return createSilenceFrames(delayInFrames, frameBytes);
+      return makeSilence(silence, delayInFrames);
     },
     reset() {
       seen = 0;

@@ -49,7 +49,7 @@ describe('server sessions with the default audio pipelines', () => {
     expect(err?.['code']).toBe(1008);
   });
 
-  it('TTS: ulaw_8000 output is one 640-byte chunk per 80 ms model frame', () => {
+  it('TTS: ulaw_8000 output totals 640 bytes per 80 ms model frame; each chunk spans its byte count at 8 kHz', () => {
     const out: Msg[] = [];
     const engine = createScriptedTtsEngine({ lookaheadWords: 0, framesPerWord: 2 });
     const session = createTtsServerSession({ engine, transport: { send: (t) => out.push(JSON.parse(t) as Msg), close: () => {} } });
@@ -57,11 +57,19 @@ describe('server sessions with the default audio pipelines', () => {
     session.receive(JSON.stringify({ type: 'text', text: 'one two three' }));
     session.receive(JSON.stringify({ type: 'end_of_stream' }));
     expect(out.filter((m) => m['type'] === 'error')).toEqual([]);
-    const audio = out.filter((m) => m['type'] === 'audio').map((m) => decodeBase64(m['audio'] as string));
+    const messages = out.filter((m) => m['type'] === 'audio');
+    const audio = messages.map((m) => decodeBase64(m['audio'] as string));
     const nonEmpty = audio.filter((a) => a.length > 0);
+    // One chunk per frame plus the resampler's tail from end(): the first chunk is short (the
+    // resampler waits for its look-ahead), the tail makes up the difference.
     expect(nonEmpty.length).toBeGreaterThanOrEqual(6);
     const total = nonEmpty.reduce((n, a) => n + a.length, 0);
-    expect(total).toBe(6 * 640); // 3 words × 2 frames × 80 ms at 8 kHz
+    expect(total).toBe(6 * 640); // 3 words × 2 frames × 80 ms at 8 kHz, one byte per sample
+    messages.forEach((m, i) => {
+      // μ-law: one byte per 8 kHz sample, so a chunk's span is its byte count / 8000 (issue 7).
+      expect(((m['stop_s'] as number) - (m['start_s'] as number)) * 8000).toBeCloseTo(audio[i]!.length, 6);
+      if (i > 0) expect(m['start_s']).toBe(messages[i - 1]!['stop_s']);
+    });
     // Word k is spoken as samples of value k: after resampling its middle decodes close to k.
     const pcm = decodeMulaw(nonEmpty[2]!);
     expect(Math.abs(pcm[320]! - 2)).toBeLessThanOrEqual(2);

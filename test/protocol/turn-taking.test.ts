@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { VoicewireError } from '../../src/errors.js';
+import { decodeAlaw, decodeMulaw } from '../../src/g711.js';
 import {
   assertAcceptingSessions,
   createTurnTaking,
@@ -96,6 +97,70 @@ describe('turn-taking helper (service-api.md §4.4 guidance)', () => {
       expect(f.every((b) => b === 0)).toBe(true);
     }
     expect(createTurnTaking({ delayInFrames: 2, frameBytes: 100 }).silenceFrames().map((f) => f.length)).toEqual([100, 100]);
+  });
+
+  describe('silent frames in the request’s input_format (§4.4, G.711)', () => {
+    const frames = (inputFormat: string, extra: Record<string, unknown> = {}) => createTurnTaking({ delayInFrames: 3, inputFormat, ...extra }).silenceFrames();
+
+    it('μ-law: 640 bytes per 80 ms that decode to 0; A-law: 640 bytes that decode to +8 (G.711)', () => {
+      for (const name of ['ulaw_8000', 'mulaw_8000']) {
+        const f = frames(name);
+        expect(f.map((x) => x.length)).toEqual([640, 640, 640]);
+        for (const x of f) expect([...new Set(decodeMulaw(x))]).toEqual([0]);
+      }
+      const a = frames('alaw_8000');
+      expect(a.map((x) => x.length)).toEqual([640, 640, 640]);
+      for (const x of a) for (const v of decodeAlaw(x)) expect(Math.abs(v)).toBe(8);
+      // Zero bytes would be loud: the reason this is format-aware.
+      expect(Math.abs(decodeMulaw(new Uint8Array([0]))[0]!)).toBe(32124);
+      expect(Math.abs(decodeAlaw(new Uint8Array([0]))[0]!)).toBe(5504);
+    });
+
+    it('pcm_N: 80 ms of s16le zeros at N Hz; pcm is 24 kHz on STT input (3840 bytes)', () => {
+      const cases: Array<[string, number]> = [
+        ['pcm', 3840],
+        ['pcm_8000', 1280],
+        ['pcm_16000', 2560],
+        ['pcm_22050', 3528],
+        ['pcm_24000', 3840],
+        ['pcm_44100', 7056],
+        ['pcm_48000', 7680],
+      ];
+      for (const [name, bytes] of cases) {
+        const f = frames(name);
+        expect(f.map((x) => x.length), name).toEqual([bytes, bytes, bytes]);
+        for (const x of f) expect(x.every((b) => b === 0)).toBe(true);
+      }
+    });
+
+    it('wav: raw zero PCM (after the header already sent) at the WAV’s rate and depth', () => {
+      expect(frames('wav').map((x) => x.length)).toEqual([3840, 3840, 3840]);
+      expect(frames('wav', { wavSampleRate: 16000 })[0]!.length).toBe(2560);
+      expect(frames('wav', { wavSampleRate: 44100, wavBitsPerSample: 24 })[0]!.length).toBe(3528 * 3);
+      expect(frames('wav', { wavSampleRate: 16000 })[0]!.every((b) => b === 0)).toBe(true);
+    });
+
+    it('opus: needs the client’s encoder (encodeSilence), which gets 80 ms of zeros at 48 kHz per frame', () => {
+      expect(() => frames('opus')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('encodeSilence') }));
+      const calls: Array<[number, number, boolean]> = [];
+      const f = frames('opus', {
+        encodeSilence: (pcm: Int16Array, rate: number) => {
+          calls.push([pcm.length, rate, pcm.every((v) => v === 0)]);
+          return new Uint8Array([calls.length]);
+        },
+      });
+      expect(calls).toEqual([
+        [3840, 48000, true],
+        [3840, 48000, true],
+        [3840, 48000, true],
+      ]);
+      expect(f.map((x) => x[0])).toEqual([1, 2, 3]);
+    });
+
+    it('an unknown input_format is a VoicewireError at creation', () => {
+      expect(() => createTurnTaking({ inputFormat: 'mp3' })).toThrow(expect.objectContaining({ code: 'FORMAT_UNKNOWN' }));
+      expect(() => createTurnTaking({ inputFormat: 'wav', wavBitsPerSample: 8 as never })).toThrow(VoicewireError);
+    });
   });
 
   it('rejects bad options', () => {
