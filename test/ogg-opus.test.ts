@@ -15,6 +15,7 @@ import { VoicewireError } from '../src/errors.js';
 import { createOggOpusDecoderTransform, createOggOpusEncoderTransform } from '../src/node/ogg-opus.js';
 import { concat, cutsArb, oneByOne, splitAt } from './helpers/chunks.js';
 import { has, needs, run, runText } from './helpers/tools.js';
+import { expectCode as expectError } from './helpers/errors.js';
 
 // --- helpers -------------------------------------------------------------------------------------
 
@@ -121,18 +122,6 @@ function fixCrcs(data: Uint8Array): Uint8Array {
   return out;
 }
 
-function expectError(fn: () => unknown, code: string, message?: RegExp): VoicewireError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(VoicewireError);
-  expect((caught as VoicewireError).code).toBe(code);
-  if (message) expect((caught as VoicewireError).message).toMatch(message);
-  return caught as VoicewireError;
-}
 
 function encodeChunks(chunks: (Int16Array | Float32Array | Uint8Array)[], options: OggOpusEncoderOptions): Uint8Array {
   const enc = new OggOpusEncoder(options);

@@ -5,6 +5,7 @@ import { oggCrc32 } from '../src/crc32.js';
 import { OggPacketReader, OggPageReader, OggPageWriter, buildOggPage, type OggPage, type OggPagePackets, type OggWarning } from '../src/ogg.js';
 import { VoicewireError } from '../src/errors.js';
 import { concat, cutsArb, oneByOne, splitAt } from './helpers/chunks.js';
+import { expectCode as expectError } from './helpers/errors.js';
 
 const fixture = (name: string): Uint8Array => new Uint8Array(readFileSync(new URL(`../fixtures/opus/${name}`, import.meta.url)));
 const OPUSENC = fixture('opusenc_20ms.opus');
@@ -94,19 +95,6 @@ const b64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byt
 const summary = (pages: OggPage[]) =>
   pages.map((p) => ({ offset: p.offset, headerType: p.headerType, granule: p.granule, serial: p.serial, sequence: p.sequence, lacing: b64(p.segments), body: b64(p.body) }));
 
-function expectError(fn: () => unknown, code: string, message?: RegExp): VoicewireError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(VoicewireError);
-  const e = caught as VoicewireError;
-  expect(e.code).toBe(code);
-  if (message) expect(e.message).toMatch(message);
-  return e;
-}
 
 describe('oggCrc32 (RFC 3533 §6)', () => {
   it('has the published check value 0x89A1897F for "123456789"', () => {

@@ -7,6 +7,7 @@ import { OPUS_LIBRARY_VERSION, OpusDecoder, OpusEncoder, opusPacketDuration, opu
 import { VoicewireError } from '../src/errors.js';
 import { has, needs, run } from './helpers/tools.js';
 import { fileURLToPath } from 'node:url';
+import { expectCode as expectError } from './helpers/errors.js';
 
 const require = createRequire(import.meta.url);
 /** opusscript's own JavaScript API: a reference for single-instance encoding and decoding. */
@@ -21,18 +22,6 @@ const speech = (() => {
   return new Int16Array(wav.buffer.slice(wav.byteOffset + at, wav.byteOffset + wav.length));
 })();
 
-function expectError(fn: () => unknown, code: string, message?: RegExp): VoicewireError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(VoicewireError);
-  expect((caught as VoicewireError).code).toBe(code);
-  if (message) expect((caught as VoicewireError).message).toMatch(message);
-  return caught as VoicewireError;
-}
 
 const b64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
 const le = (pcm: Int16Array): Buffer => Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);

@@ -21,6 +21,7 @@ import {
 } from '../src/pcm.js';
 import { VoicewireError } from '../src/errors.js';
 import { has, needs, run } from './helpers/tools.js';
+import { expectCode } from './helpers/errors.js';
 
 // ---------------------------------------------------------------------------------------------
 // Naive references
@@ -93,17 +94,6 @@ function randomFloatBytes(n: number): Uint8Array {
   return new Uint8Array(f.buffer);
 }
 
-function expectCode(fn: () => unknown, code: string, message?: RegExp): void {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(VoicewireError);
-  expect((caught as VoicewireError).code).toBe(code);
-  if (message) expect((caught as VoicewireError).message).toMatch(message);
-}
 
 type Samples = Uint8Array | Int16Array | Float32Array;
 /** Element-wise equality that stays fast on 64 K elements; shows a small diff at the first mismatch. */

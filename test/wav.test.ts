@@ -35,6 +35,7 @@ import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from '../src/g711.js
 import { VoicewireError } from '../src/errors.js';
 import { concat, cutsArb, oneByOne, splitAt } from './helpers/chunks.js';
 import { has, needs, run, runText } from './helpers/tools.js';
+import { expectCode } from './helpers/errors.js';
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures and helpers
@@ -111,18 +112,6 @@ function expectSame(got: Samples, want: Samples): void {
   }
 }
 
-function expectCode(fn: () => unknown, code: string, message?: RegExp): VoicewireError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(VoicewireError);
-  expect((caught as VoicewireError).code).toBe(code);
-  if (message) expect((caught as VoicewireError).message).toMatch(message);
-  return caught as VoicewireError;
-}
 
 /** Runs a decoder over chunks; returns the format and the concatenated samples. */
 function decodeChunks(chunks: Uint8Array[], output: WavSampleOutput = 'float32', mono = false): { format: WavFormat | null; samples: Samples; events: WavDecoderEvent<Samples>[] } {
