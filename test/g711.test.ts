@@ -193,7 +193,7 @@ describe.each(LAWS)('G.711 $law decoding equals ffmpeg and sox (fixtures/g711.sh
   });
 });
 
-describe.skipIf(!has('ffmpeg') || !has('sox'))(needs('ffmpeg', 'G.711 encoders of ffmpeg and sox are not the reference (also needs sox)'), () => {
+describe.skipIf(!has(['ffmpeg', 'sox']))(needs(['ffmpeg', 'sox'], 'G.711 encoders of ffmpeg and sox are not the reference'), () => {
   // Why the encoder oracle is the G.191 rules and not a tool: the reference quantises negative
   // samples through their one's complement and truncates to the decision interval; ffmpeg
   // encodes through a precomputed nearest-level table and sox rounds before quantising. On this
@@ -237,5 +237,106 @@ describe('alawmulaw (npm) encodes 127 negative inputs differently; we follow the
     }
     // Its decoder agrees with the reference.
     expect(Array.from(peer.decode(ALL_CODES))).toEqual(Array.from(ALL_CODES, law === 'mulaw' ? naiveMulawDecode : naiveAlawDecode));
+  });
+});
+
+describe.each(LAWS)('G.711 $law: every length, alignment and output reuse gives the naive result', ({ encode, decode, naiveEncode, naiveDecode }) => {
+  // The codecs read and write memory in 32-bit words when both arrays allow it (4-byte aligned,
+  // long enough) and sample by sample otherwise; these cases cross every boundary between the two.
+  const LENGTHS = [0, 1, 2, 3, 7, 8, 31, 32, 33, 63, 64, 65, 127, 128, 129, 130, 131, 159, 160, 161, 191, 192, 193, 255, 256, 257, 640, 641, 643, 1000, 4099];
+  let seed = 0x2545f491;
+  const random16 = (): number => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed << 16) >> 16; // any int16, both signs, full range
+  };
+  const samples = (n: number): number[] => Array.from({ length: n }, random16);
+  const codesOf = (n: number): number[] => Array.from({ length: n }, () => random16() & 0xff);
+
+  it('encode: input at byte offsets 0/2/4/6, output at 0-3, exact, larger and fresh outputs', () => {
+    for (const n of LENGTHS) {
+      const values = samples(n);
+      const want = values.map(naiveEncode);
+      for (const inShift of [0, 1, 2, 3]) {
+        const pcm = new Int16Array(n + 4).subarray(inShift, inShift + n);
+        pcm.set(values);
+        expect(Array.from(encode(pcm))).toEqual(want);
+        for (const outShift of [0, 1, 2, 3]) {
+          for (const spare of [0, 5]) {
+            const backing = new Uint8Array(n + 8 + spare).fill(0xee);
+            const out = backing.subarray(outShift, outShift + n + spare);
+            const got = encode(pcm, out);
+            expect(got.length).toBe(n);
+            expect(Array.from(got)).toEqual(want);
+            // Nothing written outside the first n codes of `out`.
+            for (let i = 0; i < backing.length; i++) {
+              if (i < outShift || i >= outShift + n) expect(backing[i]).toBe(0xee);
+            }
+          }
+        }
+      }
+    }
+  });
+
+  it('decode: input at byte offsets 0-3, output at byte offsets 0/2/4/6, exact, larger and fresh outputs', () => {
+    for (const n of LENGTHS) {
+      const values = codesOf(n);
+      const want = values.map(naiveDecode);
+      for (const inShift of [0, 1, 2, 3]) {
+        const codes = new Uint8Array(n + 4).subarray(inShift, inShift + n);
+        codes.set(values);
+        expect(Array.from(decode(codes))).toEqual(want);
+        for (const outShift of [0, 1, 2, 3]) {
+          for (const spare of [0, 5]) {
+            const backing = new Int16Array(n + 8 + spare).fill(0x7eee);
+            const out = backing.subarray(outShift, outShift + n + spare);
+            const got = decode(codes, out);
+            expect(got.length).toBe(n);
+            expect(Array.from(got)).toEqual(want);
+            for (let i = 0; i < backing.length; i++) {
+              if (i < outShift || i >= outShift + n) expect(backing[i]).toBe(0x7eee);
+            }
+          }
+        }
+      }
+    }
+  });
+
+  it('one output reused across calls of different lengths, interleaved with other outputs', () => {
+    const codesOut = new Uint8Array(1000);
+    const pcmOut = new Int16Array(1000);
+    const otherCodes = new Uint8Array(700);
+    const otherPcm = new Int16Array(700);
+    for (const n of [640, 200, 1000, 129, 640, 0, 999, 640]) {
+      const values = samples(n);
+      const codes = codesOf(n);
+      for (const out of [codesOut, otherCodes, codesOut]) {
+        if (out.length < n) continue;
+        expect(Array.from(encode(Int16Array.from(values), out))).toEqual(values.map(naiveEncode));
+      }
+      for (const out of [pcmOut, otherPcm, pcmOut]) {
+        if (out.length < n) continue;
+        expect(Array.from(decode(Uint8Array.from(codes), out))).toEqual(codes.map(naiveDecode));
+      }
+    }
+  });
+
+  it('an output over a resizable ArrayBuffer that grows and shrinks between calls', () => {
+    // ES2024 resizable buffers (Node 20 has them; the project's TS lib predates their types).
+    type Resizable = ArrayBuffer & { resize(byteLength: number): void };
+    const Resizable = ArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => Resizable;
+    const codesBuffer = new Resizable(640, { maxByteLength: 4096 });
+    const pcmBuffer = new Resizable(1280, { maxByteLength: 8192 });
+    const codesOut = new Uint8Array(codesBuffer); // length-tracking
+    const pcmOut = new Int16Array(pcmBuffer);
+    for (const n of [640, 2048, 320, 4096, 200]) {
+      codesBuffer.resize(n);
+      pcmBuffer.resize(2 * n);
+      const values = samples(n);
+      const codes = codesOf(n);
+      expect(Array.from(encode(Int16Array.from(values), codesOut))).toEqual(values.map(naiveEncode));
+      expect(Array.from(decode(Uint8Array.from(codes), pcmOut))).toEqual(codes.map(naiveDecode));
+    }
   });
 });
