@@ -494,6 +494,159 @@ describe('tag parser: properties (random texts in fr/de/es/pt with emoji, random
   });
 });
 
+describe('tag parser: the usual spellings, parsed without the state machine, equal the reference', () => {
+  // push() recognises `<flush>`, `<break time="…s"/>` and `<break time="…s" />` itself while
+  // nothing is held back, and hands every other `<` to the scanner. These texts are mostly such
+  // tags, with times in every form the API's grammar allows (and some it does not), tags longer
+  // than a small maxTagLength, and the decoys around which the fast path has to stop.
+  const digits = fc.string({ unit: fc.constantFrom('0', '1', '2', '5', '9'), minLength: 1, maxLength: 18 });
+  const timeArb = fc.oneof(
+    fc.tuple(digits, digits).map(([a, b]) => `${a}.${b}`), // 0.5, 1.50, 001.2, 17 digits
+    digits, // 1, 2, 0, 20
+    digits.map((b) => `.${b}`), // .5
+    fc.constantFrom('1.', '.', '', '1.5.5', '1e0', '-1', '+1', '0x1', '1_0', '１'), // not the API's form
+  );
+  const tagArb = fc.oneof(
+    { weight: 4, arbitrary: fc.tuple(timeArb, fc.constantFrom('/>', ' />')).map(([t, close]) => `<break time="${t}s"${close}`) },
+    { weight: 2, arbitrary: fc.constant('<flush>') },
+    { weight: 1, arbitrary: fc.tuple(timeArb, fc.constantFrom('', 'ms', ' s')).map(([t, unit]) => `<break time="${t}${unit}" />`) },
+    { weight: 2, arbitrary: fc.constantFrom(...DECOYS, ...INVALID_BREAKS, '<flush/>', '<flush />', "<break time='1s'/>") },
+  );
+  const usualArb = fc
+    .array(fc.tuple(fc.constantFrom(...WORDS, ''), fc.constantFrom(...SEPARATORS), tagArb, fc.constantFrom(...SEPARATORS)), { maxLength: 25 })
+    .map((parts) => parts.map(([w, s1, t, s2]) => w + s1 + t + s2).join(''));
+
+  it('one-shot, random splits and character by character, every policy, maxTagLength 16 to 40', () => {
+    fc.assert(
+      fc.property(usualArb, fc.array(fc.nat(), { maxLength: 20 }), fc.integer({ min: 16, max: 40 }), (text, cuts, maxTagLength) => {
+        for (const policy of POLICIES) {
+          for (const options of [policy, { ...policy, maxTagLength }]) {
+            const ref = reference(text, options);
+            const whole = drive([text], options);
+            expect(whole.events).toEqual(ref.events);
+            const key = (e: { code: string; position: number }) => `${String(e.position).padStart(6, '0')} ${e.code}`;
+            expect(whole.errors.map(key).sort()).toEqual(ref.errors.map(key).sort());
+            for (const pieces of [splitString(text, cuts), oneByOne(text)]) {
+              const got = drive(pieces, options);
+              expect(got.events).toEqual(whole.events);
+              expect(got.errors).toEqual(whole.errors);
+            }
+          }
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a "<" or a decoy right before a tag does not hide it', () => {
+    for (const text of ['a <<flush> b', 'a <b<flush> b', 'x <<break time="1s" /> y', '3 <<<flush>', '<b><break time="0.5s"/> c', '<fl<flush>', '<br<break time="2s"/>']) {
+      for (const options of POLICIES) {
+        const ref = reference(text, options);
+        expect(drive([text], options).events).toEqual(ref.events);
+        expect(drive(oneByOne(text), options).events).toEqual(ref.events);
+      }
+    }
+  });
+
+  it('reports the position of a missing space and of an invalid break found by either path', () => {
+    const errors: VoicewireError[] = [];
+    const p = createTagParser({ onRepair: (w) => errors.push(w) });
+    const pieces = ['ab<break time="0.5s"/>cd <flush>', 'x<break time="1s" />y <break time="9s"/> 😀<break time=\'1s\'/>z'];
+    for (const piece of pieces) p.push(piece);
+    p.flush();
+    const stream = pieces.join('');
+    const at = (tag: string): number => stream.indexOf(tag); // each tag occurs once
+    const [a, b, c, d] = ['<break time="0.5s"/>', '<break time="1s" />', '<break time="9s"/>', "<break time='1s'/>"].map(at);
+    expect(errors.map((e) => [e.code, (e.details as { position: number }).position])).toEqual([
+      ['TAG_BREAK_MISSING_SPACE', a], // before
+      ['TAG_BREAK_MISSING_SPACE', a], // after
+      ['TAG_BREAK_MISSING_SPACE', b],
+      ['TAG_BREAK_MISSING_SPACE', b],
+      ['TAG_BREAK_OUT_OF_RANGE', c], // repaired to 2 s
+      ['TAG_BREAK_MISSING_SPACE', d],
+      ['TAG_BREAK_MISSING_SPACE', d],
+    ]);
+    expect(errors[0]!.message).toContain('<break time="0.5s"/>');
+    expect(errors[2]!.message).toContain('<break time="1s" />');
+  });
+});
+
+describe('TagScanner: write(piece, start, end), skip(count) and idle', () => {
+  const record = () => {
+    const out: string[] = [];
+    const scanner = new TagScanner(
+      { ontext: (t) => void out.push(`t:${t}`), onflush: (s, at) => void out.push(`f:${s}@${at}`), onbreak: (s, time, at) => void out.push(`b:${s}:${String(time)}@${at}`) },
+      { holdMalformed: true },
+    );
+    return { out, scanner };
+  };
+  const texts = (events: string[]): string[] => {
+    // Adjacent text is handed out in different pieces depending on the split: merge it.
+    const merged: string[] = [];
+    for (const e of events) {
+      const last = merged[merged.length - 1];
+      if (e.startsWith('t:') && last?.startsWith('t:')) merged[merged.length - 1] = last + e.slice(2);
+      else merged.push(e);
+    }
+    return merged;
+  };
+
+  it('parts of a piece scan like the piece (positions included), and skip moves the position', () => {
+    fc.assert(
+      fc.property(textArb, fc.array(fc.nat(), { maxLength: 12 }), fc.array(fc.nat(), { maxLength: 12 }), (text, cuts, inner) => {
+        const whole = record();
+        whole.scanner.write(text);
+        whole.scanner.end();
+        const parts = record();
+        let fed = 0;
+        for (const piece of splitString(text, cuts)) {
+          // Feed each piece as consecutive parts write(piece, a, b).
+          const points = [0, ...inner.map((c) => c % (piece.length + 1)), piece.length].sort((a, b) => a - b);
+          for (let k = 1; k < points.length; k++) parts.scanner.write(piece, points[k - 1], points[k]);
+          fed += piece.length;
+          expect(parts.scanner.position).toBe(fed);
+        }
+        parts.scanner.end();
+        expect(texts(parts.out)).toEqual(texts(whole.out));
+      }),
+      { numRuns: 150 },
+    );
+    const { out, scanner } = record();
+    expect(scanner.idle).toBe(true);
+    scanner.skip(5); // "Hello" handled elsewhere
+    scanner.write('Hello <flush> <bre', 5);
+    expect(scanner.idle).toBe(false);
+    scanner.write('ak time="1s"/>');
+    expect(scanner.idle).toBe(true);
+    expect(scanner.position).toBe(32);
+    expect(out).toEqual(['t: ', 'f:<flush>@6', 't: ', 'b:<break time="1s"/>:1s@14']);
+  });
+
+  it('rejects a bad part or count (INVALID_ARGUMENT) and skip while a tag is held back (INVALID_STATE)', () => {
+    const { scanner } = record();
+    const code = (f: () => void): string | undefined => {
+      try {
+        f();
+      } catch (err) {
+        expect(err).toBeInstanceOf(VoicewireError);
+        return (err as VoicewireError).code;
+      }
+      return undefined;
+    };
+    expect(code(() => scanner.write('abc', 2, 1))).toBe('INVALID_ARGUMENT');
+    expect(code(() => scanner.write('abc', -1))).toBe('INVALID_ARGUMENT');
+    expect(code(() => scanner.write('abc', 0, 4))).toBe('INVALID_ARGUMENT');
+    expect(code(() => scanner.write('abc', 0.5))).toBe('INVALID_ARGUMENT');
+    expect(code(() => scanner.skip(-1))).toBe('INVALID_ARGUMENT');
+    expect(code(() => scanner.skip(1.5))).toBe('INVALID_ARGUMENT');
+    expect(code(() => scanner.skip(Number.NaN))).toBe('INVALID_ARGUMENT');
+    expect(scanner.position).toBe(0);
+    scanner.write('x <fl');
+    expect(code(() => scanner.skip(1))).toBe('INVALID_STATE');
+    expect(scanner.position).toBe(5);
+  });
+});
+
 describe('tag parser: stream adapters', () => {
   const text = 'Bom dia <br' + 'eak time="0.5s" /> mañana 😀 <flush> 3 < 5';
   const pieces = ['Bom dia <br', 'eak time="0.', '5s" /> mañana \ud83d', '\ude00 <fl', 'ush> 3 <', ' 5'];
