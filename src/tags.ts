@@ -196,9 +196,13 @@ function matchesAt(s: string, at: number, literal: string, end: number): boolean
   return true;
 }
 
-/** Whitespace allowed inside a tag: space, tab, LF, CR, FF (the XML/HTML set). */
+/**
+ * Whitespace allowed inside a tag: the same breaking whitespace that separates words (JS `\s`
+ * without the no-break spaces). One set for both, so that a text chunker that joins words with a
+ * single space can never turn non-tag text into a tag (`<break\v>` is a tag either way).
+ */
 function isTagSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d || c === 0x0c;
+  return isBreakingSpace(c);
 }
 
 /**

@@ -11,11 +11,11 @@ const isWellFormed = (s: string): boolean => !/[\ud800-\udbff](?![\udc00-\udfff]
 // Independent reference: tokens of the whole text, found with regexes (tags per service-api.md §4.5).
 // ------------------------------------------------------------------------------------------------
 
-const TS = '[ \\t\\n\\r\\f]';
+const TS = '[\\t\\n\\v\\f\\r \\u1680\\u2000-\\u2006\\u2008-\\u200a\\u2028\\u2029\\u205f\\u3000]';
 const TAG_RES = [
   new RegExp(`<flush${TS}*/?>`, 'y'),
   new RegExp(`<break${TS}+time${TS}*=${TS}*(?:"[^"<>]*"|'[^'<>]*')${TS}*/>`, 'y'),
-  /<break(?=[ \t\n\r\f/>])[^<>]*>/y, // a malformed break is kept whole too
+  new RegExp(`<break(?=${TS}|[/>])[^<>]*>`, 'y'), // a malformed break is kept whole too
 ];
 /** Breaking whitespace: JS \s minus the no-break spaces U+00A0, U+2007, U+202F and U+FEFF. */
 const SPACE = /[\t\n\v\f\r \u1680\u2000-\u2006\u2008-\u200a\u2028\u2029\u205f\u3000]/;
@@ -66,7 +66,7 @@ const join = (tokens: readonly Token[]) => tokens.map((t) => t.text).join(' ');
 
 /** Prefixes that may still become a tag: the chunker may hold exactly these back. */
 const VIABLE = new RegExp(
-  `^(?:<f?|<fl(?:u(?:s(?:h${TS}*/?)?)?)?|<b(?:r(?:e(?:a(?:k)?)?)?)?|<break[ \\t\\n\\r\\f/][^<>]*)$`,
+  `^(?:<f?|<fl(?:u(?:s(?:h${TS}*/?)?)?)?|<b(?:r(?:e(?:a(?:k)?)?)?)?|<break(?:${TS}|/)[^<>]*)$`,
 );
 
 /** Tokens of the whole input that are certainly complete once `fed` has been pushed. */
@@ -105,7 +105,7 @@ const TAGS = [
   '<flush>', '<flush />', '<break time="0.5s" />', '<break time="1.5s"/>', "<break  time='2s'\n/>",
   '<break time="abc" />', '<break>', '<break time="1s">',
 ];
-const SEPS = [' ', ' ', ' ', '  ', '\n\n', '\t', '', '\u00a0', '\u2003'];
+const SEPS = [' ', ' ', ' ', '  ', '\n\n', '\t', '', '\u00a0', '\u2003', '\v', '\u2028'];
 const textArb = fc
   .array(fc.tuple(fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...WORDS) }, { weight: 2, arbitrary: fc.constantFrom(...DECOYS) }, { weight: 2, arbitrary: fc.constantFrom(...TAGS) }), fc.constantFrom(...SEPS)), { maxLength: 30 })
   .chain((parts) => fc.constantFrom('', ' ', '\n').map((lead) => lead + parts.map(([a, b]) => a + b).join('')));
@@ -175,6 +175,20 @@ describe('text chunker: examples', () => {
     c.push('abc <bre');
     c.reset();
     expect([...c.push('x '), ...c.end()]).toEqual(['x']);
+  });
+});
+
+describe('text chunker: whitespace inside a would-be tag', () => {
+  it('"<break\\v>" is one tag whether it arrives whole or char by char (found by fast-check)', () => {
+    for (const sp of ['\v', '\u2028', ' ', '\u00a0']) {
+      const text = `<break${sp}> next`;
+      const whole = chunkText(text);
+      const c = createTextChunker();
+      const single = [...[...text].flatMap((ch) => c.push(ch)), ...c.end()];
+      expect(single.join(' '), JSON.stringify(sp)).toBe(whole.join(' '));
+      // Never "<break" in one message and ">" in the next (a no-break space makes it one word).
+      for (const out of [whole, single]) expect(out.some((m) => /^<break\S*\s?\S*>/.test(m)), JSON.stringify([sp, out])).toBe(true);
+    }
   });
 });
 
