@@ -53,8 +53,9 @@ export interface TagParserOptions {
    * (`<break>`, `<break time=1s />`, `<break time="1s">`). Default `'repair'`:
    * - `'repair'`: never read markup aloud, never fail a live conversation. `ms` is converted,
    *   a bare number is taken as seconds, the value is clamped to 0.1–2.0, a time is salvaged from
-   *   a malformed tag when one is there; a tag with no usable time is dropped. Each repair is
-   *   reported to `onRepair`.
+   *   a malformed tag when one is there; a tag with no usable time is dropped (`<break/>`,
+   *   `<break time="abc" />`), except one with words and no attribute at all (`<break from work>`),
+   *   which is prose and stays text. Each repair is reported to `onRepair`.
    * - `'error'`: the tag is dropped and `push()` throws a VoicewireError
    *   (`TAG_BREAK_INVALID_TIME`, `TAG_BREAK_OUT_OF_RANGE`, `TAG_BREAK_MALFORMED`) after it has
    *   processed its whole input (see {@link TagParseErrorDetails}).
@@ -920,6 +921,12 @@ class TagParserImpl implements TagParser, TagScannerHandler {
       const salvaged = time ?? SALVAGE_TIME.exec(source)?.[1];
       const repaired = this.invalidBreak === 'repair' && salvaged !== undefined ? repairBreakTime(salvaged) : undefined;
       if (repaired === undefined) {
+        // "<break from work>": words inside, no attribute (no '='), is prose in angle brackets,
+        // not markup: dropping it would lose the words, and reading it aloud is what it is.
+        if (this.invalidBreak === 'repair' && salvaged === undefined && !source.includes('=') && /[^\s/>]/.test(source.slice(6, -1))) {
+          this.ontext(source);
+          return;
+        }
         this.problem(code, `invalid break (${reason}), tag dropped`, position, source, this.invalidBreak);
         return;
       }

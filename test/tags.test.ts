@@ -114,6 +114,8 @@ function reference(input: string, options: TagParserOptions = {}): RefResult {
       const salvaged = t.time ?? /time\s*=\s*["']?([^"'\s/>]*)/.exec(t.source)?.[1];
       const s = salvaged === undefined ? undefined : refLenient(salvaged);
       if (s !== undefined) toks.push({ kind: 'break', seconds: s, at: t.at });
+      // Words and no attribute at all ("<break from work>") is prose: kept as text.
+      else if (salvaged === undefined && !t.source.includes('=') && /[^\s/>]/.test(t.source.slice(6, -1))) toks.push({ kind: 'text', text: t.source });
     }
   }
   // 2. the spacing rule
@@ -202,6 +204,7 @@ const INVALID_BREAKS = [
   '<break time="abc" />', '<break time="500ms" />', '<break time="3s" />', '<break time="0.05s"/>',
   '<break time="1.5" />', '<break>', '<break/>', '<break time=1s />', '<break time="1s">',
   '<break foo="1s" />', '<break time="1s" extra />', '<break time="">', '<break time="2.5 s" />',
+  '<break from work>', '<break now />',
 ];
 
 const timeArb = fc.integer({ min: 10, max: 200 }).map((k) => String(k / 100));
@@ -233,6 +236,17 @@ const POLICIES: TagParserOptions[] = [
 // ------------------------------------------------------------------------------------------------
 
 describe('tag parser: examples from the issue and the API', () => {
+  it('repair keeps prose in angle brackets: "<break from work>" has words and no time, so it stays text', () => {
+    const repairs: unknown[] = [];
+    expect(parseTags('I need a <break from work> now', { onRepair: (r) => repairs.push(r) })).toEqual([{ type: 'text', text: 'I need a <break from work> now' }]);
+    expect(repairs).toEqual([]);
+    // Markup with no usable time is still dropped (a TTS voice must not read it aloud).
+    expect(parseTags('a <break/> b')).toEqual([{ type: 'text', text: 'a  b' }]);
+    expect(parseTags('a <break time="abc" /> b')).toEqual([{ type: 'text', text: 'a  b' }]);
+    // And under 'error', prose or not, a malformed break is an error.
+    expect(() => parseTags('a <break from work> b', { invalidBreak: 'error' })).toThrowError(expect.objectContaining({ code: 'TAG_BREAK_MALFORMED' }));
+  });
+
   it('a break split across three pushes is one break (the read-aloud bug)', () => {
     const p = createTagParser();
     const events = [...p.push('Hello <br'), ...p.push('eak time="0'), ...p.push('.5s" /> world'), ...p.flush()];
