@@ -400,8 +400,15 @@ export function encodeNdjsonLine(value: unknown): string {
   if (json === undefined) throw new VoicewireError('INVALID_ARGUMENT', `value cannot be encoded as JSON: ${typeof value}`);
   // Cannot happen with JSON.stringify without indentation; an embedded '\n' would split the line.
   if (json.includes('\n')) throw new VoicewireError('INVALID_ARGUMENT', 'encoded JSON contains a line break');
+  // U+2028, U+2029 and U+0085 are legal raw in JSON strings, but Unicode-aware line splitters
+  // (Python's str.splitlines, some log pipelines) break lines there: write them escaped.
+  if (UNICODE_LINE_BREAKS.test(json)) json = json.replace(UNICODE_LINE_BREAKS_G, escapeLineBreak);
   return json + '\n';
 }
+
+const UNICODE_LINE_BREAKS = /[\u0085\u2028\u2029]/;
+const UNICODE_LINE_BREAKS_G = /[\u0085\u2028\u2029]/g;
+const escapeLineBreak = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /** {@link encodeNdjsonLine} as UTF-8 bytes. */
 export function encodeNdjsonLineBytes(value: unknown): Uint8Array {

@@ -243,6 +243,15 @@ describe('NDJSON decoder: rules', () => {
   });
 });
 
+describe('NDJSON encoder: Unicode line separators', () => {
+  it('writes U+2028, U+2029 and U+0085 escaped, so no line splitter can cut a line there', () => {
+    const value = { type: 'text', text: 'a\u2028b\u2029c\u0085d' };
+    const line = encodeNdjsonLine(value);
+    expect(line.slice(0, -1)).not.toMatch(/[\n\r\u0085\u2028\u2029]/);
+    expect(JSON.parse(line)).toEqual(value);
+  });
+});
+
 describe('NDJSON adapters', () => {
   // STT step lines (service-api.md §4.4), with multi-byte text lines between.
   const lines = Array.from({ length: 300 }, (_, i) =>
