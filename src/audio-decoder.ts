@@ -16,7 +16,7 @@
  *
  * Platform-neutral. Opus needs the libopus wasm (`initOpus` first in a browser's main thread).
  */
-import { describe, int16View, toBytes } from './bytes.js';
+import { concatChunks, describe, int16View, toBytes } from './bytes.js';
 import { VoicewireError } from './errors.js';
 import { parseAudioFormat, type AudioFormat, type AudioFormatDirection } from './format.js';
 import { decodeAlaw, decodeMulaw } from './g711.js';
@@ -194,7 +194,7 @@ class AudioDecoderImpl implements AudioDecoder {
         const held = this.head;
         this.head = [];
         this.headLength = 0;
-        const first = held.length === 0 ? chunk : toBytes(joinHead([...held, chunk.subarray(0, 4)]));
+        const first = held.length === 0 ? chunk : toBytes(concatChunks([...held, chunk.subarray(0, 4)], (n) => new Uint8Array(n)));
         this.open(first);
         for (const h of held) this.decode(h, out);
         this.decode(chunk, out);
@@ -274,7 +274,7 @@ class AudioDecoderImpl implements AudioDecoder {
           throw new VoicewireError('AUDIO_FORMAT_UNDETECTED', `the input ended after ${this.headLength} byte(s), too short to tell WAV from Ogg Opus`);
         }
         // A named container too short to hold its magic: its own decoder reports the truncation.
-        const held = joinHead(this.head);
+        const held = concatChunks(this.head, (n) => new Uint8Array(n));
         this.open(null);
         this.decode(held, out);
       }
@@ -301,18 +301,6 @@ class AudioDecoderImpl implements AudioDecoder {
     this.ogg = null;
     this.wav = null;
   }
-}
-
-function joinHead(parts: readonly Uint8Array[]): Uint8Array {
-  let total = 0;
-  for (const p of parts) total += p.byteLength;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
 }
 
 /**

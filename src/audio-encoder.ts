@@ -22,7 +22,7 @@
  * Platform-neutral: typed arrays in and out. Opus needs the libopus wasm module: loaded on first
  * use in Node; in a browser's main thread `await initOpus({ wasm })` first.
  */
-import { bytesOf, describe, int16View } from './bytes.js';
+import { bytesOf, concatChunks, describe, int16View } from './bytes.js';
 import { VoicewireError } from './errors.js';
 import { parseAudioFormat, type AudioFormat } from './format.js';
 import { encodeAlaw, encodeMulaw } from './g711.js';
@@ -394,15 +394,7 @@ export function createAudioEncoder(options: AudioEncoderOptions): AudioEncoder {
 /** Joins byte chunks into one array (a chunk alone is returned as is). */
 export function joinAudioBytes(parts: readonly Uint8Array[]): Uint8Array {
   if (parts.length === 1) return parts[0]!;
-  let total = 0;
-  for (const p of parts) total += p.byteLength;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
+  return concatChunks(parts, (n) => new Uint8Array(n));
 }
 
 /**

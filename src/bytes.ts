@@ -152,6 +152,19 @@ export function float32View(bytes: Uint8Array): Float32Array {
   return new Float32Array(copy.buffer, 0, n);
 }
 
+/** Joins `parts` into one new array made by `alloc` (always a copy, also of a single part). */
+export function concatChunks<T extends Uint8Array | Int16Array>(parts: readonly T[], alloc: (length: number) => T): T {
+  let total = 0;
+  for (const p of parts) total += p.length;
+  const out = alloc(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 /** The bytes of any typed array, as a Uint8Array view (no copy). */
 export function bytesOf(view: ArrayBufferView): Uint8Array {
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);

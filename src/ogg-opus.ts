@@ -12,7 +12,7 @@
  * for the rest of its page (the sender's page duration); converting to a rate libopus does not
  * run at (e.g. 22050, 44100) adds the resampler's look-ahead. See `OggOpusDecoder.latency`.
  */
-import { int16View, float32View, toBytes, describe } from './bytes.js';
+import { concatChunks, int16View, float32View, toBytes, describe } from './bytes.js';
 import { VoicewireError } from './errors.js';
 import { OggPacketReader, OggPageWriter, type OggPacketReaderOptions, type OggPagePackets, type OggWarning } from './ogg.js';
 import { OpusDecoder, OpusEncoder, OPUS_FRAME_DURATIONS_MS, OPUS_LIBRARY_VERSION, OPUS_SAMPLE_RATES, opusPacketDuration, type OpusApplication, type OpusFrameDuration, type OpusSampleRate } from './opus.js';
@@ -323,15 +323,7 @@ export function encodeOggOpus(pcm: Int16Array | Float32Array, options: OggOpusEn
   } finally {
     enc.destroy();
   }
-  let total = 0;
-  for (const p of pages) total += p.length;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of pages) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatChunks(pages, (n) => new Uint8Array(n));
 }
 
 // --- decoder -------------------------------------------------------------------------------------

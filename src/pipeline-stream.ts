@@ -186,12 +186,7 @@ export class FramePump<In, Out> {
   private fail(err: unknown, done: (err?: unknown) => void): void {
     const end = this.endWaiting;
     this.endWaiting = null;
-    this.failed = true;
-    this.queue = [];
-    this.head = 0;
-    this.slices = null;
-    this.done = null;
-    this.core.destroy?.();
+    this.abort();
     this.onError(err);
     done(err);
     end?.(err);

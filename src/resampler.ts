@@ -423,9 +423,9 @@ function checkedMax(core: PolyphaseCore, inputLength: number): number {
   return core.maxOutputSamples(inputLength);
 }
 
-/** Float32 streaming resampler: validation around the core, one output array per call (or the caller's). */
-class FloatResampler implements Resampler<Float32Array> {
-  private readonly core: PolyphaseCore;
+/** What the Float32 and Int16 resamplers share: the core, its delay, `maxOutputLength`, `reset`. */
+abstract class CoreResampler {
+  protected readonly core: PolyphaseCore;
   readonly delay: number;
   readonly delaySeconds: number;
 
@@ -434,6 +434,18 @@ class FloatResampler implements Resampler<Float32Array> {
     this.delay = this.core.delayFrames;
     this.delaySeconds = this.core.delaySeconds;
   }
+
+  maxOutputLength(inputLength: number): number {
+    return checkedMax(this.core, inputLength);
+  }
+
+  reset(): void {
+    this.core.reset();
+  }
+}
+
+/** Float32 streaming resampler: validation around the core, one output array per call (or the caller's). */
+class FloatResampler extends CoreResampler implements Resampler<Float32Array> {
 
   push(chunk: Float32Array, out?: Float32Array): Float32Array {
     checkFloat32(chunk);
@@ -454,14 +466,6 @@ class FloatResampler implements Resampler<Float32Array> {
     this.core.flushInto(dst, 0);
     return out === undefined ? dst : dst.subarray(0, m);
   }
-
-  maxOutputLength(inputLength: number): number {
-    return checkedMax(this.core, inputLength);
-  }
-
-  reset(): void {
-    this.core.reset();
-  }
 }
 
 /**
@@ -470,18 +474,9 @@ class FloatResampler implements Resampler<Float32Array> {
  * `int16ToFloat32` (÷32768) and `float32ToInt16` (×32767) would lose 0.00027 dB and change
  * samples); results are rounded half away from zero and clamped. Scratch buffers grow to the largest chunk and are reused.
  */
-class Int16Resampler implements Resampler<Int16Array> {
-  private readonly core: PolyphaseCore;
+class Int16Resampler extends CoreResampler implements Resampler<Int16Array> {
   private inBuf = new Float32Array(0);
   private outBuf = new Float32Array(0);
-  readonly delay: number;
-  readonly delaySeconds: number;
-
-  constructor(readonly from: number, readonly to: number, readonly channels: number, readonly quality: ResamplerQuality) {
-    this.core = new PolyphaseCore(from, to, channels, quality);
-    this.delay = this.core.delayFrames;
-    this.delaySeconds = this.core.delaySeconds;
-  }
 
   push(chunk: Int16Array, out?: Int16Array): Int16Array {
     checkInt16(chunk);
@@ -506,14 +501,6 @@ class Int16Resampler implements Resampler<Int16Array> {
     this.core.flushInto(fOut, 0);
     roundToInt16(fOut, m, dst);
     return out === undefined ? dst : dst.subarray(0, m);
-  }
-
-  maxOutputLength(inputLength: number): number {
-    return checkedMax(this.core, inputLength);
-  }
-
-  reset(): void {
-    this.core.reset();
   }
 
   private scratchOut(m: number): Float32Array {

@@ -16,7 +16,7 @@
  *
  * Platform-neutral.
  */
-import { bytesOf, describe, int16View } from './bytes.js';
+import { bytesOf, concatChunks, describe, int16View } from './bytes.js';
 import { VoicewireError } from './errors.js';
 import { createAudioDecoder, type AudioDecoder, type AudioDecoderOptions, type AudioSourceInfo } from './audio-decoder.js';
 import { createFramer, STT_FRAME, type Framer } from './framer.js';
@@ -314,15 +314,7 @@ export function createSttInputDecoder(format: string): { push(bytes: Uint8Array)
   const pipe = new SttPcmPipeline(format, {});
   const one = (parts: Int16Array[]): Int16Array => {
     if (parts.length === 1) return parts[0]!;
-    let total = 0;
-    for (const p of parts) total += p.length;
-    const out = new Int16Array(total);
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+    return concatChunks(parts, (n) => new Int16Array(n));
   };
   return {
     push(bytes) {

@@ -110,34 +110,27 @@ export interface ClientTransforms {
 }
 
 function clientTransforms<CM>(make: (send: (text: string) => void, onEvent: (e: unknown) => void) => { send(m: CM): void; receive(d: RawMessage): void; transportClosed(code: number, reason?: string): void }): ClientTransforms {
-  const outgoing = new Transform({
-    writableObjectMode: true,
-    readableObjectMode: true,
-    transform(message: CM, _enc, callback) {
-      try {
-        session.send(message);
+  /** An object-mode Transform handing each chunk to `take` (a throw fails that write), and its end to `onEnd`. */
+  const feeding = <T>(take: (chunk: T) => void, onEnd?: () => void): Transform =>
+    new Transform({
+      writableObjectMode: true,
+      readableObjectMode: true,
+      transform(chunk: T, _enc, callback) {
+        try {
+          take(chunk);
+          callback();
+        } catch (err) {
+          callback(err as Error);
+        }
+      },
+      flush(callback) {
+        onEnd?.();
         callback();
-      } catch (err) {
-        callback(err as Error);
-      }
-    },
-  });
-  const incoming = new Transform({
-    writableObjectMode: true,
-    readableObjectMode: true,
-    transform(data: RawMessage, _enc, callback) {
-      try {
-        session.receive(data);
-        callback();
-      } catch (err) {
-        callback(err as Error);
-      }
-    },
-    flush(callback) {
-      session.transportClosed(1005, '');
-      callback();
-    },
-  });
+      },
+    });
+  const outgoing = feeding<CM>((message) => session.send(message));
+  // The end of the server's frames is the socket's close.
+  const incoming = feeding<RawMessage>((data) => session.receive(data), () => session.transportClosed(1005, ''));
   const session = make(
     (text) => outgoing.push(text),
     (event) => incoming.push(event),

@@ -144,6 +144,25 @@ function withId<T extends object>(message: T, clientReqId: string | undefined): 
   return clientReqId === undefined ? message : { ...message, client_req_id: clientReqId };
 }
 
+/** The members every client session has, whatever the route. */
+type CommonMembers = 'send' | 'receive' | 'transportClosed' | 'state';
+
+/** A client session: the route's own `methods` plus the common members, over `runner`. */
+function sessionOver<RS, CM extends { type: string; client_req_id?: string }, E, M extends object>(runner: ClientRunner<RS, CM, E>, send: (message: CM) => void, methods: M) {
+  return {
+    ...methods,
+    send,
+    receive: (data: RawMessage): void => runner.dispatch({ type: 'receive', data }),
+    transportClosed(code: number, reason = ''): void {
+      runner.markClosed();
+      runner.dispatch({ type: 'transport_closed', code, reason });
+    },
+    get state(): ClientSessionState<RS> {
+      return runner.state;
+    },
+  };
+}
+
 /** A running STT client session. Methods throw `INVALID_STATE` when the call is not allowed now. */
 export interface SttClientSession {
   /** Sends `setup` (a new request; with `client_req_id` and `close_ws_on_eos: false` to multiplex). */
@@ -172,7 +191,7 @@ export function createSttClientSession(options: ClientSessionOptions<SttClientEv
     trusted && message.type === 'audio' ? serializeSttAudioMessage(message.audio, message.client_req_id) : serializeSttClientMessage(message),
   );
   const send = (message: SttClientMessage): void => runner.local({ type: 'send', message });
-  return {
+  const methods: Omit<SttClientSession, CommonMembers> = {
     setup: (setup = {}) => send({ ...setup, type: 'setup' }),
     sendAudio(audio, clientReqId) {
       const message = withId<SttClientMessage>({ type: 'audio', audio: typeof audio === 'string' ? audio : encodeBase64(audio) }, clientReqId);
@@ -186,16 +205,8 @@ export function createSttClientSession(options: ClientSessionOptions<SttClientEv
     flush: (flushId, clientReqId) => send(withId<SttClientMessage>({ type: 'flush', flush_id: flushId }, clientReqId)),
     endOfStream: (clientReqId) => send(withId<SttClientMessage>({ type: 'end_of_stream' }, clientReqId)),
     abandon: (clientReqId) => runner.local({ type: 'abandon', clientReqId }),
-    send,
-    receive: (data) => runner.dispatch({ type: 'receive', data }),
-    transportClosed(code, reason = '') {
-      runner.markClosed();
-      runner.dispatch({ type: 'transport_closed', code, reason });
-    },
-    get state() {
-      return runner.state;
-    },
   };
+  return sessionOver(runner, send, methods);
 }
 
 /** A running TTS client session. Methods throw `INVALID_STATE` when the call is not allowed now. */
@@ -246,7 +257,7 @@ export function createTtsClientSession(options: TtsClientSessionOptions): TtsCli
     }
     return c;
   };
-  return {
+  const methods: Omit<TtsClientSession, CommonMembers> = {
     setup(setup = {}) {
       send({ ...setup, type: 'setup' });
       chunkers.delete(setup.client_req_id ?? null);
@@ -287,15 +298,7 @@ export function createTtsClientSession(options: TtsClientSessionOptions): TtsCli
       chunkers.get(clientReqId)?.reset();
       runner.local({ type: 'abandon', clientReqId });
     },
-    send,
-    receive: (data) => runner.dispatch({ type: 'receive', data }),
-    transportClosed(code, reason = '') {
-      runner.markClosed();
-      runner.dispatch({ type: 'transport_closed', code, reason });
-    },
-    get state() {
-      return runner.state;
-    },
   };
+  return sessionOver(runner, send, methods);
 }
 

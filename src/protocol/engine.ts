@@ -130,6 +130,30 @@ export interface TtsEngine {
 // Scripted engines for tests and examples
 // ---------------------------------------------------------------------------------------------
 
+/** Streams a scripted engine opened and closed so far. */
+interface StreamCounts {
+  opened: number;
+  closed: number;
+}
+
+/** Runs `f` now, or on a later microtask when `async`. */
+function laterFor(async: boolean | undefined): <T>(f: () => T) => MaybePromise<T> {
+  return <T>(f: () => T): MaybePromise<T> => (async ? Promise.resolve().then(f) : f());
+}
+
+/** A scripted engine: its `open`, and read-only `opened`/`closed` counters over `counts`. */
+function countingEngine<Engine extends object>(counts: StreamCounts, engine: Engine): Engine & { readonly opened: number; readonly closed: number } {
+  return {
+    get opened() {
+      return counts.opened;
+    },
+    get closed() {
+      return counts.closed;
+    },
+    ...engine,
+  };
+}
+
 /** Options of {@link createScriptedSttEngine}. */
 export interface ScriptedSttEngineOptions {
   /** Model delay announced in `ready`. Default 2. */
@@ -156,20 +180,14 @@ export interface ScriptedSttEngineOptions {
 /** A scripted STT engine: a fixed timeline of events per frame index, the same for every stream. */
 export function createScriptedSttEngine(options: ScriptedSttEngineOptions = {}): SttEngine & { readonly opened: number; readonly closed: number } {
   const delayInFrames = options.delayInFrames ?? 2;
-  const counts = { opened: 0, closed: 0 };
-  const later = <T>(f: () => T): MaybePromise<T> => (options.async ? Promise.resolve().then(f) : f());
+  const counts: StreamCounts = { opened: 0, closed: 0 };
+  const later = laterFor(options.async);
   const defaultVad = (): VadPrediction[] => [
     { horizon_s: 0.5, inactivity_prob: 0 },
     { horizon_s: 1, inactivity_prob: 0 },
     { horizon_s: 2, inactivity_prob: 0 },
   ];
-  return {
-    get opened() {
-      return counts.opened;
-    },
-    get closed() {
-      return counts.closed;
-    },
+  return countingEngine<SttEngine>(counts, {
     open(_config, emit) {
       return later(() => {
         if (options.failOpen) throw new Error('scripted STT engine: open failed');
@@ -200,7 +218,7 @@ export function createScriptedSttEngine(options: ScriptedSttEngineOptions = {}):
         return stream;
       });
     },
-  };
+  });
 }
 
 /** Options of {@link createScriptedTtsEngine}. */
@@ -232,15 +250,9 @@ export function createScriptedTtsEngine(options: ScriptedTtsEngineOptions = {}):
   const framesPerWord = options.framesPerWord ?? 1;
   const frameSize = options.frameSize ?? 3840;
   const frameSeconds = frameSize / 48000;
-  const counts = { opened: 0, closed: 0 };
-  const later = <T>(f: () => T): MaybePromise<T> => (options.async ? Promise.resolve().then(f) : f());
-  return {
-    get opened() {
-      return counts.opened;
-    },
-    get closed() {
-      return counts.closed;
-    },
+  const counts: StreamCounts = { opened: 0, closed: 0 };
+  const later = laterFor(options.async);
+  return countingEngine<TtsEngine>(counts, {
     open(_config, emit) {
       return later(() => {
         counts.opened++;
@@ -295,7 +307,7 @@ export function createScriptedTtsEngine(options: ScriptedTtsEngineOptions = {}):
         return stream;
       });
     },
-  };
+  });
 }
 
 function round(seconds: number): number {

@@ -92,6 +92,13 @@ class MessageReader extends FieldReader {
     else if (typeof type !== 'string') this.fail('type', 'string_type', type);
   }
 
+  /** The reader of a raw frame of `route`, its `type` and `client_req_id` checked. */
+  static of(raw: RawMessage, route: string): MessageReader {
+    const r = new MessageReader(toRecord(raw, route), route);
+    r.check();
+    return r;
+  }
+
   details(): ProtocolErrorDetails {
     const d: ProtocolErrorDetails = { issues: this.issues };
     if (this.clientReqId !== undefined) d.clientReqId = this.clientReqId;
@@ -115,6 +122,17 @@ class MessageReader extends FieldReader {
   /** Base object `{ type, client_req_id? }` of the result. */
   base<T extends string>(type: T): { type: T; client_req_id?: string } {
     return this.clientReqId === undefined ? { type } : { type, client_req_id: this.clientReqId };
+  }
+
+  /** The fields every `ready` has (STT §4.4, TTS §4.5); the route adds its own. */
+  ready(): { type: 'ready'; client_req_id?: string; request_id: string; model_name: string; sample_rate: number; frame_size: number } {
+    return {
+      ...this.base('ready'),
+      request_id: this.string('request_id', { required: true })!,
+      model_name: this.string('model_name', { required: true })!,
+      sample_rate: this.integer('sample_rate', { required: true, ge: 1 })!,
+      frame_size: this.integer('frame_size', { required: true, ge: 1 })!,
+    };
   }
 
   flushId(key: string): FlushId | undefined {
@@ -160,8 +178,7 @@ const TTS_SERVER_TYPES = ['ready', 'audio', 'text', 'need_more_text', 'end_of_st
  * @throws VoicewireError with close code 1008 (see the module comment).
  */
 export function parseSttClientMessage(raw: RawMessage): SttClientMessage {
-  const r = new MessageReader(toRecord(raw, 'STT'), 'STT');
-  r.check();
+  const r = MessageReader.of(raw, 'STT');
   switch (r.type) {
     case 'setup': {
       const msg = r.base('setup') as Extract<SttClientMessage, { type: 'setup' }>;
@@ -227,17 +244,10 @@ function parseError(r: MessageReader): ErrorMessage {
  * @throws VoicewireError `PROTOCOL_INVALID_MESSAGE` for a malformed message.
  */
 export function parseSttServerMessage(raw: RawMessage): SttServerMessage {
-  const r = new MessageReader(toRecord(raw, 'STT'), 'STT');
-  r.check();
+  const r = MessageReader.of(raw, 'STT');
   switch (r.type) {
     case 'ready': {
-      const msg = {
-        ...r.base('ready'),
-        request_id: r.string('request_id', { required: true })!,
-        model_name: r.string('model_name', { required: true })!,
-        sample_rate: r.integer('sample_rate', { required: true, ge: 1 })!,
-        frame_size: r.integer('frame_size', { required: true, ge: 1 })!,
-      };
+      const msg = r.ready();
       set(msg, 'delay_in_frames', r.integer('delay_in_frames', { ge: 0 }));
       set(msg, 'delay_in_tokens', r.integer('delay_in_tokens', { ge: 0 }));
       set(msg, 'text_stream_names', r.stringArray('text_stream_names'));
@@ -290,8 +300,7 @@ export function parseSttServerMessage(raw: RawMessage): SttServerMessage {
  * @throws VoicewireError with close code 1008 (see the module comment).
  */
 export function parseTtsClientMessage(raw: RawMessage): TtsClientMessage {
-  const r = new MessageReader(toRecord(raw, 'TTS'), 'TTS');
-  r.check();
+  const r = MessageReader.of(raw, 'TTS');
   switch (r.type) {
     case 'setup': {
       const msg = r.base('setup') as Extract<TtsClientMessage, { type: 'setup' }>;
@@ -325,17 +334,10 @@ export function parseTtsClientMessage(raw: RawMessage): TtsClientMessage {
  * @throws VoicewireError `PROTOCOL_INVALID_MESSAGE` for a malformed message.
  */
 export function parseTtsServerMessage(raw: RawMessage): TtsServerMessage {
-  const r = new MessageReader(toRecord(raw, 'TTS'), 'TTS');
-  r.check();
+  const r = MessageReader.of(raw, 'TTS');
   switch (r.type) {
     case 'ready': {
-      const msg = {
-        ...r.base('ready'),
-        request_id: r.string('request_id', { required: true })!,
-        model_name: r.string('model_name', { required: true })!,
-        sample_rate: r.integer('sample_rate', { required: true, ge: 1 })!,
-        frame_size: r.integer('frame_size', { required: true, ge: 1 })!,
-      };
+      const msg = r.ready();
       set(msg, 'audio_stream_names', r.stringArray('audio_stream_names'));
       set(msg, 'text_stream_names', r.stringArray('text_stream_names'));
       r.check();

@@ -45,7 +45,7 @@ import { createFramer, type Framer } from '../framer.js';
 import { createTagParser, type TagEvent, type TagParser, type TagParserOptions } from '../tags.js';
 import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from './engine.js';
 import type { TtsWordMessage } from './messages.js';
-import type { ServerSessionNotice, SessionMachine } from './multiplex.js';
+import type { RequestKey, ServerSessionNotice, SessionMachine } from './multiplex.js';
 import { serializeSttServerMessage, serializeTtsAudioMessage, serializeTtsServerMessage, type RawMessage } from './parse.js';
 import { sttServerMachine, type SttEngineOp, type SttServerEffect, type SttServerEvent, type SttServerState } from './stt-session.js';
 import { ttsServerMachine, type TtsEngineOp, type TtsServerEffect, type TtsServerEvent, type TtsServerState } from './tts-session.js';
@@ -269,8 +269,15 @@ function engineFault(err: unknown, route: string): VoicewireError {
   return new VoicewireError('PROTOCOL_INTERNAL', `${route} engine failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }
 
+/** What every per-stream driver holds: its task queue and its engine stream (null until opened). */
+interface DriverBase {
+  queue: TaskQueue;
+  closed: boolean;
+  stream: { close(): void } | null;
+}
+
 /** The generic part of a runner: event queue, state, transport, per-stream drivers. */
-abstract class Runner<S, Ev, Eff extends { type: string }, D extends { queue: TaskQueue; closed: boolean }> implements ServerSession<S> {
+abstract class Runner<S, Ev, Eff extends { type: string }, D extends DriverBase> implements ServerSession<S> {
   state: S;
   closed = false;
   protected readonly drivers = new Map<number, D>();
@@ -411,12 +418,86 @@ abstract class Runner<S, Ev, Eff extends { type: string }, D extends { queue: Ta
     this.drivers.delete(stream);
     d.closed = true;
     d.queue.kill();
-    this.release(d);
+    const s = d.stream;
+    d.stream = null;
+    if (s !== null) {
+      try {
+        s.close();
+      } catch {
+        // closing is best effort
+      }
+    }
   }
 
+  /** Reports an engine event (or a runner barrier) of a stream to the machine, unless the stream was closed. */
+  protected report(d: D, key: RequestKey, stream: number, event: unknown): void {
+    if (!d.closed) this.dispatch({ type: 'engine', key, stream, event } as Ev);
+  }
+
+  /**
+   * Executes an engine op of the machine: `close` closes the stream's driver at once; `open`
+   * creates the driver (`newDriver`, around its task queue); every op but `close` then runs in
+   * the driver's queue (`runOp`). A failure in the queue ends the request (`engine_failure`).
+   */
+  protected engineEffect<Op extends { op: string }>(
+    key: RequestKey,
+    stream: number,
+    op: Op,
+    newDriver: (queue: TaskQueue) => D,
+    runOp: (d: D, op: Exclude<Op, { op: 'close' }>) => MaybePromise<void>,
+  ): void {
+    if (op.op === 'close') {
+      this.closeDriver(stream);
+      return;
+    }
+    let d = this.drivers.get(stream);
+    if (op.op === 'open') {
+      d = newDriver(
+        new TaskQueue((err) => {
+          const error = toVoicewireError(err);
+          this.dispatch({ type: 'engine_failure', key, stream, error: error.closeCode === undefined ? engineFault(err, this.route) : error } as Ev);
+        }),
+      );
+      this.drivers.set(stream, d);
+    }
+    if (d === undefined || d.closed) return;
+    const driver = d;
+    const run = op as Exclude<Op, { op: 'close' }>;
+    // Backpressure: every engine call waits until the transport took what was sent.
+    driver.queue.run(() => then(this.gate(), () => (driver.closed ? undefined : runOp(driver, run))));
+  }
+
+  /**
+   * Opens driver `d`'s engine stream (`open`, given the event callback), then, unless the driver
+   * closed meanwhile, lets `prepare` set the driver up for it and reports `opened`.
+   */
+  protected openStream<ES extends { readonly info: unknown; close(): void }>(
+    d: D,
+    key: RequestKey,
+    stream: number,
+    open: (emit: (event: unknown) => void) => MaybePromise<ES>,
+    prepare: (s: ES) => void,
+  ): MaybePromise<void> {
+    let opened: MaybePromise<ES>;
+    try {
+      opened = open((event) => this.report(d, key, stream, event));
+    } catch (err) {
+      throw engineFault(err, this.route);
+    }
+    return then(opened, (s) => {
+      if (d.closed) {
+        s.close();
+        return;
+      }
+      prepare(s);
+      this.dispatch({ type: 'engine', key, stream, event: { type: 'opened', requestId: this.requestId(), info: s.info } } as Ev);
+    });
+  }
+
+  /** `STT` or `TTS`, for error messages. */
+  protected abstract readonly route: string;
   protected abstract serialize(message: unknown): string;
   protected abstract executeOther(effect: Eff): void;
-  protected abstract release(driver: D): void;
 }
 
 /** Close reasons are limited to 123 bytes by RFC 6455 §5.5.1. */
@@ -441,6 +522,8 @@ interface SttDriver {
 }
 
 class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEffect, SttDriver> {
+  protected readonly route = 'STT';
+
   constructor(private readonly stt: SttServerSessionOptions) {
     super(sttServerMachine, stt);
   }
@@ -449,44 +532,16 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
     return serializeSttServerMessage(message as never);
   }
 
-  protected release(d: SttDriver): void {
-    const s = d.stream;
-    d.stream = null;
-    if (s !== null) {
-      try {
-        s.close();
-      } catch {
-        // closing is best effort
-      }
-    }
-  }
-
   protected executeOther(effect: SttServerEffect): void {
     if (effect.type !== 'engine') return;
-    const { key, stream, op } = effect;
-    if (op.op === 'close') {
-      this.closeDriver(stream);
-      return;
-    }
-    let d = this.drivers.get(stream);
-    if (op.op === 'open') {
-      const driver: SttDriver = {
-        queue: new TaskQueue((err) => {
-          const error = toVoicewireError(err);
-          this.dispatch({ type: 'engine_failure', key, stream, error: error.closeCode === undefined ? engineFault(err, 'STT') : error });
-        }),
-        closed: false,
-        stream: null,
-        decoder: null,
-        framer: null,
-        silence: null,
-      };
-      this.drivers.set(stream, driver);
-      d = driver;
-    }
-    if (d === undefined || d.closed) return;
-    const driver = d;
-    driver.queue.run(() => then(this.gate(), () => (driver.closed ? undefined : this.runOp(driver, key, stream, op))));
+    const { key, stream } = effect;
+    this.engineEffect(
+      key,
+      stream,
+      effect.op,
+      (queue) => ({ queue, closed: false, stream: null, decoder: null, framer: null, silence: null }),
+      (d, op) => this.runOp(d, key, stream, op),
+    );
   }
 
   private pushPcm(d: SttDriver, pcm: Uint8Array | Int16Array, extra: readonly Int16Array[] = []): MaybePromise<void> {
@@ -506,25 +561,11 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
         } catch (err) {
           throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', `STT: input_format '${op.config.inputFormat}'`);
         }
-        const emit = (event: Parameters<Parameters<SttEngine['open']>[1]>[0]): void => {
-          if (!d.closed) this.dispatch({ type: 'engine', key, stream, event });
-        };
-        let opened: MaybePromise<SttEngineStream>;
-        try {
-          opened = this.stt.engine.open(op.config, emit);
-        } catch (err) {
-          throw engineFault(err, 'STT');
-        }
-        return then(opened, (s) => {
-          if (d.closed) {
-            s.close();
-            return;
-          }
+        return this.openStream(d, key, stream, (emit) => this.stt.engine.open(op.config, emit), (s) => {
           d.stream = s;
           const frameSize = s.info.frameSize ?? 1920;
           d.framer = createFramer({ frameSamples: frameSize, bytesPerSample: 2, partial: 'pad', sampleRate: s.info.sampleRate ?? 24000 });
           d.silence = new Int16Array(frameSize);
-          this.dispatch({ type: 'engine', key, stream, event: { type: 'opened', requestId: this.requestId(), info: s.info } });
         });
       }
       case 'audio': {
@@ -546,9 +587,7 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
           throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', 'STT: audio could not be decoded');
         }
         const tail = this.tailFrames(d);
-        return then(this.pushPcm(d, drained, tail), () => {
-          if (!d.closed) this.dispatch({ type: 'engine', key, stream, event: { type: 'flush_done', flush_id: op.flush_id } });
-        });
+        return then(this.pushPcm(d, drained, tail), () => this.report(d, key, stream, { type: 'flush_done', flush_id: op.flush_id }));
       }
       case 'end': {
         let rest: Uint8Array | Int16Array = new Uint8Array(0);
@@ -561,9 +600,7 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
         return then(
           then(this.pushPcm(d, rest), () => this.pushPcm(d, new Uint8Array(0), this.tailFrames(d))),
           () =>
-            then(d.closed || !s.end ? undefined : s.end(), () => {
-              if (!d.closed) this.dispatch({ type: 'engine', key, stream, event: { type: 'ended' } });
-            }),
+            then(d.closed || !s.end ? undefined : s.end(), () => this.report(d, key, stream, { type: 'ended' })),
         );
       }
     }
@@ -611,24 +648,14 @@ interface TtsDriver {
 const TIME_EPSILON = 1e-6;
 
 class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEffect, TtsDriver> {
+  protected readonly route = 'TTS';
+
   constructor(private readonly tts: TtsServerSessionOptions) {
     super(ttsServerMachine, tts);
   }
 
   protected serialize(message: unknown): string {
     return serializeTtsServerMessage(message as never);
-  }
-
-  protected release(d: TtsDriver): void {
-    const s = d.stream;
-    d.stream = null;
-    if (s !== null) {
-      try {
-        s.close();
-      } catch {
-        // best effort
-      }
-    }
   }
 
   protected executeOther(effect: TtsServerEffect): void {
@@ -673,18 +700,13 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
         return;
       }
       case 'engine': {
-        const { key, stream, op } = effect;
-        if (op.op === 'close') {
-          this.closeDriver(stream);
-          return;
-        }
-        let d = this.drivers.get(stream);
-        if (op.op === 'open') {
-          d = {
-            queue: new TaskQueue((err) => {
-              const error = toVoicewireError(err);
-              this.failStream(key, stream, error.closeCode === undefined ? engineFault(err, 'TTS') : error);
-            }),
+        const { key, stream } = effect;
+        this.engineEffect(
+          key,
+          stream,
+          effect.op,
+          (queue) => ({
+            queue,
             closed: false,
             stream: null,
             encoder: null,
@@ -693,13 +715,9 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
             streamId: 0,
             sentStop: 0,
             held: [],
-          };
-          this.drivers.set(stream, d);
-        }
-        if (d === undefined || d.closed) return;
-        const driver = d;
-        // Backpressure: every engine call waits until the transport took what was sent.
-        driver.queue.run(() => then(this.gate(), () => (driver.closed ? undefined : this.runOp(driver, key, stream, op))));
+          }),
+          (d, op) => this.runOp(d, key, stream, op),
+        );
         return;
       }
       default:
@@ -738,27 +756,13 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
   private runOp(d: TtsDriver, key: string | null, stream: number, op: Exclude<TtsEngineOp, { op: 'close' }>): MaybePromise<void> {
     switch (op.op) {
       case 'open': {
-        const emit = (event: Parameters<Parameters<TtsEngine['open']>[1]>[0]): void => {
-          if (!d.closed) this.dispatch({ type: 'engine', key, stream, event });
-        };
-        let opened: MaybePromise<TtsEngineStream>;
-        try {
-          opened = this.tts.engine.open(op.config, emit);
-        } catch (err) {
-          throw engineFault(err, 'TTS');
-        }
-        return then(opened, (s) => {
-          if (d.closed) {
-            s.close();
-            return;
-          }
+        return this.openStream(d, key, stream, (emit) => this.tts.engine.open(op.config, emit), (s) => {
           d.stream = s;
           try {
             d.encoder = (this.tts.createOutputEncoder ?? defaultTtsOutputEncoder)(op.config.outputFormat, s.info.sampleRate ?? 48000);
           } catch (err) {
             throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', `TTS: output_format '${op.config.outputFormat}'`);
           }
-          this.dispatch({ type: 'engine', key, stream, event: { type: 'opened', requestId: this.requestId(), info: s.info } });
         });
       }
       case 'text': {
@@ -780,9 +784,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
         }
         const s = d.stream!;
         return then(this.runTags(d, events), () =>
-          then(d.closed ? undefined : s.end(), () => {
-            if (!d.closed) this.dispatch({ type: 'engine', key, stream, event: { type: 'ended' } });
-          }),
+          then(d.closed ? undefined : s.end(), () => this.report(d, key, stream, { type: 'ended' })),
         );
       }
     }

@@ -21,7 +21,6 @@ import type { AudioFormatName } from '../format.js';
 import { decodeBase64 } from './base64.js';
 import type { SttEngineConfig, SttEngineEvent, SttEngineInfo } from './engine.js';
 import type {
-  EndOfStreamMessage,
   FlushId,
   SttClientMessage,
   SttServerMessage,
@@ -36,7 +35,6 @@ import {
   type ClientSessionEvent,
   type ClientSessionState,
   type RequestKey,
-  type RequestOutcome,
   type RequestStep,
   type ServerBaseEffect,
   type ServerRequestMachine,
@@ -44,7 +42,18 @@ import {
   type ServerSessionState,
   type SessionMachine,
 } from './multiplex.js';
-import { errorMessageOf, parseSttClientMessage, parseSttServerMessage } from './parse.js';
+import { parseSttClientMessage, parseSttServerMessage } from './parse.js';
+import {
+  clientProtocolError as protocolError,
+  defineClientRequestMachine,
+  defineServerRequestMachine,
+  endRequest,
+  failRequest,
+  refuse as refuseFor,
+  setupWhileActive,
+  unexpectedMessage,
+  withId,
+} from './request-machines.js';
 
 // ---------------------------------------------------------------------------------------------
 // Server side
@@ -100,10 +109,6 @@ export type SttServerEvent = ServerSessionEvent<SttMachineEngineEvent>;
 
 type Step = RequestStep<SttServerRequestState, SttServerEffect>;
 
-function withId<T extends object>(message: T, key: RequestKey): T & { client_req_id?: string } {
-  return key === null ? message : { ...message, client_req_id: key };
-}
-
 function engineConfig(setup: SttSetupMessage, key: RequestKey): SttEngineConfig {
   const config: SttEngineConfig = {
     modelName: setup.model_name ?? 'default',
@@ -114,36 +119,20 @@ function engineConfig(setup: SttSetupMessage, key: RequestKey): SttEngineConfig 
   return config;
 }
 
-function closesOnEos(setup: SttSetupMessage): boolean {
-  return setup.close_ws_on_eos !== false;
-}
-
-function failStep(state: SttServerRequestState, error: VoicewireError): Step {
-  const effects: SttServerEffect[] = [{ type: 'send', message: errorMessageOf(error, state.key ?? undefined) }];
-  if (!state.idle) effects.push({ type: 'engine', key: state.key, stream: state.stream, op: { op: 'close' } });
-  const code = error.closeCode ?? 1011;
-  return { state: { ...state, phase: 'closed' }, effects, outcome: { kind: 'failed', closeSocket: true, code, reason: error.message } };
-}
-
 function open(state: SttServerRequestState, stream: number, effects: SttServerEffect[]): SttServerRequestState {
   effects.push({ type: 'engine', key: state.key, stream, op: { op: 'open', config: engineConfig(state.setup, state.key) } });
   return { ...state, stream, idle: false, info: null, steps: 0, pendingFlushes: [] };
 }
 
 function unexpected(state: SttServerRequestState, what: string): Step {
-  return failStep(state, new VoicewireError('PROTOCOL_UNEXPECTED_MESSAGE', `STT: ${what} (state ${state.phase})`));
+  return unexpectedMessage('STT', state, what);
 }
 
-function onClient(state: SttServerRequestState, message: SttClientMessage, nextStream: number): Step {
+function onClient(state: SttServerRequestState, message: Exclude<SttClientMessage, { type: 'end_of_stream' }>, nextStream: number): Step {
   const effects: SttServerEffect[] = [];
   switch (message.type) {
     case 'setup': {
-      if (!state.idle) {
-        const id = state.key;
-        return id === null
-          ? unexpected(state, 'setup while a request is active')
-          : failStep(state, new VoicewireError('PROTOCOL_DUPLICATE_REQUEST_ID', `STT: client_req_id ${JSON.stringify(id)} is still active; a setup may reuse it only after its end_of_stream`));
-      }
+      if (!state.idle) return setupWhileActive('STT', state);
       const next = open({ ...state, setup: message, readySent: false, phase: 'configured' }, nextStream, effects);
       return { state: next, effects, usedStream: true };
     }
@@ -153,14 +142,11 @@ function onClient(state: SttServerRequestState, message: SttClientMessage, nextS
       try {
         audio = decodeBase64(message.audio);
       } catch (err) {
-        return failStep(state, new VoicewireError('PROTOCOL_INVALID_AUDIO', `STT: 'audio' is not valid base64: ${(err as Error).message}`, { cause: err }));
+        return failRequest(state, new VoicewireError('PROTOCOL_INVALID_AUDIO', `STT: 'audio' is not valid base64: ${(err as Error).message}`, { cause: err }));
       }
-      let next = state;
-      let usedStream = false;
-      if (state.idle) {
-        next = open(state, nextStream, effects);
-        usedStream = true;
-      }
+      // The first message after end_of_stream (close_ws_on_eos false) opens a new engine stream.
+      const usedStream = state.idle;
+      const next = usedStream ? open(state, nextStream, effects) : state;
       effects.push({ type: 'engine', key: state.key, stream: next.stream, op: { op: 'audio', audio } });
       return { state: { ...next, phase: 'streaming' }, effects, usedStream };
     }
@@ -174,25 +160,11 @@ function onClient(state: SttServerRequestState, message: SttClientMessage, nextS
       effects.push({ type: 'engine', key: state.key, stream: state.stream, op: { op: 'flush', flush_id: message.flush_id } });
       return { state: { ...state, pendingFlushes: [...state.pendingFlushes, message.flush_id] }, effects };
     }
-    case 'end_of_stream': {
-      if (state.phase === 'finished') return unexpected(state, "'end_of_stream' twice");
-      if (state.idle) return ended(state, effects);
-      effects.push({ type: 'engine', key: state.key, stream: state.stream, op: { op: 'end' } });
-      return { state: { ...state, phase: 'finished' }, effects };
-    }
   }
 }
 
 function ended(state: SttServerRequestState, effects: SttServerEffect[]): Step {
-  effects.push({ type: 'send', message: withId<EndOfStreamMessage>({ type: 'end_of_stream' }, state.key) });
-  if (!state.idle) effects.push({ type: 'engine', key: state.key, stream: state.stream, op: { op: 'close' } });
-  const close = closesOnEos(state.setup);
-  const outcome: RequestOutcome = { kind: 'ended', closeSocket: close, code: 1000, reason: 'end of stream' };
-  // §3.2: close_ws_on_eos false returns to configured, ready for another request.
-  const next: SttServerRequestState = close
-    ? { ...state, phase: 'closed' }
-    : { ...state, phase: 'configured', idle: true, steps: 0, pendingFlushes: [] };
-  return { state: next, effects, outcome };
+  return endRequest(state, effects, (s) => ({ ...s, phase: 'configured', idle: true, steps: 0, pendingFlushes: [] }));
 }
 
 function onEngine(state: SttServerRequestState, event: SttMachineEngineEvent): Step {
@@ -262,7 +234,7 @@ function onEngine(state: SttServerRequestState, event: SttMachineEngineEvent): S
 }
 
 /** The per-request STT server machine (driven by the socket machine). */
-export const sttServerRequestMachine: ServerRequestMachine<SttServerRequestState, SttClientMessage, SttMachineEngineEvent, SttServerEffect> = {
+export const sttServerRequestMachine: ServerRequestMachine<SttServerRequestState, SttClientMessage, SttMachineEngineEvent, SttServerEffect> = defineServerRequestMachine({
   route: 'STT',
   parse: parseSttClientMessage,
   start(setup, key, stream) {
@@ -280,28 +252,10 @@ export const sttServerRequestMachine: ServerRequestMachine<SttServerRequestState
     };
     return { state: open(base, stream, effects), effects, usedStream: true };
   },
-  transition(state, event, nextStream) {
-    if (state.phase === 'closed') return { state, effects: [] };
-    switch (event.type) {
-      case 'client':
-        return onClient(state, event.message, nextStream);
-      case 'engine':
-        // Late events of an older stream, or of a stream closed after end_of_stream: dropped.
-        if (event.stream !== state.stream || state.idle) return { state, effects: [] };
-        return onEngine(state, event.event);
-      case 'failure':
-        if (event.stream !== undefined && (event.stream !== state.stream || state.idle)) return { state, effects: [] };
-        return failStep(state, event.error);
-      case 'abort': {
-        const effects: SttServerEffect[] = state.idle ? [] : [{ type: 'engine', key: state.key, stream: state.stream, op: { op: 'close' } }];
-        return { state: { ...state, phase: 'closed' }, effects, outcome: { kind: 'aborted', closeSocket: false, code: 1006, reason: 'aborted' } };
-      }
-    }
-  },
-  isIdle: (state) => state.idle || state.phase === 'closed',
-  keepsSocketOpen: (state) => !closesOnEos(state.setup),
-  send: (message) => ({ type: 'send', message }),
-};
+  onClient,
+  onEngine,
+  ended,
+});
 
 /**
  * The STT server socket machine: `sttServerMachine.transition(state, event) → { state, effects }`,
@@ -350,45 +304,21 @@ function emit(event: SttClientEvent): SttClientEffect {
   return { type: 'emit', event };
 }
 
-function clientError(key: RequestKey, error: VoicewireError): SttClientEvent {
-  return key === null ? { type: 'error', error } : { type: 'error', error, clientReqId: key };
-}
-
 function clientProtocolError(state: SttClientRequestState, what: string): CStep {
-  const error = new VoicewireError('PROTOCOL_UNEXPECTED_MESSAGE', `STT client: ${what}`);
-  return {
-    state: { ...state, done: true },
-    effects: [emit(clientError(state.key, error)), { type: 'close', code: 1000, reason: 'protocol error' }],
-    outcome: { kind: 'failed', closeSocket: true, code: 1008, reason: error.message },
-  };
+  return protocolError('STT', state, what);
 }
 
 function refuse(state: SttClientRequestState, what: string): CStep {
-  return { state, effects: [{ type: 'reject', error: new VoicewireError('INVALID_STATE', `STT client: ${what}`) }] };
+  return refuseFor('STT', state, what);
 }
 
-/** Client-side checks of a server message against the request's state. */
-function onServer(state: SttClientRequestState, message: SttServerMessage): CStep {
+/** Client-side checks of a server message (other than `error`) against the request's state. */
+function onServer(state: SttClientRequestState, message: Exclude<SttServerMessage, { type: 'error' }>): CStep {
   const forward = (next: SttClientRequestState): CStep => ({
     state: next,
     effects: [emit(state.key === null ? { type: 'message', message } : { type: 'message', message, clientReqId: state.key })],
   });
-  if (state.abandoned) {
-    // Dropped until the server ends the request (its end_of_stream or error).
-    if (message.type === 'end_of_stream' || message.type === 'error') {
-      return { state: { ...state, done: true }, effects: [], outcome: { kind: 'ended', closeSocket: false, code: 1000, reason: 'abandoned' } };
-    }
-    return { state, effects: [] };
-  }
   switch (message.type) {
-    case 'error': {
-      const error = new VoicewireError('PROTOCOL_SERVER_ERROR', message.message, message.code === undefined ? {} : { closeCode: message.code });
-      return {
-        state: { ...state, done: true },
-        effects: [emit(clientError(state.key, error))],
-        outcome: { kind: 'failed', closeSocket: state.key === null, code: message.code ?? 1011, reason: message.message },
-      };
-    }
     case 'ready':
       if (state.ready) return clientProtocolError(state, "a second 'ready' for one setup");
       return forward({ ...state, ready: true, delayInFrames: readyDelayInFrames(message) });
@@ -416,9 +346,8 @@ function onServer(state: SttClientRequestState, message: SttServerMessage): CSte
   }
 }
 
+/** A local send on a request that has neither ended nor been abandoned. */
 function onSend(state: SttClientRequestState, message: SttClientMessage): CStep {
-  if (state.done) return refuse(state, `cannot send '${message.type}': the request has ended`);
-  if (state.abandoned) return refuse(state, `cannot send '${message.type}': the request was abandoned`);
   const send: SttClientEffect = { type: 'send', message };
   switch (message.type) {
     case 'setup':
@@ -438,7 +367,7 @@ function onSend(state: SttClientRequestState, message: SttClientMessage): CStep 
 }
 
 /** The per-request STT client machine. */
-export const sttClientRequestMachine: ClientRequestMachine<SttClientRequestState, SttClientMessage, SttServerMessage, SttClientEffect> = {
+export const sttClientRequestMachine: ClientRequestMachine<SttClientRequestState, SttClientMessage, SttServerMessage, SttClientEffect> = defineClientRequestMachine({
   route: 'STT',
   parse: parseSttServerMessage,
   start(setup, key) {
@@ -455,37 +384,9 @@ export const sttClientRequestMachine: ClientRequestMachine<SttClientRequestState
     };
     return { state, effects: [{ type: 'send', message: setup }] };
   },
-  transition(state, event) {
-    switch (event.type) {
-      case 'send':
-        return onSend(state, event.message);
-      case 'server':
-        if (state.done) return { state, effects: [] };
-        return onServer(state, event.message);
-      case 'abandon': {
-        if (state.done || state.abandoned) return { state, effects: [] };
-        const effects: SttClientEffect[] = [];
-        if (!state.eosSent && !state.idle) effects.push({ type: 'send', message: state.key === null ? { type: 'end_of_stream' } : { type: 'end_of_stream', client_req_id: state.key } });
-        if (state.idle) return { state: { ...state, done: true }, effects, outcome: { kind: 'ended', closeSocket: false, code: 1000, reason: 'abandoned' } };
-        return { state: { ...state, abandoned: true, eosSent: true }, effects };
-      }
-      case 'socket_ending':
-        return { state: { ...state, eosSent: true }, effects: [] };
-      case 'transport_closed': {
-        if (state.done || state.idle || state.abandoned) return { state: { ...state, done: true }, effects: [] };
-        const error = new VoicewireError('PROTOCOL_CONNECTION_CLOSED', `STT: the socket closed (${event.code}${event.reason ? ` ${event.reason}` : ''}) before the request ended`, {
-          details: { code: event.code, reason: event.reason },
-        });
-        return { state: { ...state, done: true }, effects: [emit(clientError(state.key, error))] };
-      }
-    }
-  },
-  isActive: (state) => !state.done && !state.idle,
-  keepsSocketOpen: (state) => state.setup.close_ws_on_eos === false,
-  emitError: (error, key) => emit(clientError(key, error)),
-  emitClosed: (code, reason) => emit({ type: 'closed', code, reason }),
-  emitMessage: (message) => emit({ type: 'message', message }),
-};
+  onSend,
+  onServer,
+});
 
 /** The STT client socket machine (`sttClientMachine.transition(state, event)`). */
 export const sttClientMachine: SessionMachine<SttClientState, ClientSessionEvent<SttClientMessage>, SttClientEffect> = createClientSessionMachine(sttClientRequestMachine);

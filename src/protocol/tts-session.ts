@@ -21,7 +21,7 @@ import { VoicewireError } from '../errors.js';
 import type { AudioFormatName } from '../format.js';
 import { decodeBase64 } from './base64.js';
 import type { TtsEngineConfig, TtsEngineEvent, TtsEngineInfo } from './engine.js';
-import type { EndOfStreamMessage, TtsClientMessage, TtsServerMessage, TtsSetupMessage, TtsWordMessage } from './messages.js';
+import type { TtsClientMessage, TtsServerMessage, TtsSetupMessage, TtsWordMessage } from './messages.js';
 import {
   createClientSessionMachine,
   createServerSessionMachine,
@@ -30,7 +30,6 @@ import {
   type ClientSessionEvent,
   type ClientSessionState,
   type RequestKey,
-  type RequestOutcome,
   type RequestStep,
   type ServerBaseEffect,
   type ServerRequestMachine,
@@ -38,7 +37,17 @@ import {
   type ServerSessionState,
   type SessionMachine,
 } from './multiplex.js';
-import { errorMessageOf, parseTtsClientMessage, parseTtsServerMessage } from './parse.js';
+import { parseTtsClientMessage, parseTtsServerMessage } from './parse.js';
+import {
+  clientProtocolError as protocolError,
+  defineClientRequestMachine,
+  defineServerRequestMachine,
+  endRequest,
+  refuse as refuseFor,
+  setupWhileActive,
+  unexpectedMessage,
+  withId,
+} from './request-machines.js';
 
 // ---------------------------------------------------------------------------------------------
 // Server side
@@ -128,10 +137,6 @@ export type TtsServerEvent = ServerSessionEvent<TtsMachineEngineEvent>;
 
 type Step = RequestStep<TtsServerRequestState, TtsServerEffect>;
 
-function withId<T extends object>(message: T, key: RequestKey): T & { client_req_id?: string } {
-  return key === null ? message : { ...message, client_req_id: key };
-}
-
 function engineConfig(setup: TtsSetupMessage, key: RequestKey): TtsEngineConfig {
   const config: TtsEngineConfig = {
     modelName: setup.model_name ?? 'default',
@@ -144,23 +149,13 @@ function engineConfig(setup: TtsSetupMessage, key: RequestKey): TtsEngineConfig 
   return config;
 }
 
-function closesOnEos(setup: TtsSetupMessage): boolean {
-  return setup.close_ws_on_eos !== false;
-}
-
-function failStep(state: TtsServerRequestState, error: VoicewireError): Step {
-  const effects: TtsServerEffect[] = [{ type: 'send', message: errorMessageOf(error, state.key ?? undefined) }];
-  if (!state.idle) effects.push({ type: 'engine', key: state.key, stream: state.stream, op: { op: 'close' } });
-  return { state: { ...state, phase: 'closed' }, effects, outcome: { kind: 'failed', closeSocket: true, code: error.closeCode ?? 1011, reason: error.message } };
-}
-
 function open(state: TtsServerRequestState, stream: number, effects: TtsServerEffect[]): TtsServerRequestState {
   effects.push({ type: 'engine', key: state.key, stream, op: { op: 'open', config: engineConfig(state.setup, state.key) } });
   return { ...state, stream, idle: false, info: null, samples: 0, pieces: 0 };
 }
 
 function unexpected(state: TtsServerRequestState, what: string): Step {
-  return failStep(state, new VoicewireError('PROTOCOL_UNEXPECTED_MESSAGE', `TTS: ${what} (state ${state.phase})`));
+  return unexpectedMessage('TTS', state, what);
 }
 
 function isSpace(code: number): boolean {
@@ -172,44 +167,26 @@ function ended(state: TtsServerRequestState, effects: TtsServerEffect[]): Step {
     const rate = state.info?.sampleRate ?? 48000;
     effects.push({ type: 'audio_end', key: state.key, stream: state.stream, at_s: state.samples / rate });
   }
-  effects.push({ type: 'send', message: withId<EndOfStreamMessage>({ type: 'end_of_stream' }, state.key) });
-  if (!state.idle) effects.push({ type: 'engine', key: state.key, stream: state.stream, op: { op: 'close' } });
-  const close = closesOnEos(state.setup);
-  const outcome: RequestOutcome = { kind: 'ended', closeSocket: close, code: 1000, reason: 'end of stream' };
-  const next: TtsServerRequestState = close ? { ...state, phase: 'closed' } : { ...state, phase: 'configured', idle: true, samples: 0, pieces: 0 };
-  return { state: next, effects, outcome };
+  return endRequest(state, effects, (s) => ({ ...s, phase: 'configured', idle: true, samples: 0, pieces: 0 }));
 }
 
-function onClient(state: TtsServerRequestState, message: TtsClientMessage, nextStream: number): Step {
+function onClient(state: TtsServerRequestState, message: Exclude<TtsClientMessage, { type: 'end_of_stream' }>, nextStream: number): Step {
   const effects: TtsServerEffect[] = [];
   switch (message.type) {
     case 'setup': {
-      if (!state.idle) {
-        return state.key === null
-          ? unexpected(state, 'setup while a request is active')
-          : failStep(state, new VoicewireError('PROTOCOL_DUPLICATE_REQUEST_ID', `TTS: client_req_id ${JSON.stringify(state.key)} is still active; a setup may reuse it only after its end_of_stream`));
-      }
+      if (!state.idle) return setupWhileActive('TTS', state);
       return { state: open({ ...state, setup: message, readySent: false, phase: 'configured' }, nextStream, effects), effects, usedStream: true };
     }
     case 'text': {
       if (state.phase === 'finished') return unexpected(state, "'text' after end_of_stream");
-      let next = state;
-      let usedStream = false;
-      if (state.idle) {
-        next = open(state, nextStream, effects);
-        usedStream = true;
-      }
+      // The first message after end_of_stream (close_ws_on_eos false) opens a new engine stream.
+      const usedStream = state.idle;
+      const next = usedStream ? open(state, nextStream, effects) : state;
       if (message.text === '') return { state: { ...next, phase: 'streaming' }, effects, usedStream };
       // protocol-notes.md: consecutive text messages are joined with one space.
       const join = next.pieces > 0 && !isSpace(message.text.charCodeAt(0));
       effects.push({ type: 'engine', key: state.key, stream: next.stream, op: { op: 'text', text: join ? ' ' + message.text : message.text } });
       return { state: { ...next, phase: 'streaming', pieces: next.pieces + 1 }, effects, usedStream };
-    }
-    case 'end_of_stream': {
-      if (state.phase === 'finished') return unexpected(state, "'end_of_stream' twice");
-      if (state.idle) return ended(state, effects);
-      effects.push({ type: 'engine', key: state.key, stream: state.stream, op: { op: 'end' } });
-      return { state: { ...state, phase: 'finished' }, effects };
     }
   }
 }
@@ -268,7 +245,7 @@ function onEngine(state: TtsServerRequestState, event: TtsMachineEngineEvent): S
 }
 
 /** The per-request TTS server machine (driven by the socket machine). */
-export const ttsServerRequestMachine: ServerRequestMachine<TtsServerRequestState, TtsClientMessage, TtsMachineEngineEvent, TtsServerEffect> = {
+export const ttsServerRequestMachine: ServerRequestMachine<TtsServerRequestState, TtsClientMessage, TtsMachineEngineEvent, TtsServerEffect> = defineServerRequestMachine({
   route: 'TTS',
   parse: parseTtsClientMessage,
   start(setup, key, stream) {
@@ -286,27 +263,10 @@ export const ttsServerRequestMachine: ServerRequestMachine<TtsServerRequestState
     };
     return { state: open(base, stream, effects), effects, usedStream: true };
   },
-  transition(state, event, nextStream) {
-    if (state.phase === 'closed') return { state, effects: [] };
-    switch (event.type) {
-      case 'client':
-        return onClient(state, event.message, nextStream);
-      case 'engine':
-        if (event.stream !== state.stream || state.idle) return { state, effects: [] };
-        return onEngine(state, event.event);
-      case 'failure':
-        if (event.stream !== undefined && (event.stream !== state.stream || state.idle)) return { state, effects: [] };
-        return failStep(state, event.error);
-      case 'abort': {
-        const effects: TtsServerEffect[] = state.idle ? [] : [{ type: 'engine', key: state.key, stream: state.stream, op: { op: 'close' } }];
-        return { state: { ...state, phase: 'closed' }, effects, outcome: { kind: 'aborted', closeSocket: false, code: 1006, reason: 'aborted' } };
-      }
-    }
-  },
-  isIdle: (state) => state.idle || state.phase === 'closed',
-  keepsSocketOpen: (state) => !closesOnEos(state.setup),
-  send: (message) => ({ type: 'send', message }),
-};
+  onClient,
+  onEngine,
+  ended,
+});
 
 /** The TTS server socket machine (`ttsServerMachine.transition(state, event)`). */
 export const ttsServerMachine: SessionMachine<TtsServerState, TtsServerEvent, TtsServerEffect> = createServerSessionMachine(ttsServerRequestMachine);
@@ -344,45 +304,23 @@ function emit(event: TtsClientEvent): TtsClientEffect {
   return { type: 'emit', event };
 }
 
-function clientError(key: RequestKey, error: VoicewireError): TtsClientEvent {
-  return key === null ? { type: 'error', error } : { type: 'error', error, clientReqId: key };
-}
-
 function clientProtocolError(state: TtsClientRequestState, what: string, cause?: unknown): CStep {
-  const error = new VoicewireError('PROTOCOL_UNEXPECTED_MESSAGE', `TTS client: ${what}`, cause === undefined ? {} : { cause });
-  return {
-    state: { ...state, done: true },
-    effects: [emit(clientError(state.key, error)), { type: 'close', code: 1000, reason: 'protocol error' }],
-    outcome: { kind: 'failed', closeSocket: true, code: 1008, reason: error.message },
-  };
+  return protocolError('TTS', state, what, cause);
 }
 
 function refuse(state: TtsClientRequestState, what: string): CStep {
-  return { state, effects: [{ type: 'reject', error: new VoicewireError('INVALID_STATE', `TTS client: ${what}`) }] };
+  return refuseFor('TTS', state, what);
 }
 
-function onServer(state: TtsClientRequestState, message: TtsServerMessage): CStep {
+/** Client-side checks of a server message (other than `error`) against the request's state. */
+function onServer(state: TtsClientRequestState, message: Exclude<TtsServerMessage, { type: 'error' }>): CStep {
   const event = (audio?: Uint8Array): TtsClientEvent => {
     const e: TtsClientEvent = { type: 'message', message };
     if (state.key !== null) e.clientReqId = state.key;
     if (audio !== undefined) e.audio = audio;
     return e;
   };
-  if (state.abandoned) {
-    if (message.type === 'end_of_stream' || message.type === 'error') {
-      return { state: { ...state, done: true }, effects: [], outcome: { kind: 'ended', closeSocket: false, code: 1000, reason: 'abandoned' } };
-    }
-    return { state, effects: [] };
-  }
   switch (message.type) {
-    case 'error': {
-      const error = new VoicewireError('PROTOCOL_SERVER_ERROR', message.message, message.code === undefined ? {} : { closeCode: message.code });
-      return {
-        state: { ...state, done: true },
-        effects: [emit(clientError(state.key, error))],
-        outcome: { kind: 'failed', closeSocket: state.key === null, code: message.code ?? 1011, reason: message.message },
-      };
-    }
     case 'ready':
       if (state.ready) return clientProtocolError(state, "a second 'ready' for one setup");
       return { state: { ...state, ready: true }, effects: [emit(event())] };
@@ -414,9 +352,8 @@ function onServer(state: TtsClientRequestState, message: TtsServerMessage): CSte
   }
 }
 
+/** A local send on a request that has neither ended nor been abandoned. */
 function onSend(state: TtsClientRequestState, message: TtsClientMessage): CStep {
-  if (state.done) return refuse(state, `cannot send '${message.type}': the request has ended`);
-  if (state.abandoned) return refuse(state, `cannot send '${message.type}': the request was abandoned`);
   switch (message.type) {
     case 'setup':
       if (!state.idle) return refuse(state, `setup while the request ${state.key === null ? '' : JSON.stringify(state.key) + ' '}is active`);
@@ -431,53 +368,24 @@ function onSend(state: TtsClientRequestState, message: TtsClientMessage): CStep 
 }
 
 /** The per-request TTS client machine. */
-export const ttsClientRequestMachine: ClientRequestMachine<TtsClientRequestState, TtsClientMessage, TtsServerMessage, TtsClientEffect> = {
-    route: 'TTS',
-    parse: parseTtsServerMessage,
-    start(setup, key) {
-      const state: TtsClientRequestState = {
-        key,
-        setup: setup as TtsSetupMessage,
-        ready: false,
-        eosSent: false,
-        idle: false,
-        done: false,
-        abandoned: false,
-      };
-      return { state, effects: [{ type: 'send', message: setup }] };
-    },
-    transition(state, event) {
-      switch (event.type) {
-        case 'send':
-          return onSend(state, event.message);
-        case 'server':
-          if (state.done) return { state, effects: [] };
-          return onServer(state, event.message);
-        case 'abandon': {
-          // No cancel message exists (protocol-notes.md): end the request and drop its audio.
-          if (state.done || state.abandoned) return { state, effects: [] };
-          const effects: TtsClientEffect[] = [];
-          if (!state.eosSent && !state.idle) effects.push({ type: 'send', message: state.key === null ? { type: 'end_of_stream' } : { type: 'end_of_stream', client_req_id: state.key } });
-          if (state.idle) return { state: { ...state, done: true }, effects, outcome: { kind: 'ended', closeSocket: false, code: 1000, reason: 'abandoned' } };
-          return { state: { ...state, abandoned: true, eosSent: true }, effects };
-        }
-        case 'socket_ending':
-          return { state: { ...state, eosSent: true }, effects: [] };
-        case 'transport_closed': {
-          if (state.done || state.idle || state.abandoned) return { state: { ...state, done: true }, effects: [] };
-          const error = new VoicewireError('PROTOCOL_CONNECTION_CLOSED', `TTS: the socket closed (${event.code}${event.reason ? ` ${event.reason}` : ''}) before the request ended`, {
-            details: { code: event.code, reason: event.reason },
-          });
-          return { state: { ...state, done: true }, effects: [emit(clientError(state.key, error))] };
-        }
-      }
-    },
-    isActive: (state) => !state.done && !state.idle,
-    keepsSocketOpen: (state) => state.setup.close_ws_on_eos === false,
-    emitError: (error, key) => emit(clientError(key, error)),
-    emitClosed: (code, reason) => emit({ type: 'closed', code, reason }),
-    emitMessage: (message) => emit({ type: 'message', message }),
-};
+export const ttsClientRequestMachine: ClientRequestMachine<TtsClientRequestState, TtsClientMessage, TtsServerMessage, TtsClientEffect> = defineClientRequestMachine({
+  route: 'TTS',
+  parse: parseTtsServerMessage,
+  start(setup, key) {
+    const state: TtsClientRequestState = {
+      key,
+      setup: setup as TtsSetupMessage,
+      ready: false,
+      eosSent: false,
+      idle: false,
+      done: false,
+      abandoned: false,
+    };
+    return { state, effects: [{ type: 'send', message: setup }] };
+  },
+  onSend,
+  onServer,
+});
 
 /** The TTS client socket machine (`ttsClientMachine.transition(state, event)`). */
 export const ttsClientMachine: SessionMachine<TtsClientState, ClientSessionEvent<TtsClientMessage>, TtsClientEffect> = createClientSessionMachine(ttsClientRequestMachine);
