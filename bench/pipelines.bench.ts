@@ -32,7 +32,8 @@ import { machine, save } from './util.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const FRAMES = 750; // 60 s
-const WARMUP = 100;
+/** Untimed rounds over all frames per case first, so every path is measured at V8's top tier. */
+const WARMUP_ROUNDS = 2;
 
 // ---------------------------------------------------------------------------------------------
 // Inputs: 60 s of speech (the espeak sentence repeated)
@@ -340,9 +341,8 @@ interface PathResult {
 }
 
 function compare<I>(path: string, vw: () => FrameFn<I>, peer: () => FrameFn<I>, inputs: I[], vwFast?: () => FrameFn<I>): PathResult {
-  const warm = inputs.slice(0, WARMUP);
   const cases = [vw, peer, ...(vwFast ? [vwFast] : [])];
-  for (const c of cases) timeRound(c, warm, null);
+  for (let w = 0; w < WARMUP_ROUNDS; w++) for (const c of cases) timeRound(c, inputs, null);
   const each = cases.map(() => [] as number[]);
   const totals = cases.map(() => [] as number[]);
   for (let r = 0; r < ROUNDS; r++) cases.forEach((c, i) => measure(c, inputs, each[i]!, totals[i]!)); // interleaved
