@@ -338,11 +338,11 @@ export class TagScanner {
    * text, whole tags it recognised itself; {@link createTagParser} does). Only while
    * {@link idle}, else `INVALID_STATE`; `count` a non-negative integer, else `INVALID_ARGUMENT`.
    */
-  skip(count: number): void {
+  advance(count: number): void {
     // `>>> 0` keeps exactly the integers 0 to 2^32 - 1 (a piece is shorter); one test, as it runs per piece.
     if (count >>> 0 !== count || this.state !== TEXT) {
-      if (this.state !== TEXT) throw new VoicewireError('INVALID_STATE', 'skip() while a possible tag is held back');
-      throw new VoicewireError('INVALID_ARGUMENT', `skip() takes a non-negative integer, got ${String(count)}`);
+      if (this.state !== TEXT) throw new VoicewireError('INVALID_STATE', 'advance() while a possible tag is held back');
+      throw new VoicewireError('INVALID_ARGUMENT', `advance() takes a non-negative integer, got ${String(count)}`);
     }
     this.offset += count;
   }
@@ -778,7 +778,7 @@ class TagParserImpl implements TagParser, TagScannerHandler {
     const scanner = this.scanner;
     if (scanner.idle && text.indexOf('<') === -1) {
       if (text.length > 0) this.ontext(text);
-      scanner.skip(text.length);
+      scanner.advance(text.length);
     } else {
       this.parsePiece(text);
     }
@@ -823,7 +823,7 @@ class TagParserImpl implements TagParser, TagScannerHandler {
       let stop = n;
       if (lt === -1) this.ontext(at === 0 ? text : text.slice(at));
       else stop = this.scanPiece(text, at, lt);
-      scanner.skip(stop - at);
+      scanner.advance(stop - at);
       at = stop;
     }
     if (at < n) scanner.write(text, at, n);

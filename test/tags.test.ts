@@ -585,7 +585,7 @@ describe('tag parser: the usual spellings, parsed without the state machine, equ
   });
 });
 
-describe('TagScanner: write(piece, start, end), skip(count) and idle', () => {
+describe('TagScanner: write(piece, start, end), advance(count) and idle', () => {
   const record = () => {
     const out: string[] = [];
     const scanner = new TagScanner(
@@ -605,7 +605,7 @@ describe('TagScanner: write(piece, start, end), skip(count) and idle', () => {
     return merged;
   };
 
-  it('parts of a piece scan like the piece (positions included), and skip moves the position', () => {
+  it('parts of a piece scan like the piece (positions included), and advance moves the position', () => {
     fc.assert(
       fc.property(textArb, fc.array(fc.nat(), { maxLength: 12 }), fc.array(fc.nat(), { maxLength: 12 }), (text, cuts, inner) => {
         const whole = record();
@@ -627,7 +627,7 @@ describe('TagScanner: write(piece, start, end), skip(count) and idle', () => {
     );
     const { out, scanner } = record();
     expect(scanner.idle).toBe(true);
-    scanner.skip(5); // "Hello" handled elsewhere
+    scanner.advance(5); // "Hello" handled elsewhere
     scanner.write('Hello <flush> <bre', 5);
     expect(scanner.idle).toBe(false);
     scanner.write('ak time="1s"/>');
@@ -636,7 +636,7 @@ describe('TagScanner: write(piece, start, end), skip(count) and idle', () => {
     expect(out).toEqual(['t: ', 'f:<flush>@6', 't: ', 'b:<break time="1s"/>:1s@14']);
   });
 
-  it('rejects a bad part or count (INVALID_ARGUMENT) and skip while a tag is held back (INVALID_STATE)', () => {
+  it('rejects a bad part or count (INVALID_ARGUMENT) and advance while a tag is held back (INVALID_STATE)', () => {
     const { scanner } = record();
     const code = (f: () => void): string | undefined => {
       try {
@@ -651,12 +651,12 @@ describe('TagScanner: write(piece, start, end), skip(count) and idle', () => {
     expect(code(() => scanner.write('abc', -1))).toBe('INVALID_ARGUMENT');
     expect(code(() => scanner.write('abc', 0, 4))).toBe('INVALID_ARGUMENT');
     expect(code(() => scanner.write('abc', 0.5))).toBe('INVALID_ARGUMENT');
-    expect(code(() => scanner.skip(-1))).toBe('INVALID_ARGUMENT');
-    expect(code(() => scanner.skip(1.5))).toBe('INVALID_ARGUMENT');
-    expect(code(() => scanner.skip(Number.NaN))).toBe('INVALID_ARGUMENT');
+    expect(code(() => scanner.advance(-1))).toBe('INVALID_ARGUMENT');
+    expect(code(() => scanner.advance(1.5))).toBe('INVALID_ARGUMENT');
+    expect(code(() => scanner.advance(Number.NaN))).toBe('INVALID_ARGUMENT');
     expect(scanner.position).toBe(0);
     scanner.write('x <fl');
-    expect(code(() => scanner.skip(1))).toBe('INVALID_STATE');
+    expect(code(() => scanner.advance(1))).toBe('INVALID_STATE');
     expect(scanner.position).toBe(5);
   });
 });
