@@ -332,15 +332,6 @@ export function decodeAudio(bytes: Uint8Array, options: AudioDecoderOptions = {}
   const parts = [...dec.push(bytes), ...dec.flush()];
   const info = seen.info;
   if (info === null) throw new VoicewireError('AUDIO_FORMAT_UNDETECTED', 'the input is empty');
-  let total = 0;
-  for (const p of parts) total += p.length;
-  const pcm = parts.length === 1 ? parts[0]! : new Int16Array(total);
-  if (parts.length !== 1) {
-    let at = 0;
-    for (const p of parts) {
-      pcm.set(p, at);
-      at += p.length;
-    }
-  }
+  const pcm = parts.length === 1 ? parts[0]! : concatChunks(parts, (n) => new Int16Array(n));
   return { pcm, info };
 }

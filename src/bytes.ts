@@ -153,13 +153,13 @@ export function float32View(bytes: Uint8Array): Float32Array {
 }
 
 /** Joins `parts` into one new array made by `alloc` (always a copy, also of a single part). */
-export function concatChunks<T extends Uint8Array | Int16Array>(parts: readonly T[], alloc: (length: number) => T): T {
+export function concatChunks<T extends Uint8Array | Int16Array | Float32Array>(parts: readonly T[], alloc: (length: number) => T): T {
   let total = 0;
   for (const p of parts) total += p.length;
   const out = alloc(total);
   let at = 0;
   for (const p of parts) {
-    out.set(p, at);
+    out.set(p as never, at);
     at += p.length;
   }
   return out;

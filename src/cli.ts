@@ -18,7 +18,7 @@ import { createAudioDecoder, decodeAudio, type AudioSourceInfo } from './audio-d
 import { createAudioEncoder, type AudioEncoder } from './audio-encoder.js';
 import { parseAudioFormat } from './format.js';
 import { isWav, wavInfo, encodeWav } from './wav.js';
-import { int16View } from './bytes.js';
+import { concatChunks, int16View } from './bytes.js';
 import { initOpus } from './opus.js';
 import { decodeWithFfmpeg, isFfmpegAvailable } from './node/ffmpeg.js';
 
@@ -155,13 +155,7 @@ async function convert(cmd: Extract<CliCommand, { command: 'convert' }>): Promis
     if (!isFfmpegAvailable()) {
       throw new VoicewireError('FFMPEG_NOT_FOUND', 'input is not WAV or Ogg Opus: name a raw format with --from, or install ffmpeg to read other containers');
     }
-    const total = head.reduce((n, c) => n + c.byteLength, 0);
-    const all = new Uint8Array(total);
-    let at = 0;
-    for (const c of head) {
-      all.set(c, at);
-      at += c.byteLength;
-    }
+    const all = concatChunks(head, (n) => new Uint8Array(n));
     const rate = target.sampleRate ?? 48000;
     const pcm = await decodeWithFfmpeg(all, { sampleRate: rate });
     encoder = makeEncoder({ sampleRate: rate });
@@ -177,13 +171,7 @@ async function convert(cmd: Extract<CliCommand, { command: 'convert' }>): Promis
   encoder.destroy();
 
   if (exactWav) {
-    const total = pcmParts.reduce((n, c) => n + c.byteLength, 0);
-    const bytes = new Uint8Array(total);
-    let at = 0;
-    for (const c of pcmParts) {
-      bytes.set(c, at);
-      at += c.byteLength;
-    }
+    const bytes = concatChunks(pcmParts, (n) => new Uint8Array(n));
     await out.write(encodeWav(int16View(bytes), { sampleRate: 48000 }));
   }
   await out.close();

@@ -722,15 +722,7 @@ export interface DecodedOggOpus<F extends OggOpusSampleFormat> {
 
 /** Concatenates PCM chunks (one copy). */
 function joinPcm<F extends OggOpusSampleFormat>(chunks: readonly OggOpusPcm<F>[], float: boolean): OggOpusPcm<F> {
-  let total = 0;
-  for (const c of chunks) total += c.length;
-  const pcm = (float ? new Float32Array(total) : new Int16Array(total)) as OggOpusPcm<F>;
-  let at = 0;
-  for (const c of chunks) {
-    pcm.set(c as never, at);
-    at += c.length;
-  }
-  return pcm;
+  return concatChunks(chunks, (n) => (float ? new Float32Array(n) : new Int16Array(n)) as OggOpusPcm<F>);
 }
 
 /** A copy of a VoicewireError with `details.pcm` (see {@link OggOpusErrorDetails}); anything else as it is. */

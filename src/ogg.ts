@@ -10,7 +10,7 @@
  * ```
  * Header type bits: 0x01 continued packet, 0x02 beginning of stream (BOS), 0x04 end of stream (EOS).
  */
-import { ByteQueue, toBytes } from './bytes.js';
+import { ByteQueue, concatChunks, toBytes } from './bytes.js';
 import { oggCrc32, oggCrc32Zeros } from './crc32.js';
 import { VoicewireError, toVoicewireError } from './errors.js';
 import type { Incremental } from './stream-core.js';
@@ -607,12 +607,7 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
 
   private assemble(s: StreamState, last: Uint8Array, page: OggPage): Uint8Array {
     this.appendPart(s, last, page);
-    const out = new Uint8Array(s.partLength);
-    let at = 0;
-    for (const p of s.parts) {
-      out.set(p, at);
-      at += p.length;
-    }
+    const out = concatChunks(s.parts, (n) => new Uint8Array(n));
     s.parts = [];
     s.partLength = 0;
     return out;
@@ -775,7 +770,6 @@ export class OggPageWriter {
     const parts: Uint8Array[] = [];
     let granule: bigint | number = -1;
     const continued = this.queue.length > 0 && this.queue[0]!.done > 0 ? OGG_CONTINUED : 0;
-    let bodyLength = 0;
     while (this.queue.length > 0 && segments.length < maxSegments) {
       const p = this.queue[0]!;
       const rest = p.data.length - p.done;
@@ -785,7 +779,6 @@ export class OggPageWriter {
         for (let i = 0; i < need - 1; i++) segments.push(255);
         segments.push(rest % 255);
         parts.push(p.data.subarray(p.done));
-        bodyLength += rest;
         granule = p.granule;
         this.queue.shift();
         this.queuedSegments -= need;
@@ -794,17 +787,11 @@ export class OggPageWriter {
         for (let i = 0; i < room; i++) segments.push(255);
         const take = room * 255;
         parts.push(p.data.subarray(p.done, p.done + take));
-        bodyLength += take;
         p.done += take;
         this.queuedSegments -= room;
       }
     }
-    const body = new Uint8Array(bodyLength);
-    let at = 0;
-    for (const part of parts) {
-      body.set(part, at);
-      at += part.length;
-    }
+    const body = concatChunks(parts, (n) => new Uint8Array(n));
     return this.emit(flags | continued, granule, segments, body);
   }
 

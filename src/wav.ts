@@ -25,7 +25,7 @@
  * {@link createWavStreamEncoder}: the service's streaming form, a 44-byte header whose RIFF and
  * data sizes are 0xFFFFFFFF followed by raw PCM (protocol-notes "Output encodings").
  */
-import { ByteQueue, describe, toBytes } from './bytes.js';
+import { ByteQueue, concatChunks, describe, toBytes } from './bytes.js';
 import { VoicewireError } from './errors.js';
 import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from './g711.js';
 import {
@@ -696,24 +696,13 @@ export function decodeWav<O extends WavSampleOutput = 'float32'>(bytes: Uint8Arr
   }
   if (format === null) throw new VoicewireError('WAV_MISSING_DATA', 'the file has no data chunk'); // unreachable: flush() throws first
   const channels = options.mono === true ? 1 : format.channels;
-  const samples = joinParts(parts, options.output ?? 'float32');
+  const output = options.output ?? 'float32';
+  const alloc = (n: number) => (output === 'float32' ? new Float32Array(n) : output === 'int16' ? new Int16Array(n) : new Uint8Array(n)) as WavSampleTypes[O];
+  const samples = parts.length === 1 ? parts[0]! : concatChunks(parts, alloc);
   const frames = dec.framesDecoded;
   return { format, samples, channels, frames, durationS: frames / format.sampleRate };
 }
 
-function joinParts<S extends Float32Array | Int16Array | Uint8Array>(parts: S[], output: WavSampleOutput): S {
-  if (parts.length === 1) return parts[0]!;
-  const Ctor = (output === 'float32' ? Float32Array : output === 'int16' ? Int16Array : Uint8Array) as unknown as new (n: number) => S;
-  let total = 0;
-  for (const p of parts) total += p.length;
-  const out = new Ctor(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p as never, at);
-    at += p.length;
-  }
-  return out;
-}
 
 /**
  * What `voicewire info` prints for a WAV file: container, codec, sampleRate, channels,

@@ -7,6 +7,7 @@
 import prism from 'prism-media';
 import type { Duplex } from 'node:stream';
 import { VoicewireError } from '../errors.js';
+import { concatChunks } from '../bytes.js';
 
 /** Options of {@link createFfmpegDecoderStream} and {@link decodeWithFfmpeg}. */
 export interface FfmpegDecodeOptions {
@@ -83,15 +84,8 @@ export function decodeWithFfmpeg(input: Uint8Array, options: FfmpegDecodeOptions
     const child = (stream as unknown as { process: import('node:child_process').ChildProcess }).process;
     child.on('close', (code) => {
       if (failed || code !== 0) return;
-      const total = parts.reduce((n, p) => n + p.byteLength, 0);
-      const out = new Int16Array(total >> 1);
-      const bytes = new Uint8Array(out.buffer);
-      let at = 0;
-      for (const p of parts) {
-        bytes.set(p.subarray(0, Math.min(p.byteLength, bytes.byteLength - at)), at);
-        at += p.byteLength;
-      }
-      resolve(out);
+      const bytes = concatChunks(parts, (n) => new Uint8Array(n));
+      resolve(new Int16Array(bytes.buffer, 0, bytes.byteLength >> 1));
     });
     stream.end(input);
   });
