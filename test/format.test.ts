@@ -16,6 +16,7 @@ import {
 } from '../src/format.js';
 import { VoicewireError } from '../src/errors.js';
 import * as index from '../src/index.js';
+import { caught } from './helpers/errors.js';
 
 // §4.2 output_format list, verbatim order.
 const SPEC_4_2 = ['wav', 'pcm', 'opus', 'ulaw_8000', 'mulaw_8000', 'alaw_8000', 'pcm_8000', 'pcm_16000', 'pcm_22050', 'pcm_24000', 'pcm_44100', 'pcm_48000'];
@@ -49,15 +50,6 @@ const STT_ROWS: Row[] = TTS_ROWS.map((r): Row => {
   return r;
 });
 
-function caught(f: () => unknown): VoicewireError {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(VoicewireError);
-    return err as VoicewireError;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('AUDIO_FORMAT_NAMES and the route lists', () => {
   it('are the lists of service-api.md §4.2, §4.4 and §4.5', () => {

@@ -25,6 +25,7 @@ import { VoicewireError } from '../src/errors.js';
 import { int16View } from '../src/bytes.js';
 import * as nodeIndex from '../src/node/index.js';
 import { concat, oneByOne, splitAt } from './helpers/chunks.js';
+import { expectCode } from './helpers/errors.js';
 
 // ---------------------------------------------------------------------------------------------
 // Naive reference
@@ -300,14 +301,7 @@ describe('errors', () => {
     ['silenceFrame NaN', () => silenceFrame(NaN)],
   ];
   it.each(bad)('%s → INVALID_ARGUMENT', (_name, f) => {
-    let err: unknown;
-    try {
-      f();
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(VoicewireError);
-    expect((err as VoicewireError).code).toBe('INVALID_ARGUMENT');
+    expectCode(f, 'INVALID_ARGUMENT');
   });
   it('a rejected push leaves the framer working', () => {
     const f = createFramer({ frameSamples: 2, bytesPerSample: 1 });

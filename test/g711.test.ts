@@ -11,6 +11,7 @@ import * as alawmulawNs from 'alawmulaw';
 import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from '../src/g711.js';
 import { VoicewireError } from '../src/errors.js';
 import { has, needs, run } from './helpers/tools.js';
+import { expectCode } from './helpers/errors.js';
 
 // alawmulaw ships a UMD bundle as `main`; under Node its namespace arrives as `default`.
 const alawmulaw = ((alawmulawNs as unknown as { default?: typeof alawmulawNs }).default ?? alawmulawNs) as typeof alawmulawNs;
@@ -154,15 +155,7 @@ describe.each(LAWS)('G.711 $law', ({ law, encode, decode, naiveEncode, naiveDeco
       () => decode(new Uint8Array(4), new Uint8Array(4) as never),
     ];
     for (const f of cases) {
-      let caught: unknown;
-      try {
-        f();
-      } catch (err) {
-        caught = err;
-      }
-      expect(caught).toBeInstanceOf(VoicewireError);
-      expect((caught as VoicewireError).code).toBe('INVALID_ARGUMENT');
-      expect((caught as VoicewireError).message).toMatch(law === 'mulaw' ? /Mulaw/ : /Alaw/);
+      expectCode(f, 'INVALID_ARGUMENT', law === 'mulaw' ? /Mulaw/ : /Alaw/);
     }
   });
 });

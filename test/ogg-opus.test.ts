@@ -16,6 +16,7 @@ import { createOggOpusDecoderTransform, createOggOpusEncoderTransform } from '..
 import { concat, cutsArb, oneByOne, splitAt } from './helpers/chunks.js';
 import { has, needs, run, runText } from './helpers/tools.js';
 import { expectCode as expectError } from './helpers/errors.js';
+import { naiveOggPages as pagesOf, type NaiveOggPage as Page } from './helpers/ogg-pages.js';
 
 // --- helpers -------------------------------------------------------------------------------------
 
@@ -72,30 +73,7 @@ function opusdecFloat(ogg: Uint8Array, extra: string[] = []): Float32Array {
   return f32(new Uint8Array(readFileSync(out)));
 }
 
-interface Page {
-  offset: number;
-  headerType: number;
-  granule: bigint;
-  serial: number;
-  sequence: number;
-  lacing: number[];
-  body: Uint8Array;
-}
 
-/** Independent reference parser (RFC 3533 §6 layout) to check what our writer produced. */
-function pagesOf(data: Uint8Array): Page[] {
-  const pages: Page[] = [];
-  const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  let at = 0;
-  while (at < data.length) {
-    const n = data[at + 26]!;
-    const lacing = [...data.subarray(at + 27, at + 27 + n)];
-    const size = lacing.reduce((a, b) => a + b, 0);
-    pages.push({ offset: at, headerType: data[at + 5]!, granule: dv.getBigInt64(at + 6, true), serial: dv.getUint32(at + 14, true), sequence: dv.getUint32(at + 18, true), lacing, body: data.slice(at + 27 + n, at + 27 + n + size) });
-    at += 27 + n + size;
-  }
-  return pages;
-}
 
 function packetsOf(page: Page): Uint8Array[] {
   const out: Uint8Array[] = [];

@@ -6,6 +6,7 @@ import { OggPacketReader, OggPageReader, OggPageWriter, buildOggPage, type OggPa
 import { VoicewireError } from '../src/errors.js';
 import { concat, cutsArb, oneByOne, splitAt } from './helpers/chunks.js';
 import { expectCode as expectError } from './helpers/errors.js';
+import { naiveOggPages as naivePages, type NaiveOggPage as NaivePage } from './helpers/ogg-pages.js';
 
 const fixture = (name: string): Uint8Array => new Uint8Array(readFileSync(new URL(`../fixtures/opus/${name}`, import.meta.url)));
 const OPUSENC = fixture('opusenc_20ms.opus');
@@ -22,39 +23,7 @@ function naiveCrc(data: Uint8Array): number {
   return crc >>> 0;
 }
 
-interface NaivePage {
-  offset: number;
-  headerType: number;
-  granule: bigint;
-  serial: number;
-  sequence: number;
-  lacing: number[];
-  body: Uint8Array;
-}
 
-/** Independent reference: splits a well-formed Ogg file into pages by the RFC 3533 §6 layout. */
-function naivePages(file: Uint8Array): NaivePage[] {
-  const pages: NaivePage[] = [];
-  const dv = new DataView(file.buffer, file.byteOffset, file.byteLength);
-  let at = 0;
-  while (at < file.length) {
-    expect(String.fromCharCode(...file.subarray(at, at + 4))).toBe('OggS');
-    const n = file[at + 26]!;
-    const lacing = [...file.subarray(at + 27, at + 27 + n)];
-    const size = lacing.reduce((a, b) => a + b, 0);
-    pages.push({
-      offset: at,
-      headerType: file[at + 5]!,
-      granule: dv.getBigInt64(at + 6, true),
-      serial: dv.getUint32(at + 14, true),
-      sequence: dv.getUint32(at + 18, true),
-      lacing,
-      body: file.slice(at + 27 + n, at + 27 + n + size),
-    });
-    at += 27 + n + size;
-  }
-  return pages;
-}
 
 /** Independent reference: packets of one stream by the RFC 3533 §5 lacing rule (value < 255 ends a packet). */
 function naivePackets(pages: NaivePage[]): Uint8Array[] {

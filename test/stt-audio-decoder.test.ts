@@ -17,6 +17,7 @@ import { createAudioDecodeTransform, decodeSttAudio } from '../src/node/pipeline
 import type { SttServerSessionOptions } from '../src/protocol/server.js';
 import { cutsArb, oneByOne, splitAt } from './helpers/chunks.js';
 import { has, needs, run } from './helpers/tools.js';
+import { caught } from './helpers/errors.js';
 
 const FIX = new URL('../fixtures/', import.meta.url).pathname;
 const EN = join(FIX, 'speech/en.wav'); // 22050 Hz s16 mono
@@ -279,23 +280,14 @@ describe('STT audio messages', () => {
 
   it('bad base64, bad audio and non-audio messages are protocol errors (1008)', () => {
     const dec = createSttAudioDecoder('pcm');
-    const catchErr = (f: () => unknown): VoicewireError => {
-      try {
-        f();
-      } catch (e) {
-        expect(e).toBeInstanceOf(VoicewireError);
-        return e as VoicewireError;
-      }
-      throw new Error('did not throw');
-    };
-    const bad = catchErr(() => dec.pushBase64('not base64!'));
+    const bad = caught(() => dec.pushBase64('not base64!'));
     expect(bad.code).toBe('PROTOCOL_INVALID_AUDIO');
     expect(bad.closeCode).toBe(1008);
-    expect(catchErr(() => dec.pushMessage({ type: 'flush', flush_id: 1 })).code).toBe('PROTOCOL_INVALID_MESSAGE');
-    expect(catchErr(() => dec.pushMessage('{"type":"audio"')).code).toBe('PROTOCOL_INVALID_MESSAGE');
-    expect(catchErr(() => dec.pushMessage({ type: 'audio', audio: 5 })).code).toBe('PROTOCOL_INVALID_MESSAGE');
+    expect(caught(() => dec.pushMessage({ type: 'flush', flush_id: 1 })).code).toBe('PROTOCOL_INVALID_MESSAGE');
+    expect(caught(() => dec.pushMessage('{"type":"audio"')).code).toBe('PROTOCOL_INVALID_MESSAGE');
+    expect(caught(() => dec.pushMessage({ type: 'audio', audio: 5 })).code).toBe('PROTOCOL_INVALID_MESSAGE');
     const wav = createSttAudioDecoder('wav');
-    const notWav = catchErr(() => wav.pushBase64(base64(new Uint8Array(64).fill(1))));
+    const notWav = caught(() => wav.pushBase64(base64(new Uint8Array(64).fill(1))));
     expect(notWav.code).toBe('PROTOCOL_INVALID_AUDIO');
     expect((notWav.cause as VoicewireError).code).toBe('WAV_NOT_RIFF');
   });

@@ -19,6 +19,7 @@ import { createAudioEncodeTransform } from '../src/node/pipelines.js';
 import type { TtsServerSessionOptions } from '../src/protocol/server.js';
 import { concat, cutsArb, oneByOne, splitAt } from './helpers/chunks.js';
 import { has, needs, run, runText } from './helpers/tools.js';
+import { caught } from './helpers/errors.js';
 
 const FIX = new URL('../fixtures/', import.meta.url);
 const SPEECH48_FILE = new URL('speech/en_48k.wav', FIX).pathname;
@@ -452,22 +453,13 @@ describe('adapters and errors', () => {
   });
 
   it('errors are VoicewireErrors with codes', () => {
-    const err = (f: () => unknown) => {
-      try {
-        f();
-      } catch (e) {
-        expect(e).toBeInstanceOf(VoicewireError);
-        return e as VoicewireError;
-      }
-      throw new Error('did not throw');
-    };
-    const unknown = err(() => createTtsAudioEncoder('mp3'));
+    const unknown = caught(() => createTtsAudioEncoder('mp3'));
     expect(unknown.code).toBe('FORMAT_UNKNOWN');
     expect(unknown.closeCode).toBe(1008);
     expect(unknown.message).toContain('pcm_16000');
-    expect(err(() => createTtsAudioEncoder('pcm', { sampleRate: 0 })).code).toBe('INVALID_ARGUMENT');
-    expect(err(() => createTtsAudioEncoder('pcm').encode([1, 2] as never)).code).toBe('INVALID_ARGUMENT');
-    expect(err(() => createTtsAudioEncoder('pcm').mapTime(-1)).code).toBe('INVALID_ARGUMENT');
-    expect(err(() => createAudioEncoder({ format: 'wav', inputRate: 1.5 })).code).toBe('INVALID_ARGUMENT');
+    expect(caught(() => createTtsAudioEncoder('pcm', { sampleRate: 0 })).code).toBe('INVALID_ARGUMENT');
+    expect(caught(() => createTtsAudioEncoder('pcm').encode([1, 2] as never)).code).toBe('INVALID_ARGUMENT');
+    expect(caught(() => createTtsAudioEncoder('pcm').mapTime(-1)).code).toBe('INVALID_ARGUMENT');
+    expect(caught(() => createAudioEncoder({ format: 'wav', inputRate: 1.5 })).code).toBe('INVALID_ARGUMENT');
   });
 });

@@ -6,14 +6,19 @@ import { expect } from 'vitest';
 import { VoicewireError } from '../../src/errors.js';
 
 export function expectCode(fn: () => unknown, code: string, message?: RegExp): VoicewireError {
-  let caught: unknown;
+  const err = caught(fn);
+  expect(err.code).toBe(code);
+  if (message) expect(err.message).toMatch(message);
+  return err;
+}
+
+/** The VoicewireError `fn` throws; fails the test when it throws nothing or something else. */
+export function caught(fn: () => unknown): VoicewireError {
   try {
     fn();
   } catch (err) {
-    caught = err;
+    expect(err).toBeInstanceOf(VoicewireError);
+    return err as VoicewireError;
   }
-  expect(caught).toBeInstanceOf(VoicewireError);
-  expect((caught as VoicewireError).code).toBe(code);
-  if (message) expect((caught as VoicewireError).message).toMatch(message);
-  return caught as VoicewireError;
+  throw new Error('expected a VoicewireError, but nothing was thrown');
 }

@@ -17,16 +17,8 @@ import {
   serializeTtsServerMessage,
   type ProtocolErrorDetails,
 } from '../../src/protocol/index.js';
+import { caught as thrown } from '../helpers/errors.js';
 
-function thrown(f: () => unknown): VoicewireError {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(VoicewireError);
-    return err as VoicewireError;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('base64 (RFC 4648 §4), against Node Buffer as the oracle', () => {
   it('encodes like Buffer for every length 0..64 and an 80 ms frame', () => {

@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createScriptedTtsEngine, createTtsServerSession, type TtsOutputEncoder } from '../../src/protocol/index.js';
+import { naiveOggPages } from '../helpers/ogg-pages.js';
 
 type Msg = Record<string, unknown> & { type: string };
 
@@ -66,21 +67,10 @@ function checkContiguous(audio: Audio[]): void {
   for (const a of audio) expect(a.stop_s).toBeGreaterThanOrEqual(a.start_s);
 }
 
-/** Naive Ogg page walk (RFC 3533 §6): the granule of the last page in `bytes` that completes a packet. */
+/** The granule of the last page in `bytes` that completes a packet (RFC 3533 §6: others carry -1). */
 function lastGranule(bytes: Uint8Array): number | null {
-  let at = 0;
-  let granule: number | null = null;
-  while (at < bytes.length) {
-    expect(String.fromCharCode(...bytes.subarray(at, at + 4))).toBe('OggS');
-    const view = new DataView(bytes.buffer, bytes.byteOffset + at);
-    const g = Number(view.getBigInt64(6, true));
-    const segments = bytes[at + 26]!;
-    let body = 0;
-    for (let i = 0; i < segments; i++) body += bytes[at + 27 + i]!;
-    if (g !== -1) granule = g;
-    at += 27 + segments + body;
-  }
-  return granule;
+  const done = naiveOggPages(bytes).filter((p) => p.granule !== -1n);
+  return done.length === 0 ? null : Number(done[done.length - 1]!.granule);
 }
 
 describe('TTS server: audio timing is the encoded chunk’s, words follow their audio (issue 7)', () => {
