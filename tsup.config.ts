@@ -15,7 +15,7 @@ export default defineConfig([
     splitting: true,
   },
   {
-    entry: { cli: 'src/cli.ts' },
+    entry: { cli: 'src/cli/main.ts' },
     format: ['esm'],
     target: 'node20',
     banner: { js: '#!/usr/bin/env node' },

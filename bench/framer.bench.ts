@@ -5,7 +5,7 @@
  * Beside it, the counter-example from the field: a framer that Buffer.concat's every chunk onto
  * its backlog. Reports ns per frame.
  */
-import { TTS_FRAME, STT_FRAME, createFramer, type FramePreset } from '../src/framer.js';
+import { TTS_FRAME, STT_FRAME, createFramer, type FramePreset } from '../src/audio/framer.js';
 import { runGroup, save, type GroupResult } from './util.js';
 
 function random(seed: number): () => number {

@@ -30,7 +30,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as alawmulawNs from 'alawmulaw';
-import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from '../src/g711.js';
+import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from '../src/audio/g711.js';
 import { runGroup, save, type GroupResult } from './util.js';
 
 // Enter the "a buffer has been detached" state on purpose (see the header).

@@ -8,7 +8,7 @@
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import split2 from 'split2';
-import { createNdjsonDecoder, createNdjsonDecoderStream } from '../src/ndjson.js';
+import { createNdjsonDecoder, createNdjsonDecoderStream } from '../src/text/ndjson.js';
 import { createNdjsonDecoderTransform } from '../src/node/ndjson.js';
 import { printGroup, save, type GroupResult } from './util.js';
 

@@ -7,9 +7,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { OpusDecoder, OpusEncoder, opusStats } from '../src/opus.js';
-import { OggOpusDecoder, OggOpusEncoder, encodeOggOpus } from '../src/ogg-opus.js';
-import { OggPacketReader } from '../src/ogg.js';
+import { OpusDecoder, OpusEncoder, opusStats } from '../src/audio/opus.js';
+import { OggOpusDecoder, OggOpusEncoder, encodeOggOpus } from '../src/audio/ogg-opus.js';
+import { OggPacketReader } from '../src/audio/ogg.js';
 import { runGroup, save, type GroupResult } from './util.js';
 
 const require = createRequire(import.meta.url);

@@ -17,7 +17,7 @@ import {
   encodeBase64,
   parseSttClientMessage,
   serializeTtsAudioMessage,
-} from '../src/protocol/index.js';
+} from '../src/index.js';
 import { runGroup, save, type GroupResult } from './util.js';
 
 const frame = new Uint8Array(7680);

@@ -1,5 +1,5 @@
 /**
- * Resampler quality measurement shared by test/resampler.test.ts and bench/resampler.bench.ts:
+ * Resampler quality measurement shared by test/audio/resampler.test.ts and bench/resampler.bench.ts:
  * tones in, a least-squares sine fit over the middle of the output, figures in dB. Independent of
  * the resampler's code (it only sees a `(input, from, to) → output` function), so the same
  * yardstick measures voicewire, speexdsp, wave-resampler and sox.

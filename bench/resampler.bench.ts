@@ -15,7 +15,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import waveResampler from 'wave-resampler';
-import { createResampler, resample, resamplerBackend, type ResamplerQuality } from '../src/resampler.js';
+import { createResampler, resample, resamplerBackend, type ResamplerQuality } from '../src/audio/resampler.js';
 import { measureQuality, responseDb, type QualityFigures, type ResampleFn } from './quality.js';
 import { machine, runGroup, save, type GroupResult } from './util.js';
 

@@ -26,8 +26,8 @@
  * after a warm-up over every input (cases share each round's machine load; the figures to quote on
  * a busy machine), with the linearity check.
  */
-import { createTagParser } from '../src/tags.js';
-import { createTextChunker } from '../src/text-chunker.js';
+import { createTagParser } from '../src/text/tags.js';
+import { createTextChunker } from '../src/text/text-chunker.js';
 import { runGroup, save, type GroupResult } from './util.js';
 
 const SENTENCES = [

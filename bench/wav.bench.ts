@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import * as wavefileNs from 'wavefile';
 import { createWavDecoder, decodeWav, encodeWav, type PcmEncoding } from '../src/index.js';
-import { float32ToInt16, int16ToFloat32 } from '../src/pcm.js';
+import { float32ToInt16, int16ToFloat32 } from '../src/audio/pcm.js';
 import { runGroup, save, type GroupResult } from './util.js';
 
 // wavefile's `main` is a UMD bundle: under Node its namespace arrives as `default`.

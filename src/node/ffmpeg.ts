@@ -6,8 +6,8 @@
  */
 import prism from 'prism-media';
 import type { Duplex } from 'node:stream';
-import { VoicewireError } from '../errors.js';
-import { concatChunks } from '../bytes.js';
+import { VoicewireError } from '../util/errors.js';
+import { concatChunks } from '../util/bytes.js';
 
 /** Options of {@link createFfmpegDecoderStream} and {@link decodeWithFfmpeg}. */
 export interface FfmpegDecodeOptions {

@@ -1,8 +1,8 @@
 /**
- * Node `Transform` over the 80 ms framer (src/framer.ts): bytes in, one frame per chunk out.
+ * Node `Transform` over the 80 ms framer (src/audio/framer.ts): bytes in, one frame per chunk out.
  */
-import type { Incremental } from '../stream-core.js';
-import { createFramer, type Framer, type FramerOptions } from '../framer.js';
+import type { Incremental } from '../util/stream-core.js';
+import { createFramer, type Framer, type FramerOptions } from '../audio/framer.js';
 import { CoreTransform, type NodeTransformOptions } from './transform.js';
 
 /** Options of {@link createFramerTransform}: Node stream options besides the framer's. */

@@ -9,8 +9,8 @@ import {
   type NdjsonDecoder,
   type NdjsonDecoderOptions,
   type NdjsonErrorDetails,
-} from '../ndjson.js';
-import type { VoicewireError } from '../errors.js';
+} from '../text/ndjson.js';
+import type { VoicewireError } from '../util/errors.js';
 
 /** Options of {@link NdjsonDecoderTransform}: the decoder's, plus Node's stream options. */
 export interface NdjsonDecoderTransformOptions

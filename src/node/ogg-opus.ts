@@ -5,7 +5,7 @@
  * when the stream ends, errors or is destroyed.
  */
 import type { TransformCallback } from 'node:stream';
-import { OggOpusDecoder, OggOpusEncoder, type OggOpusDecoderOptions, type OggOpusEncoderInput, type OggOpusEncoderOptions, type OggOpusPcm, type OggOpusSampleFormat } from '../ogg-opus.js';
+import { OggOpusDecoder, OggOpusEncoder, type OggOpusDecoderOptions, type OggOpusEncoderInput, type OggOpusEncoderOptions, type OggOpusPcm, type OggOpusSampleFormat } from '../audio/ogg-opus.js';
 import { CoreTransform, type NodeTransformOptions } from './transform.js';
 
 /** A CoreTransform whose core holds a libopus instance: freed on end, error and destroy. */

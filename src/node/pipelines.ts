@@ -11,13 +11,13 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { Duplex } from 'node:stream';
-import { createAudioDecoder, type AudioDecoderOptions, type AudioSourceInfo } from '../audio-decoder.js';
-import { createAudioEncoder, type AudioEncoderInput, type AudioEncoderOptions } from '../audio-encoder.js';
-import { VoicewireError } from '../errors.js';
-import { isAudioFormatName } from '../format.js';
-import { checkWaterMarks, FramePump, type PipelineCore, type PipelineWaterMarks } from '../pipeline-stream.js';
-import { sttDecoderStreamCore, sttSliceBytes, STT_SAMPLE_RATE, type SttDecoderStreamOptions } from '../stt-audio-decoder.js';
-import { ttsEncoderStreamCore, type TtsEncoderStreamOptions } from '../tts-audio-encoder.js';
+import { createAudioDecoder, type AudioDecoderOptions, type AudioSourceInfo } from '../pipelines/audio-decoder.js';
+import { createAudioEncoder, type AudioEncoderInput, type AudioEncoderOptions } from '../pipelines/audio-encoder.js';
+import { VoicewireError } from '../util/errors.js';
+import { isAudioFormatName } from '../audio/format.js';
+import { checkWaterMarks, FramePump, type PipelineCore, type PipelineWaterMarks } from '../pipelines/pipeline-stream.js';
+import { sttDecoderStreamCore, sttSliceBytes, STT_SAMPLE_RATE, type SttDecoderStreamOptions } from '../pipelines/stt-audio-decoder.js';
+import { ttsEncoderStreamCore, type TtsEncoderStreamOptions } from '../pipelines/tts-audio-encoder.js';
 import { createFfmpegDecoderStream } from './ffmpeg.js';
 
 /** Bytes of a typed array as a Buffer, without copying (Node's byte-mode readables take Uint8Array only). */

@@ -1,5 +1,5 @@
 /**
- * Object-mode Node Transforms over the protocol session runners (src/protocol/), for Node
+ * Object-mode Node Transforms over the protocol session runners (src/sessions/), for Node
  * pipelines: a server side (client frames in → server frames out) and a client side (a pair:
  * client messages → frames to send; server frames → validated events).
  */
@@ -9,17 +9,15 @@ import {
   createSttServerSession,
   createTtsClientSession,
   createTtsServerSession,
-  type RawMessage,
   type ServerSession,
   type ServerTransport,
   type SttClientEvent,
-  type SttClientMessage,
   type SttServerSessionOptions,
   type TtsClientEvent,
-  type TtsClientMessage,
   type TtsClientSessionOptions,
   type TtsServerSessionOptions,
-} from '../protocol/index.js';
+} from '../sessions/index.js';
+import type { RawMessage, SttClientMessage, TtsClientMessage } from '../protocol/index.js';
 
 /** Extra options of the server transforms. */
 export interface ServerTransformOptions {

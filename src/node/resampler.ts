@@ -3,10 +3,10 @@
  * (`s16le` or `f32le`), interleaved channels. Chunks may end anywhere, even inside a sample: the
  * partial sample's bytes wait for the next chunk. Backpressure is Node's own (Transform).
  */
-import { float32View, int16View } from '../bytes.js';
-import { VoicewireError } from '../errors.js';
-import { createInt16Resampler, createResampler, type Resampler, type ResamplerOptions } from '../resampler.js';
-import type { Incremental } from '../stream-core.js';
+import { float32View, int16View } from '../util/bytes.js';
+import { VoicewireError } from '../util/errors.js';
+import { createInt16Resampler, createResampler, type Resampler, type ResamplerOptions } from '../audio/resampler.js';
+import type { Incremental } from '../util/stream-core.js';
 import { CoreTransform, type NodeTransformOptions } from './transform.js';
 
 /** PCM byte encodings the resampler Transform reads and writes. */

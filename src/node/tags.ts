@@ -4,9 +4,9 @@
  * with a streaming decoder, so a character may straddle two writes.
  */
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
-import { createTagParser, type TagEvent, type TagParseErrorDetails, type TagParserOptions } from '../tags.js';
-import { createTextChunker, type TextChunkerOptions } from '../text-chunker.js';
-import type { VoicewireError } from '../errors.js';
+import { createTagParser, type TagEvent, type TagParseErrorDetails, type TagParserOptions } from '../text/tags.js';
+import { createTextChunker, type TextChunkerOptions } from '../text/text-chunker.js';
+import type { VoicewireError } from '../util/errors.js';
 
 type StreamOptions = Omit<TransformOptions, 'transform' | 'flush' | 'objectMode' | 'readableObjectMode' | 'writableObjectMode' | 'decodeStrings'>;
 

@@ -3,8 +3,8 @@
  * `_flush` calls `flush`, a throw becomes `callback(err)`. Backpressure is Node's own.
  */
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
-import type { Incremental } from '../stream-core.js';
-import { bytesOf } from '../bytes.js';
+import type { Incremental } from '../util/stream-core.js';
+import { bytesOf } from '../util/bytes.js';
 
 /** Options of {@link toNodeTransform}. */
 export interface NodeTransformOptions extends Omit<TransformOptions, 'transform' | 'flush'> {

@@ -1,7 +1,7 @@
 /**
  * Node Transform streams for WAV over the platform-neutral cores in `../wav.ts`.
  */
-import type { Incremental } from '../stream-core.js';
+import type { Incremental } from '../util/stream-core.js';
 import {
   createWavDecoder,
   createWavStreamEncoder,
@@ -11,7 +11,7 @@ import {
   type WavSampleOutput,
   type WavSampleTypes,
   type WavStreamEncoderOptions,
-} from '../wav.js';
+} from '../audio/wav.js';
 import { CoreTransform, toNodeTransform, type NodeTransformOptions } from './transform.js';
 
 /** Options of {@link createWavDecodeTransform}. */

@@ -5,7 +5,7 @@
  * `token` query parameter instead. The key is never read from a request body, so this helper takes
  * none. Checking the key or token is the server's job; this only finds them.
  */
-import { VoicewireError } from '../errors.js';
+import { VoicewireError } from '../util/errors.js';
 
 /** Header access: a fetch `Headers` (anything with `get`), or a record such as Node's `IncomingHttpHeaders`. */
 export type CredentialHeaders = { get(name: string): string | null } | Readonly<Record<string, string | readonly string[] | undefined>>;

@@ -7,7 +7,7 @@
  * unknown keys are kept as they are (the model may know them; §2.9 "only needed keys should be
  * sent"). Numbers must be JSON numbers: a string `"0.5"` is a wrong type.
  */
-import { VoicewireError } from '../errors.js';
+import { VoicewireError } from '../util/errors.js';
 import {
   FieldReader,
   PROTOCOL_LANGUAGES,

@@ -8,7 +8,7 @@
  * refuse new ones while draining (`PROTOCOL_DRAINING`) and learn when the last one ended
  * (`drained`), which is when the instance can stop.
  */
-import { VoicewireError } from '../errors.js';
+import { VoicewireError } from '../util/errors.js';
 import { makeIssue, parseLaxBoolean, type ValidationErrorBody } from './validate.js';
 
 /** State of the drain machine. */

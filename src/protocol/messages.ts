@@ -7,7 +7,7 @@
  * "Multiplexing", protocol-notes.md "TTS WebSocket"): absent on a socket that carries a single
  * request.
  */
-import type { AudioFormatName } from '../format.js';
+import type { AudioFormatName } from '../audio/format.js';
 import type { SttJsonConfig, TtsJsonConfig } from './config.js';
 
 /** The id a client gives a multiplexed request (§4.4 `client_req_id`). */

@@ -13,9 +13,9 @@
  * the message's `client_req_id` when it had a valid one (so a multiplexing server can answer the
  * right request), its `type`, and the issues.
  */
-import { VoicewireError, type ErrorCode } from '../errors.js';
-import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../format.js';
-import { encodeBase64 } from './base64.js';
+import { VoicewireError, type ErrorCode } from '../util/errors.js';
+import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../audio/format.js';
+import { encodeBase64 } from '../util/base64.js';
 import { checkSttJsonConfig, checkTtsJsonConfig } from './config.js';
 import type {
   EndOfStreamMessage,

@@ -8,7 +8,7 @@
  * candidate's `embedding_id` and `ready`, a dictionary's `uid`, the list envelope, the credit
  * counts, both token fields) and type-checks every other field when present.
  */
-import { VoicewireError } from '../errors.js';
+import { VoicewireError } from '../util/errors.js';
 import { FieldReader, describeIssue, isRecord, makeIssue, own, type ValidationIssue, type ValidationLoc } from './validate.js';
 
 /** §2.1 Voice (element of GET /voices/). */

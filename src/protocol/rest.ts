@@ -16,8 +16,8 @@
  * - voice list (§4.10): `limit` and `offset`, both optional integers ≥ 0;
  * - pronunciation list (§4.11): `limit` (0 to 1000, the bounded one) and `offset` (≥ 0).
  */
-import { VoicewireError } from '../errors.js';
-import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../format.js';
+import { VoicewireError } from '../util/errors.js';
+import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../audio/format.js';
 import {
   checkSttJsonConfig,
   checkTtsJsonConfig,

@@ -3,10 +3,10 @@
  * their web streams, exactly as a page would, and returns every output as base64. The same
  * function runs in Node, and the test compares the two byte for byte.
  */
-import { initOpus } from '../../src/opus.js';
-import { decodeBase64, encodeBase64 } from '../../src/protocol/base64.js';
-import { createSttDecoderStream } from '../../src/stt-audio-decoder.js';
-import { createTtsEncoderStream } from '../../src/tts-audio-encoder.js';
+import { initOpus } from '../../src/audio/opus.js';
+import { decodeBase64, encodeBase64 } from '../../src/util/base64.js';
+import { createSttDecoderStream } from '../../src/pipelines/stt-audio-decoder.js';
+import { createTtsEncoderStream } from '../../src/pipelines/tts-audio-encoder.js';
 
 /** Inputs, base64: 48 kHz s16le TTS frames, STT files, and (optionally) the libopus wasm. */
 export interface PipelineInputs {

@@ -3,7 +3,7 @@
  * optionally, a message matching a pattern). Returns the error for further checks.
  */
 import { expect } from 'vitest';
-import { VoicewireError } from '../../src/errors.js';
+import { VoicewireError } from '../../src/util/errors.js';
 
 export function expectCode(fn: () => unknown, code: string, message?: RegExp): VoicewireError {
   const err = caught(fn);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { VoicewireError } from '../../src/errors.js';
+import { VoicewireError } from '../../src/util/errors.js';
 import {
   decodeBase64,
   encodeBase64,
@@ -16,7 +16,7 @@ import {
   serializeTtsClientMessage,
   serializeTtsServerMessage,
   type ProtocolErrorDetails,
-} from '../../src/protocol/index.js';
+} from '../../src/index.js';
 import { caught as thrown } from '../helpers/errors.js';
 
 

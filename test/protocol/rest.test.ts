@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { VoicewireError } from '../../src/errors.js';
+import { VoicewireError } from '../../src/util/errors.js';
 import {
   formatRestError,
   parseAsrQuery,
@@ -26,7 +26,7 @@ import {
   validationErrorBody,
   type ValidationErrorBody,
   type ValidationIssue,
-} from '../../src/protocol/index.js';
+} from '../../src/index.js';
 
 function issues(f: () => unknown, code = 'VALIDATION_FAILED'): ValidationIssue[] {
   try {

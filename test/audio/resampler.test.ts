@@ -1,0 +1,708 @@
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { dbfsOfRms, fitSine, imageLevelDb, measureQuality, middle, rms, tone, type ResampleFn } from '../../bench/quality.js';
+import { isVoicewireError, type ErrorCode } from '../../src/util/errors.js';
+import { createResamplerTransform } from '../../src/node/resampler.js';
+import {
+  createInt16Resampler,
+  createResampler,
+  createResamplerStream,
+  RESAMPLER_QUALITIES,
+  resample,
+  resampledLength,
+  resampleInt16,
+  resamplerBackend,
+  setResamplerBackend,
+  type Resampler,
+} from '../../src/audio/resampler.js';
+import { roundToInt16 } from '../../src/audio/resampler-simd.js';
+import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
+import { has, needs, run } from '../helpers/tools.js';
+
+const RATES = [8000, 16000, 22050, 24000, 44100, 48000] as const;
+const PAIRS: [number, number][] = RATES.flatMap((a) => RATES.filter((b) => b !== a).map((b): [number, number] => [a, b]));
+
+/** A deterministic test signal: two tones and a little noise-like content, float32. */
+function signal(n: number, seed = 1): Float32Array {
+  const x = new Float32Array(n);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    x[i] = 0.4 * Math.sin(i * 0.0731) + 0.3 * Math.sin(i * 0.5213 + 1) + 0.2 * (s / 2 ** 32 - 0.5);
+  }
+  return x;
+}
+
+function expectCode(fn: () => unknown, code: ErrorCode, message?: RegExp): void {
+  let thrown: unknown;
+  try {
+    fn();
+  } catch (err) {
+    thrown = err;
+  }
+  expect(isVoicewireError(thrown, code), `expected ${code}, got ${String(thrown)}`).toBe(true);
+  if (message) expect((thrown as Error).message).toMatch(message);
+}
+
+function streamed<T extends Float32Array | Int16Array>(r: Resampler<T>, parts: readonly T[]): T {
+  const outs: T[] = [];
+  for (const p of parts) outs.push(r.push(p));
+  outs.push(r.flush());
+  return concat(outs);
+}
+
+function sameBits(a: Float32Array | Int16Array, b: Float32Array | Int16Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
+  return true;
+}
+
+afterEach(() => {
+  setResamplerBackend('wasm-simd');
+});
+
+// ---------------------------------------------------------------------------------------------
+// An independent, naive reference: the textbook Kaiser-windowed sinc evaluated in float64 for
+// every output, straight from the formulas the module documents (Kaiser 1974), no tables.
+// ---------------------------------------------------------------------------------------------
+
+function i0(x: number): number {
+  let sum = 1;
+  let term = 1;
+  for (let k = 1; k < 300 && term > 1e-18 * sum; k++) {
+    term *= (x / (2 * k)) ** 2;
+    sum += term;
+  }
+  return sum;
+}
+
+function naiveResample(x: Float32Array, from: number, to: number, attenuation: number, passband: number, stopband: number): Float64Array {
+  const r = Math.min(1, to / from);
+  const width = ((stopband - passband) / 2) * r; // transition band, cycles per input sample
+  const cutoff = (passband + stopband) / 2; // −6 dB point, × the lower Nyquist
+  const half = Math.ceil((attenuation - 7.95) / (2.285 * 2 * Math.PI * width) / 2);
+  const beta = 0.1102 * (attenuation - 8.7);
+  const out = new Float64Array(Math.round((x.length * to) / from));
+  for (let k = 0; k < out.length; k++) {
+    const t = (k * from) / to;
+    const n0 = Math.floor(t + 1e-9);
+    let acc = 0;
+    let norm = 0;
+    for (let n = n0 - half + 1; n <= n0 + half; n++) {
+      const tau = t - n;
+      const u = tau / half;
+      if (Math.abs(u) >= 1) continue;
+      const w = i0(beta * Math.sqrt(1 - u * u)) / i0(beta);
+      const arg = Math.PI * cutoff * r * tau;
+      const v = (Math.abs(arg) < 1e-12 ? 1 : Math.sin(arg) / arg) * w;
+      norm += v;
+      if (n >= 0 && n < x.length) acc += v * x[n]!;
+    }
+    out[k] = acc / norm;
+  }
+  return out;
+}
+
+describe('resample: timing and values', () => {
+  it('matches a naive float64 Kaiser-sinc reference to float32 precision (every setting)', () => {
+    const x = signal(1500, 7);
+    for (const [from, to] of [[48000, 8000], [48000, 24000], [44100, 24000], [22050, 48000], [8000, 24000], [7, 3], [1000, 1001]] as const) {
+      for (const quality of ['high', 'fast', 'best'] as const) {
+        const q = RESAMPLER_QUALITIES[quality];
+        const ref = naiveResample(x, from, to, q.attenuationDb, q.passband, q.stopband);
+        const got = resample(x, from, to, { quality });
+        expect(got.length).toBe(ref.length);
+        let worst = 0;
+        for (let i = 0; i < got.length; i++) worst = Math.max(worst, Math.abs(got[i]! - ref[i]!));
+        expect(worst, `${from}→${to} ${quality}`).toBeLessThan(3e-6);
+      }
+    }
+  });
+
+  it('has exactly round(N·to/from) output samples for all 30 pairs, including N·to/from = x.5', () => {
+    for (const [from, to] of PAIRS) {
+      const ns = [0, 1, 2, 3, 5, 7, 160, 441, 1001];
+      // Smallest N > 0 where N·to/from ends in exactly .5, if any.
+      for (let n = 1; n <= 2 * from; n++) {
+        if ((2 * n * to) % (2 * from) === from) {
+          ns.push(n, n + 2 * from);
+          break;
+        }
+      }
+      for (const n of ns) {
+        const expected = Math.round((n * to) / from);
+        expect(resample(new Float32Array(n), from, to).length, `${from}→${to} N=${n}`).toBe(expected);
+        expect(resampledLength(n, from, to)).toBe(expected);
+      }
+    }
+    // Half-way cases really occur among them (e.g. 48000→8000 with N = 3 gives 0.5 → 1).
+    expect(resample(new Float32Array(3), 48000, 8000).length).toBe(1);
+    expect(resampledLength(2 ** 40 + 3, 48000, 8000)).toBe(Math.round((2 ** 40 + 3) / 6));
+  });
+
+  it('has zero lag: integer upsampling passes every input sample through at output L·n', () => {
+    const x = signal(400, 3);
+    for (const [from, to] of [[8000, 24000], [16000, 48000], [8000, 16000], [24000, 48000]] as const) {
+      const y = resample(x, from, to);
+      const L = to / from;
+      for (let n = 0; n < x.length; n++) expect(y[n * L], `${from}→${to} n=${n}`).toBe(x[n]);
+    }
+  });
+
+  it('passes audio through unchanged when from === to (one-shot, streaming, int16, channels)', () => {
+    const x = signal(999, 5);
+    expect(sameBits(resample(x, 16000, 16000), x)).toBe(true);
+    expect(resample(x, 16000, 16000)).not.toBe(x);
+    const r = createResampler({ from: 24000, to: 24000 });
+    expect(r.delay).toBe(0);
+    expect(sameBits(streamed(r, splitAt(x, [1, 1, 500])), x)).toBe(true);
+    const s = new Int16Array([-32768, -1, 0, 1, 32767]);
+    expect(Array.from(resampleInt16(s, 8000, 8000))).toEqual(Array.from(s));
+    const stereo = createResampler({ from: 8000, to: 8000, channels: 2 });
+    expect(sameBits(streamed(stereo, splitAt(x.subarray(0, 998), [3, 3, 501])), x.subarray(0, 998))).toBe(true);
+  });
+
+  it('handles empty and 1-sample inputs', () => {
+    for (const [from, to] of PAIRS) {
+      expect(resample(new Float32Array(0), from, to).length).toBe(0);
+      const one = resample(new Float32Array([0.5]), from, to);
+      expect(one.length).toBe(Math.round(to / from));
+      const r = createResampler({ from, to });
+      expect(r.push(new Float32Array(0)).length).toBe(0);
+      expect(r.flush().length).toBe(0);
+    }
+  });
+});
+
+describe.skipIf(!has('sox'))(needs('sox', 'agrees with sox rate (default quality) on a band-limited signal'), () => {
+  it("differs from sox by less than −85 dB in the middle, same length, no lag ('high' and 'best')", () => {
+    for (const [from, to, quality] of [[48000, 8000, 'high'], [44100, 24000, 'high'], [22050, 48000, 'high'], [8000, 24000, 'high'], [24000, 16000, 'high'], [48000, 8000, 'best'], [22050, 48000, 'best']] as const) {
+      const lo = Math.min(from, to) / 2;
+      const x = new Float32Array(from / 2);
+      for (const f of [0.07, 0.31, 0.55, 0.83]) {
+        const t = tone(f * lo, from, 0.5, 0.2, f * 5);
+        for (let i = 0; i < x.length; i++) x[i]! += t[i]!;
+      }
+      const bytes = run('sox', ['-t', 'f32', '-r', String(from), '-c', '1', '-', '-t', 'f32', '-r', String(to), '-'], new Uint8Array(x.buffer));
+      const ref = new Float32Array(bytes.slice().buffer);
+      const ours = resample(x, from, to, { quality });
+      expect(ours.length).toBe(ref.length);
+      const [a, b] = middle(ours.length, 0.1);
+      const d = ours.map((v, i) => v - ref[i]!);
+      expect(20 * Math.log10(rms(d, a, b) / rms(ours, a, b)), `${from}→${to} ${quality}`).toBeLessThan(-85);
+    }
+  });
+});
+
+/** Output level (dBFS, RMS of the middle) of a −6 dBFS input tone at `freq`: above the output Nyquist, its alias. */
+function toneOutDbfs(fn: ResampleFn, freq: number, from: number, to: number): number {
+  const y = fn(tone(freq, from, 2), from, to);
+  const [a, b] = middle(y.length);
+  return dbfsOfRms(rms(y, a, b));
+}
+
+describe('quality (default setting, float path, 2 s tones at −6 dBFS)', () => {
+  const pairs: [number, number][] = [[48000, 8000], [48000, 24000], [24000, 16000], [44100, 24000], [22050, 48000], [8000, 24000], [16000, 48000], [24000, 8000]];
+  for (const [from, to] of pairs) {
+    it(`${from} → ${to}: SNR ≥ 120 dB, alias ≤ −120 dBFS (at 1.25× and 1.1× Nyquist), passband ±0.01 dB, images ≥ 120 dB, zero lag`, () => {
+      const m = measureQuality((x, a, b) => resample(x, a, b), from, to, 4);
+      expect(m.snr1kDb).toBeGreaterThanOrEqual(120);
+      expect(m.passbandDevDb).toBeLessThanOrEqual(0.01);
+      if (to < from) expect(m.aliasDbfs!).toBeLessThanOrEqual(-120);
+      // Stronger than asked: nothing folds back into the flat passband (tone at 1.1× Nyquist).
+      if (to < from) expect(m.aliasEdgeDbfs!).toBeLessThanOrEqual(-120);
+      if (to > from) expect(m.imageRejectionDb!).toBeGreaterThanOrEqual(120);
+      expect(Math.abs(m.lagSamples)).toBeLessThan(1e-4);
+      expect(m.lengthError).toBe(0);
+    });
+  }
+
+  it("'fast' measures what its documentation says: SNR ≥ 100 dB, alias ≤ −100 dBFS, flat to 0.85× Nyquist", () => {
+    for (const [from, to] of [[48000, 8000], [24000, 16000], [44100, 24000], [22050, 48000]] as const) {
+      const m = measureQuality((x, a, b) => resample(x, a, b, { quality: 'fast' }), from, to, 3, 0.85);
+      expect(m.snr1kDb, `${from}→${to}`).toBeGreaterThanOrEqual(100);
+      expect(m.passbandDevDb).toBeLessThanOrEqual(0.01);
+      if (to < from) expect(m.aliasDbfs!).toBeLessThanOrEqual(-100);
+      if (to > from) expect(m.imageRejectionDb!).toBeGreaterThanOrEqual(100);
+    }
+  });
+
+  it("'best' measures what its documentation says: SNR ≥ 120 dB, nothing at or above the Nyquist folds back (≤ −125 dBFS), flat to 0.9×, images ≥ 125 dB", () => {
+    const best: ResampleFn = (x, a, b) => resample(x, a, b, { quality: 'best' });
+    for (const [from, to] of [[48000, 8000], [48000, 24000], [24000, 16000], [44100, 24000], [22050, 48000], [8000, 24000], [24000, 48000]] as const) {
+      const m = measureQuality(best, from, to, 3);
+      expect(m.snr1kDb, `${from}→${to}`).toBeGreaterThanOrEqual(120);
+      expect(m.passbandDevDb).toBeLessThanOrEqual(0.01);
+      expect(Math.abs(m.lagSamples)).toBeLessThan(1e-4);
+      expect(m.lengthError).toBe(0);
+      if (to < from) {
+        expect(m.aliasDbfs!).toBeLessThanOrEqual(-125);
+        // Just above the output Nyquist, where 'high' folds back: 1.00×, 1.02×, 1.035×, 1.05×.
+        for (const k of [1, 1.02, 1.035, 1.05]) expect(toneOutDbfs(best, k * (to / 2), from, to), `${from}→${to} at ${k}×`).toBeLessThanOrEqual(-125);
+      } else {
+        expect(m.imageRejectionDb!).toBeGreaterThanOrEqual(125);
+        // Input tones just below the input's Nyquist: their images (just above it) are gone too.
+        for (const k of [0.95, 0.98]) expect(imageLevelDb(best, k * (from / 2), from, to), `${from}→${to} at ${k}×`).toBeLessThanOrEqual(-125);
+      }
+    }
+  });
+
+  it("documents the fold: near the Nyquist 'high' and 'fast' fold back (as their TSDoc says) and 'best' does not", () => {
+    const q = (quality: 'high' | 'fast' | 'best'): ResampleFn => (x, a, b) => resample(x, a, b, { quality });
+    // 48k → 24k, a tone at 1.05× the output Nyquist (12.6 kHz) aliases to 11.4 kHz (0.95×).
+    const f = 1.05 * 12000;
+    expect(toneOutDbfs(q('high'), f, 48000, 24000)).toBeGreaterThan(-120);
+    expect(toneOutDbfs(q('fast'), f, 48000, 24000)).toBeGreaterThan(-120);
+    expect(toneOutDbfs(q('best'), f, 48000, 24000)).toBeLessThanOrEqual(-125);
+    // What 'high' does guarantee: from its stopband edge (1.1×) up, nothing comes back.
+    expect(toneOutDbfs(q('high'), 1.1 * 12000, 48000, 24000)).toBeLessThanOrEqual(-120);
+    // 24k → 48k, an input tone at 0.95× the input Nyquist (11.4 kHz) has its image at 12.6 kHz.
+    expect(imageLevelDb(q('high'), 0.95 * 12000, 24000, 48000)).toBeGreaterThan(-120);
+    expect(imageLevelDb(q('best'), 0.95 * 12000, 24000, 48000)).toBeLessThanOrEqual(-125);
+  });
+
+  it('the alias probes are skipped where the probe tone would be above the input Nyquist (24000→22050, 48000→44100)', () => {
+    const fn: ResampleFn = (x, a, b) => resample(x, a, b, { quality: 'fast' });
+    for (const [from, to] of [[24000, 22050], [48000, 44100]] as const) {
+      const m = measureQuality(fn, from, to, 1);
+      expect(m.aliasDbfs, `${from}→${to}`).toBeNull(); // 1.25·to/2 ≥ from/2
+      expect(m.aliasEdgeDbfs).toBeNull(); // 1.1·to/2 ≥ from/2
+      expect(m.aliasNearDbfs).not.toBeNull(); // 1.05·to/2 < from/2: still a valid tone
+    }
+    expect(measureQuality(fn, 48000, 24000, 1).aliasDbfs).not.toBeNull();
+  });
+
+  it('a tone far above the output Nyquist does not come back (fit at its alias frequency)', () => {
+    // 48k → 8k: 9 kHz would alias to 1 kHz.
+    const y = resample(tone(9000, 48000, 1), 48000, 8000);
+    const [a, b] = middle(y.length);
+    expect(20 * Math.log10(fitSine(y, 8000, 1000, a, b).amplitude)).toBeLessThan(-130);
+  });
+});
+
+describe('streaming equals one-shot, bit for bit', () => {
+  const cases: { from: number; to: number; channels?: number; quality?: 'high' | 'fast' | 'best' }[] = [
+    { from: 48000, to: 8000 },
+    { from: 44100, to: 24000 },
+    { from: 22050, to: 48000 },
+    { from: 8000, to: 24000, quality: 'fast' },
+    { from: 24000, to: 16000, channels: 2 },
+    { from: 48000, to: 24000, channels: 3 }, // the half-band (decimate-by-2) path
+    { from: 7, to: 3 },
+    { from: 48000, to: 24000, quality: 'best' }, // 2:1 without the half-band structure
+    { from: 16000, to: 48000, channels: 2, quality: 'best' }, // no unit rows to copy
+  ];
+
+  it('for random splits, with empty chunks (fast-check)', () => {
+    const x = signal(3000, 11);
+    for (const c of cases) {
+      const ch = c.channels ?? 1;
+      const whole = x.subarray(0, Math.floor(x.length / ch) * ch);
+      const ref = resample(whole, c.from, c.to, c);
+      fc.assert(
+        fc.property(cutsArb(whole.length, 25), (cuts) => {
+          const r = createResampler(c);
+          expect(sameBits(streamed(r, splitAt(whole, cuts)), ref)).toBe(true);
+        }),
+        { numRuns: 15 },
+      );
+    }
+  });
+
+  it('for 1-sample chunks with empty chunks between them', () => {
+    const x = signal(900, 12);
+    for (const c of cases) {
+      const ch = c.channels ?? 1;
+      const whole = x.subarray(0, Math.floor(x.length / ch) * ch);
+      const parts = oneByOne(whole).flatMap((p) => [p, new Float32Array(0)]);
+      expect(sameBits(streamed(createResampler(c), parts), resample(whole, c.from, c.to, c)), `${c.from}→${c.to}`).toBe(true);
+    }
+  });
+
+  it('for all 30 pairs with 80 ms chunks, and for the int16 path', () => {
+    const x = signal(4410, 13);
+    const x16 = Int16Array.from(x, (v) => Math.round(v * 30000));
+    for (const [from, to] of PAIRS) {
+      const chunk = Math.round(from * 0.08);
+      const cuts = Array.from({ length: Math.ceil(x.length / chunk) }, (_, i) => i * chunk);
+      expect(sameBits(streamed(createResampler({ from, to }), splitAt(x, cuts)), resample(x, from, to)), `${from}→${to}`).toBe(true);
+      expect(sameBits(streamed(createInt16Resampler({ from, to }), splitAt(x16, cuts)), resampleInt16(x16, from, to))).toBe(true);
+    }
+  });
+
+  it('emits each output as soon as its input has arrived, never later (delay is the look-ahead)', () => {
+    for (const [from, to] of [[48000, 8000], [44100, 24000], [22050, 48000]] as const) {
+      const r = createResampler({ from, to });
+      const ahead = Math.round(r.delaySeconds * from); // look-ahead in input samples
+      expect(r.delay).toBeCloseTo((ahead * to) / from, 9);
+      expect(r.delaySeconds).toBeGreaterThan(0);
+      expect(r.delaySeconds).toBeLessThan(0.01);
+      const x = signal(1200, 3);
+      let emitted = 0;
+      for (let n = 1; n <= x.length; n++) {
+        emitted += r.push(x.subarray(n - 1, n)).length;
+        // Output k needs inputs up to ⌊k·from/to⌋ + ahead; count the k whose inputs are all here.
+        let ready = 0;
+        while (Math.floor(((ready) * from) / to) + ahead <= n - 1) ready++;
+        expect(emitted).toBe(ready);
+      }
+    }
+  });
+
+  it('reset() drops all state: reuse gives what a fresh resampler gives', () => {
+    const x = signal(2000, 21);
+    const r = createResampler({ from: 44100, to: 16000 });
+    r.push(signal(777, 2));
+    r.reset();
+    expect(sameBits(streamed(r, splitAt(x, [100, 1500])), resample(x, 44100, 16000))).toBe(true);
+    // flush() also leaves it ready for a new stream.
+    expect(sameBits(streamed(r, [x]), resample(x, 44100, 16000))).toBe(true);
+    const s = createResampler({ from: 8000, to: 22050, channels: 2 });
+    s.push(new Float32Array(3)); // a partial frame is dropped by reset too
+    s.reset();
+    expect(sameBits(streamed(s, [x]), resample(x, 8000, 22050, { channels: 2 }))).toBe(true);
+  });
+
+  it('stereo equals two mono streams interleaved', () => {
+    const l = signal(1000, 1);
+    const rgt = signal(1000, 2);
+    const st = new Float32Array(2000);
+    for (let i = 0; i < 1000; i++) {
+      st[2 * i] = l[i]!;
+      st[2 * i + 1] = rgt[i]!;
+    }
+    const y = resample(st, 48000, 22050, { channels: 2 });
+    const yl = resample(l, 48000, 22050);
+    const yr = resample(rgt, 48000, 22050);
+    expect(y.length).toBe(2 * yl.length);
+    for (let i = 0; i < yl.length; i++) {
+      expect(y[2 * i]).toBe(yl[i]);
+      expect(y[2 * i + 1]).toBe(yr[i]);
+    }
+  });
+});
+
+describe('kernels', () => {
+  it('the scalar JS kernel is bit-identical to the WebAssembly SIMD kernel', () => {
+    expect(resamplerBackend()).toBe('wasm-simd'); // Node ≥ 16.4 has WebAssembly SIMD
+    fc.assert(
+      fc.property(fc.constantFrom(...PAIRS), fc.integer({ min: 0, max: 2000 }), fc.constantFrom('high' as const, 'fast' as const, 'best' as const), ([from, to], n, quality) => {
+        const x = signal(n, n + 1);
+        x.fill(0, 0, Math.min(n, 50)); // zeros: signed-zero results must agree too
+        setResamplerBackend('wasm-simd');
+        const a = resample(x, from, to, { quality });
+        expect(setResamplerBackend('js')).toBe('js');
+        const b = resample(x, from, to, { quality });
+        setResamplerBackend('wasm-simd');
+        expect(sameBits(a, b)).toBe(true);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('float → int16 (wasm round16 and its JS twin): half away from zero, clamped, on ties, edges and random floats', () => {
+    const edge = [0, -0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997, -0.49999997, 1.4999999, -1.4999999, 32766.5, 32766.49, -32767.5, -32767.49, 32767, -32768, 40000, -40000, 3e38, -3e38, Infinity, -Infinity, 8388607.5, 4194303.5];
+    fc.assert(
+      fc.property(fc.float32Array({ noNaN: true, maxLength: 300 }), fc.integer({ min: 0, max: 40 }), (rnd, pad) => {
+        const scaled = Float32Array.from(rnd, (v, i) => (i % 3 === 0 ? v : Math.fround(v * 1e-30)));
+        const src = concat([new Float32Array(pad).fill(123.5), Float32Array.from(edge), scaled]);
+        // Oracle: written from the rule, not from the module's code.
+        const want = Int16Array.from(src, (v) => Math.max(-32768, Math.min(32767, Math.sign(v) * Math.floor(Math.abs(v) + 0.5))));
+        const a = new Int16Array(src.length);
+        const b = new Int16Array(src.length);
+        setResamplerBackend('wasm-simd');
+        roundToInt16(src, src.length, a);
+        setResamplerBackend('js');
+        roundToInt16(src, src.length, b);
+        setResamplerBackend('wasm-simd');
+        expect(Array.from(a)).toEqual(Array.from(want));
+        expect(Array.from(b)).toEqual(Array.from(want));
+      }),
+      { numRuns: 30 },
+    );
+  });
+
+  it('upsampling copies the input where the phase row is a unit impulse (t = integer), both backends', () => {
+    const x = signal(500, 6);
+    x[10] = -0; // a copy keeps the sign of zero
+    for (const [from, to] of [[8000, 24000], [16000, 24000], [22050, 44100]] as const) {
+      for (const backend of ['wasm-simd', 'js'] as const) {
+        setResamplerBackend(backend);
+        const y = resample(x, from, to);
+        for (let n = 0; n < x.length; n++) {
+          if ((n * to) % from === 0) expect(Object.is(y[(n * to) / from], x[n]), `${from}→${to} ${backend} n=${n}`).toBe(true);
+        }
+      }
+    }
+  });
+
+  it('a ratio whose phase table would not fit in memory (48000 → 47999) computes rows on the fly, same values', () => {
+    const x = signal(600, 4);
+    const y = resample(x, 48000, 47999);
+    const { attenuationDb, passband, stopband } = RESAMPLER_QUALITIES.high;
+    const ref = naiveResample(x, 48000, 47999, attenuationDb, passband, stopband);
+    expect(y.length).toBe(ref.length);
+    let worst = 0;
+    for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(y[i]! - ref[i]!));
+    expect(worst).toBeLessThan(3e-6);
+    expect(sameBits(streamed(createResampler({ from: 48000, to: 47999 }), splitAt(x, [1, 250, 251])), y)).toBe(true);
+  });
+});
+
+describe('push(chunk, out) and maxOutputLength: no allocation per push', () => {
+  it('writes into the caller\'s buffer: same values as the allocating path, a view of out, for any chunking (fast-check)', () => {
+    const x = signal(3000, 17);
+    const x16 = Int16Array.from(x, (v) => Math.round(v * 30000));
+    const combos: { from: number; to: number; channels: number; quality: 'high' | 'best' }[] = [
+      { from: 48000, to: 8000, channels: 1, quality: 'high' },
+      { from: 22050, to: 48000, channels: 2, quality: 'best' },
+      { from: 48000, to: 24000, channels: 1, quality: 'high' }, // the half-band path
+      { from: 24000, to: 24000, channels: 1, quality: 'high' }, // pass-through
+    ];
+    fc.assert(
+      fc.property(fc.constantFrom(...combos), cutsArb(x.length, 20), (c, cuts) => {
+        const parts = splitAt(x, cuts);
+        const parts16 = splitAt(x16, cuts);
+        const ref = createResampler(c);
+        const r = createResampler(c);
+        const ref16 = createInt16Resampler(c);
+        const r16 = createInt16Resampler(c);
+        const biggest = Math.max(...parts.map((p) => p.length));
+        const out = new Float32Array(r.maxOutputLength(biggest));
+        const out16 = new Int16Array(r16.maxOutputLength(biggest));
+        expect(r16.maxOutputLength(biggest)).toBe(out.length);
+        const check = <T extends Float32Array | Int16Array>(got: T, want: T, buf: T): void => {
+          expect(sameBits(got, want)).toBe(true);
+          expect(got.buffer).toBe(buf.buffer); // no new buffer: a view of out, from its start
+          expect(got.byteOffset).toBe(buf.byteOffset);
+          expect(got.length).toBeLessThanOrEqual(buf.length);
+        };
+        for (let i = 0; i < parts.length; i++) {
+          check(r.push(parts[i]!, out), ref.push(parts[i]!), out);
+          check(r16.push(parts16[i]!, out16), ref16.push(parts16[i]!), out16);
+        }
+        check(r.flush(out), ref.flush(), out);
+        check(r16.flush(out16), ref16.flush(), out16);
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  it('maxOutputLength bounds every push and flush, for every pair, settings and channel counts (fast-check)', () => {
+    const x = signal(2400, 19);
+    fc.assert(
+      fc.property(fc.constantFrom(...PAIRS), fc.constantFrom(1, 2, 3), fc.constantFrom('high' as const, 'fast' as const, 'best' as const), cutsArb(x.length, 30), ([from, to], channels, quality, cuts) => {
+        const r = createResampler({ from, to, channels, quality });
+        for (const p of splitAt(x, cuts)) expect(r.push(p).length).toBeLessThanOrEqual(r.maxOutputLength(p.length));
+        // The flush bound holds at any stream length (including one shorter than the delay).
+        expect(r.flush().length).toBeLessThanOrEqual(r.maxOutputLength(0));
+        r.push(x.subarray(0, channels * 3));
+        expect(r.flush().length).toBeLessThanOrEqual(r.maxOutputLength(0));
+      }),
+      { numRuns: 60 },
+    );
+    // Not a vacuous bound: within one output frame of the real count for a 1 s chunk (once the
+    // look-ahead is filled).
+    const r = createResampler({ from: 44100, to: 24000 });
+    r.push(signal(1000, 2));
+    expect(r.maxOutputLength(44100) - r.push(signal(44100, 1)).length).toBeLessThanOrEqual(1);
+    expectCode(() => r.maxOutputLength(-1), 'INVALID_ARGUMENT');
+  });
+
+  it('rejects an out of the wrong type, too short or overlapping the chunk, state untouched', () => {
+    const x = signal(1000, 23);
+    const r = createResampler({ from: 16000, to: 48000 });
+    const outs = [r.push(x.subarray(0, 400))];
+    expectCode(() => r.push(x.subarray(400, 800), new Float32Array(10)), 'INVALID_ARGUMENT', /maxOutputLength/);
+    expectCode(() => r.push(x.subarray(400, 800), new Int16Array(5000) as never), 'INVALID_ARGUMENT', /Float32Array/);
+    const shared = new Float32Array(5000);
+    shared.set(x.subarray(400, 800), 100);
+    expectCode(() => r.push(shared.subarray(100, 500), shared), 'INVALID_ARGUMENT', /overlap/);
+    expectCode(() => r.flush(new Float32Array(0)), 'INVALID_ARGUMENT');
+    // Disjoint parts of one buffer are fine.
+    const out = shared.subarray(1000);
+    outs.push(r.push(shared.subarray(100, 500), out).slice(), r.push(x.subarray(800)), r.flush());
+    expect(sameBits(concat(outs), resample(x, 16000, 48000))).toBe(true);
+    // Int16: exactly the samples this push writes is enough; one fewer is refused.
+    const x16 = Int16Array.from(x, (v) => Math.round(v * 30000));
+    const want = createInt16Resampler({ from: 48000, to: 8000 }).push(x16);
+    const s = createInt16Resampler({ from: 48000, to: 8000 });
+    expectCode(() => s.push(x16, new Int16Array(want.length - 1)), 'INVALID_ARGUMENT', /maxOutputLength/);
+    expect(sameBits(s.push(x16, new Int16Array(want.length)), want)).toBe(true);
+  });
+});
+
+describe('int16', () => {
+  it('keeps unity gain and rounds/clamps instead of wrapping', () => {
+    // A full-scale square wave overshoots (Gibbs) after filtering: it must clamp at ±32767/−32768.
+    const sq = new Int16Array(2000).map((_, i) => ((i >> 5) & 1 ? 32767 : -32768));
+    const y = resampleInt16(sq, 48000, 44100);
+    expect(Math.max(...y)).toBe(32767);
+    expect(Math.min(...y)).toBe(-32768);
+    const f = resample(Float32Array.from(sq), 48000, 44100);
+    let overshoot = false;
+    for (let i = 0; i < f.length; i++) {
+      const v = f[i]!;
+      const expected = v >= 32766.5 ? 32767 : v <= -32767.5 ? -32768 : Math.sign(v) * Math.round(Math.abs(v));
+      if (v > 32767 || v < -32768) overshoot = true;
+      expect(y[i]).toBe(expected === 0 ? 0 : expected);
+    }
+    expect(overshoot).toBe(true);
+    // 8k → 24k: every third output is an input sample, exactly.
+    const s = Int16Array.from(signal(300, 9), (v) => Math.round(v * 32000));
+    const up = resampleInt16(s, 8000, 24000);
+    for (let n = 0; n < s.length; n++) expect(up[3 * n]).toBe(s[n]);
+  });
+});
+
+describe('bad input', () => {
+  it('rejects rates that are not positive integers with RESAMPLER_INVALID_RATE', () => {
+    for (const bad of [0, -8000, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '16000', null, undefined, 2 ** 31]) {
+      expectCode(() => resample(new Float32Array(4), bad as number, 16000), 'RESAMPLER_INVALID_RATE', /rate/);
+      expectCode(() => createResampler({ from: 16000, to: bad as number }), 'RESAMPLER_INVALID_RATE', /rate/);
+      expectCode(() => resampleInt16(new Int16Array(4), bad as number, 8000), 'RESAMPLER_INVALID_RATE');
+    }
+    expectCode(() => resample(new Float32Array(4), 1, 2000), 'RESAMPLER_INVALID_RATE', /1024/);
+  });
+
+  it('rejects NaN/Infinity with RESAMPLER_NON_FINITE and stays usable, state untouched', () => {
+    const a = signal(500, 1);
+    const b = signal(700, 2);
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const r = createResampler({ from: 48000, to: 16000 });
+      const out = [r.push(a)];
+      const poisoned = signal(300, 3);
+      poisoned[123] = bad;
+      expectCode(() => r.push(poisoned), 'RESAMPLER_NON_FINITE', /sample 123/);
+      out.push(r.push(b), r.flush());
+      expect(sameBits(concat(out), resample(concat([a, b]), 48000, 16000))).toBe(true);
+      expectCode(() => resample(poisoned, 48000, 16000), 'RESAMPLER_NON_FINITE');
+    }
+    // +Inf and −Inf in one chunk (their sum is NaN) are caught too.
+    const both = new Float32Array([1, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]);
+    expectCode(() => resample(both, 8000, 16000), 'RESAMPLER_NON_FINITE');
+  });
+
+  it('rejects non-Float32 input where Float32 is required with INVALID_ARGUMENT', () => {
+    const r = createResampler({ from: 8000, to: 16000 });
+    for (const bad of [new Float64Array(4), new Int16Array(4), [0, 1], null, 'abc', new Uint8Array(8)]) {
+      expectCode(() => resample(bad as never, 8000, 16000), 'INVALID_ARGUMENT', /Float32Array/);
+      expectCode(() => r.push(bad as never), 'INVALID_ARGUMENT', /Float32Array/);
+    }
+    expectCode(() => createInt16Resampler({ from: 8000, to: 16000 }).push(new Float32Array(2) as never), 'INVALID_ARGUMENT', /Int16Array/);
+    expectCode(() => createResampler({ from: 8000, to: 16000, channels: 0 }), 'INVALID_ARGUMENT', /channels/);
+    expectCode(() => createResampler({ from: 8000, to: 16000, quality: 'ultra' as never }), 'INVALID_ARGUMENT', /quality/);
+    expectCode(() => resample(new Float32Array(3), 8000, 16000, { channels: 2 }), 'PCM_PARTIAL_SAMPLE');
+    const s = createResampler({ from: 8000, to: 16000, channels: 2 });
+    s.push(new Float32Array(3));
+    expectCode(() => s.flush(), 'PCM_PARTIAL_SAMPLE');
+    // …and it is usable again afterwards.
+    const x = signal(100, 1);
+    expect(sameBits(streamed(s, [x]), resample(x, 8000, 16000, { channels: 2 }))).toBe(true);
+  });
+
+  it('fuzz: any garbage raises only VoicewireError and the resampler keeps working', () => {
+    const good = signal(400, 8);
+    const ref = resample(good, 22050, 16000);
+    const garbage = fc.oneof(
+      fc.float32Array({ maxLength: 50 }), // may hold NaN / ±Infinity
+      fc.anything(),
+      fc.constant(new Float64Array(3)),
+    );
+    fc.assert(
+      fc.property(fc.array(garbage, { maxLength: 5 }), (junk) => {
+        const r = createResampler({ from: 22050, to: 16000 });
+        const outs: Float32Array[] = [];
+        for (const j of junk) {
+          try {
+            const o = r.push(j as never);
+            // Accepted: only finite Float32Arrays get here; drop what they started.
+            expect(j).toBeInstanceOf(Float32Array);
+            void o;
+          } catch (err) {
+            expect(isVoicewireError(err)).toBe(true);
+          }
+        }
+        r.reset();
+        outs.push(r.push(good), r.flush());
+        expect(sameBits(concat(outs), ref)).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('streams', () => {
+  it('web TransformStream: Float32Array chunks in, the one-shot result out', async () => {
+    const x = signal(5000, 31);
+    const parts = splitAt(x, [0, 17, 1900, 1901, 4000]);
+    const ts = createResamplerStream({ from: 16000, to: 48000 });
+    const outs: Float32Array[] = [];
+    await new ReadableStream<Float32Array>({
+      start(c) {
+        for (const p of parts) c.enqueue(p);
+        c.close();
+      },
+    })
+      .pipeThrough(ts)
+      .pipeTo(new WritableStream({ write: (o) => void outs.push(o) }));
+    expect(sameBits(concat(outs), resample(x, 16000, 48000))).toBe(true);
+  });
+
+  it('web TransformStream errors with the VoicewireError on NaN', async () => {
+    const ts = createResamplerStream({ from: 16000, to: 8000 });
+    const w = ts.writable.getWriter();
+    const reading = ts.readable.getReader().read();
+    await expect(w.write(new Float32Array([Number.NaN]))).rejects.toMatchObject({ code: 'RESAMPLER_NON_FINITE' });
+    await expect(reading).rejects.toMatchObject({ code: 'RESAMPLER_NON_FINITE' });
+  });
+
+  async function throughNode(bytes: Uint8Array, cuts: number[], opts: Parameters<typeof createResamplerTransform>[0], hwm?: number): Promise<Uint8Array> {
+    const parts = splitAt(bytes, cuts).map((p) => Buffer.from(p)); // Buffers: odd byteOffsets included
+    const got: Buffer[] = [];
+    await pipeline(
+      Readable.from(parts, { objectMode: false }),
+      createResamplerTransform(hwm === undefined ? opts : { ...opts, stream: { highWaterMark: hwm } }),
+      new Writable({
+        highWaterMark: 1,
+        write(chunk: Buffer, _e, cb) {
+          got.push(chunk);
+          setImmediate(cb); // a slow consumer: backpressure must hold data, not drop it
+        },
+      }),
+    );
+    return new Uint8Array(Buffer.concat(got));
+  }
+
+  it('Node Transform, s16le: odd byte splits give the one-shot int16 result', async () => {
+    const x16 = Int16Array.from(signal(3001, 41), (v) => Math.round(v * 30000));
+    const bytes = new Uint8Array(x16.buffer);
+    const ref = new Uint8Array(resampleInt16(x16, 24000, 8000).buffer);
+    await fc.assert(
+      fc.asyncProperty(cutsArb(bytes.length, 12), async (cuts) => {
+        expect(Buffer.compare(await throughNode(bytes, cuts, { from: 24000, to: 8000 }, 64), ref)).toBe(0);
+      }),
+      { numRuns: 10 },
+    );
+  });
+
+  it('Node Transform, f32le stereo: byte-by-byte gives the one-shot float result', async () => {
+    const x = signal(800, 42);
+    const bytes = new Uint8Array(x.buffer);
+    const ref = new Uint8Array(resample(x, 44100, 48000, { channels: 2 }).buffer);
+    const cuts = Array.from({ length: bytes.length }, (_, i) => i);
+    const got = await throughNode(bytes, cuts, { from: 44100, to: 48000, channels: 2, encoding: 'f32le' });
+    expect(Buffer.compare(got, ref)).toBe(0);
+  });
+
+  it('Node Transform reports a partial final sample and bad chunks as errors', async () => {
+    await expect(throughNode(new Uint8Array(5), [], { from: 8000, to: 16000 })).rejects.toMatchObject({ code: 'PCM_PARTIAL_SAMPLE' });
+    const f = new Float32Array([0, Number.NaN]);
+    await expect(throughNode(new Uint8Array(f.buffer), [], { from: 8000, to: 16000, encoding: 'f32le' })).rejects.toMatchObject({
+      code: 'RESAMPLER_NON_FINITE',
+    });
+    expectCode(() => createResamplerTransform({ from: 8000, to: 16000, encoding: 'u8' as never }), 'INVALID_ARGUMENT', /encoding/);
+  });
+});
