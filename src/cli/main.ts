@@ -11,7 +11,8 @@ import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import type { Readable, Writable } from 'node:stream';
-import { createRequire } from 'node:module';
+// Bundled into dist/cli.js at build time, so the version needs no path at run time.
+import pkg from '../../package.json' with { type: 'json' };
 import { parseCliArgs, USAGE, type CliCommand } from './args.js';
 import { VoicewireError, isVoicewireError } from '../util/errors.js';
 import { createAudioDecoder, decodeAudio, type AudioSourceInfo } from '../pipelines/audio-decoder.js';
@@ -178,13 +179,23 @@ async function convert(cmd: Extract<CliCommand, { command: 'convert' }>): Promis
 }
 
 function version(): string {
-  const require = createRequire(import.meta.url);
-  return (require('../../package.json') as { version: string }).version;
+  return pkg.version;
 }
+
+/** A command that lives in a module of its own (`src/cli/<name>.ts`), loaded only when named. */
+export interface CliSubcommand {
+  /** Runs with the arguments after the command name; returns the exit code. Throws VoicewireError on failure. */
+  run(argv: readonly string[]): Promise<number>;
+}
+
+/** `voicewire NAME …` for the commands beyond info/convert. Each line loads its module lazily. */
+const SUBCOMMANDS: Record<string, () => Promise<CliSubcommand>> = {};
 
 /** Runs the CLI; returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   try {
+    const sub = argv[0] === undefined ? undefined : SUBCOMMANDS[argv[0]];
+    if (sub) return await (await sub()).run(argv.slice(1));
     const cmd = parseCliArgs(argv);
     switch (cmd.command) {
       case 'help':
