@@ -98,6 +98,9 @@ export const ERROR_CODES = {
   PROTOCOL_UNSUPPORTED_CONTENT_TYPE: { description: 'POST /post/speech/asr got a Content-Type other than audio/wav, audio/pcm, audio/ogg or audio/opus (answered as the plain-text proxy-level error).', httpStatus: 500 },
   RESOURCE_INVALID: { description: 'A REST resource (voice, dictionary, credits, token…) does not match service-api.md §2; details hold the issues.' },
 
+  // --- server ---------------------------------------------------------------------------
+  STORE_UNAVAILABLE: { description: 'The server\'s store (SQLite file or Postgres) did not answer; the request is refused, nothing was spent.', closeCode: 1011, httpStatus: 503 },
+
   // --- REST -------------------------------------------------------------------------------
   VALIDATION_FAILED: { description: 'A REST body or query failed validation; details hold the 422 body.', httpStatus: 422 },
   HTTP_ERROR: { description: 'A REST call answered with a non-2xx status.' },

@@ -43,7 +43,9 @@ function violations(sources: ReadonlyArray<readonly [file: string, text: string]
   for (const [file, text] of sources) {
     const from = layerOf(file);
     for (const m of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
-      const to = layerOf(resolve(dirname(file), m[1]!));
+      const target = resolve(dirname(file), m[1]!);
+      if (relative(SRC, target).startsWith('..')) continue; // package.json and the like
+      const to = layerOf(target);
       if (to !== from && !(MAY_IMPORT[from] ?? []).includes(to)) bad.push(`${relative(SRC, file)} → ${m[1]}`);
     }
   }

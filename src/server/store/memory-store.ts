@@ -1,0 +1,169 @@
+/**
+ * An in-memory Store, for unit tests only: nothing survives the process. The server's default is
+ * the SQLite store; this one exists so route tests need no file.
+ */
+import { randomUUID } from 'node:crypto';
+import type {
+  ApiKeyRecord,
+  CandidateRecord,
+  DictionaryRecord,
+  Organization,
+  Page,
+  Store,
+  TokenRecord,
+  UsageRecord,
+  UsageSummary,
+  VoiceRecord,
+} from './store.js';
+
+const clone = <T>(v: T): T => structuredClone(v);
+
+export class MemoryStore implements Store {
+  private readonly orgs = new Map<string, Organization>();
+  private readonly keys = new Map<string, ApiKeyRecord>();
+  private readonly tokens = new Map<string, TokenRecord>();
+  private readonly usage: UsageRecord[] = [];
+  private readonly voices = new Map<string, VoiceRecord>();
+  private readonly candidates = new Map<string, CandidateRecord>();
+  private readonly dictionaries = new Map<string, DictionaryRecord>();
+
+  async migrate(): Promise<void> {}
+  async ping(): Promise<void> {}
+  async close(): Promise<void> {}
+
+  async createOrganization(org: Omit<Organization, 'id' | 'createdAt'> & { id?: string }): Promise<Organization> {
+    const row: Organization = { ...org, id: org.id ?? randomUUID(), createdAt: new Date().toISOString() };
+    this.orgs.set(row.id, row);
+    return clone(row);
+  }
+  async getOrganization(id: string): Promise<Organization | undefined> {
+    const o = this.orgs.get(id);
+    return o && clone(o);
+  }
+  async getOrganizationByName(name: string): Promise<Organization | undefined> {
+    for (const o of this.orgs.values()) if (o.name === name) return clone(o);
+    return undefined;
+  }
+  async countOrganizations(): Promise<number> {
+    return this.orgs.size;
+  }
+  async setCredits(orgId: string, allocated: number, remaining: number): Promise<void> {
+    const o = this.orgs.get(orgId);
+    if (o) Object.assign(o, { allocatedCredits: allocated, remainingCredits: remaining });
+  }
+  async debitCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>): Promise<number | null> {
+    const o = this.orgs.get(orgId);
+    if (!o || o.remainingCredits < amount) return null;
+    o.remainingCredits -= amount;
+    this.usage.push({ ...usage, orgId, credits: amount, at: new Date().toISOString() });
+    return o.remainingCredits;
+  }
+  async usageSummary(orgId: string, since: string): Promise<UsageSummary> {
+    const sum: UsageSummary = { tts: { units: 0, credits: 0, requests: 0 }, stt: { units: 0, credits: 0, requests: 0 } };
+    for (const u of this.usage) {
+      if (u.orgId !== orgId || u.at < since) continue;
+      const s = sum[u.kind];
+      s.units += u.units;
+      s.credits += u.credits;
+      s.requests += 1;
+    }
+    return sum;
+  }
+
+  async createApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): Promise<ApiKeyRecord> {
+    const row: ApiKeyRecord = { ...key, revoked: false, createdAt: new Date().toISOString() };
+    this.keys.set(row.id, row);
+    return clone(row);
+  }
+  async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    for (const k of this.keys.values()) if (k.hash === hash) return clone(k);
+    return undefined;
+  }
+  async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
+    const k = this.keys.get(id);
+    return k && clone(k);
+  }
+  async listApiKeys(orgId?: string): Promise<ApiKeyRecord[]> {
+    return [...this.keys.values()].filter((k) => orgId === undefined || k.orgId === orgId).map(clone);
+  }
+  async revokeApiKey(id: string): Promise<boolean> {
+    const k = this.keys.get(id);
+    if (!k) return false;
+    k.revoked = true;
+    return true;
+  }
+
+  async createToken(token: TokenRecord): Promise<void> {
+    this.tokens.set(token.hash, clone(token));
+  }
+  async findToken(hash: string, now: Date): Promise<TokenRecord | undefined> {
+    const t = this.tokens.get(hash);
+    if (!t) return undefined;
+    if (Date.parse(t.expiresAt) <= now.getTime()) {
+      this.tokens.delete(hash);
+      return undefined;
+    }
+    return clone(t);
+  }
+
+  async listVoices(orgId: string, options: { includeCatalog: boolean; limit: number | null; offset: number }): Promise<Page<VoiceRecord>> {
+    const all = [...this.voices.values()]
+      .filter((v) => v.orgId === orgId || (options.includeCatalog && v.orgId === null))
+      .sort((a, b) => Number(a.orgId !== null) - Number(b.orgId !== null) || a.createdAt.localeCompare(b.createdAt) || a.uid.localeCompare(b.uid));
+    const end = options.limit === null ? undefined : options.offset + options.limit;
+    return { items: all.slice(options.offset, end).map(clone), total: all.length };
+  }
+  async getVoice(orgId: string, uid: string): Promise<VoiceRecord | undefined> {
+    const v = this.voices.get(uid);
+    return v && (v.orgId === null || v.orgId === orgId) ? clone(v) : undefined;
+  }
+  async putVoice(voice: VoiceRecord): Promise<void> {
+    this.voices.set(voice.uid, clone(voice));
+  }
+  async updateVoice(orgId: string, uid: string, patch: Partial<Pick<VoiceRecord, 'name' | 'description' | 'tags'>>): Promise<VoiceRecord | undefined> {
+    const v = this.voices.get(uid);
+    if (!v || v.orgId !== orgId) return undefined;
+    Object.assign(v, clone(patch));
+    return clone(v);
+  }
+  async deleteVoice(orgId: string, uid: string): Promise<boolean> {
+    const v = this.voices.get(uid);
+    if (!v || v.orgId !== orgId) return false;
+    return this.voices.delete(uid);
+  }
+
+  async putCandidates(candidates: CandidateRecord[]): Promise<void> {
+    for (const c of candidates) this.candidates.set(c.embeddingId, clone(c));
+  }
+  async getCandidate(orgId: string, embeddingId: string, now: Date): Promise<CandidateRecord | undefined> {
+    const c = this.candidates.get(embeddingId);
+    if (!c || c.orgId !== orgId) return undefined;
+    if (Date.parse(c.expiresAt) <= now.getTime()) {
+      this.candidates.delete(embeddingId);
+      return undefined;
+    }
+    return clone(c);
+  }
+  async deleteCandidate(orgId: string, embeddingId: string): Promise<boolean> {
+    const c = this.candidates.get(embeddingId);
+    if (!c || c.orgId !== orgId) return false;
+    return this.candidates.delete(embeddingId);
+  }
+
+  async listDictionaries(orgId: string, options: { limit: number; offset: number }): Promise<Page<DictionaryRecord>> {
+    const all = [...this.dictionaries.values()].filter((d) => d.orgId === orgId).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.uid.localeCompare(b.uid));
+    return { items: all.slice(options.offset, options.offset + options.limit).map(clone), total: all.length };
+  }
+  async getDictionary(orgId: string, uid: string): Promise<DictionaryRecord | undefined> {
+    const d = this.dictionaries.get(uid);
+    return d && d.orgId === orgId ? clone(d) : undefined;
+  }
+  async putDictionary(dictionary: DictionaryRecord): Promise<void> {
+    this.dictionaries.set(dictionary.uid, clone(dictionary));
+  }
+  async deleteDictionary(orgId: string, uid: string): Promise<boolean> {
+    const d = this.dictionaries.get(uid);
+    if (!d || d.orgId !== orgId) return false;
+    return this.dictionaries.delete(uid);
+  }
+}

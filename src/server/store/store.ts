@@ -1,0 +1,169 @@
+/**
+ * The server's storage, behind one async interface (STYLE.md "The server"): organizations, API
+ * keys, temporary tokens, credits, usage, voices, voice candidates and pronunciation dictionaries.
+ * Implementations: SQLite (the embedded default), Postgres (many instances), memory (unit tests
+ * only). One test suite runs against every implementation.
+ *
+ * Secrets never reach the store: API keys and tokens are stored as hashes (service-api.md §2.6,
+ * §5.3); the store looks them up by hash.
+ */
+
+/** An organization: the unit of credits, voices and dictionaries. */
+export interface Organization {
+  id: string;
+  name: string;
+  /** Residency: the region the organization is pinned to, or null (served anywhere). */
+  region: string | null;
+  allocatedCredits: number;
+  remainingCredits: number;
+  /** e.g. `monthly` (service-api.md §2.5). */
+  billingPeriod: string;
+  /** YYYY-MM-DD. */
+  nextRolloverDate: string;
+  planName: string;
+  createdAt: string;
+}
+
+/** An API key, as stored: never the key itself. */
+export interface ApiKeyRecord {
+  id: string;
+  orgId: string;
+  /** SHA-256 of the key, hex. */
+  hash: string;
+  admin: boolean;
+  revoked: boolean;
+  /** A short prefix of the key shown in listings (`vw_ab12…`). */
+  prefix: string;
+  createdAt: string;
+}
+
+/** A temporary token (service-api.md §2.6): stands for a key by its id, never holds it. */
+export interface TokenRecord {
+  /** SHA-256 of the token, hex. */
+  hash: string;
+  keyId: string;
+  /** ISO date-time. */
+  expiresAt: string;
+}
+
+/** One debit or usage line: what was spent, on what. */
+export interface UsageRecord {
+  orgId: string;
+  keyId: string | null;
+  /** `tts` (characters) or `stt` (seconds). */
+  kind: 'tts' | 'stt';
+  units: number;
+  credits: number;
+  at: string;
+}
+
+/** A voice of an organization or of the catalog (service-api.md §2.1). */
+export interface VoiceRecord {
+  uid: string;
+  /** null for catalog voices. */
+  orgId: string | null;
+  name: string;
+  description: string;
+  language: string;
+  filename: string;
+  startS: number;
+  tags: string[];
+  isProClone: boolean;
+  /** Engine parameters (espeak voice, pitch, rate, …) as plain JSON. */
+  params: Record<string, unknown>;
+  createdAt: string;
+}
+
+/** A voice-design candidate (service-api.md §2.2). Gone once expired. */
+export interface CandidateRecord {
+  embeddingId: string;
+  orgId: string;
+  language: string;
+  prompt: string;
+  params: Record<string, unknown>;
+  /** ISO date-time. */
+  expiresAt: string;
+}
+
+/** A pronunciation rule: a word and what to say instead (a respelling, or engine phonemes). */
+export interface PronunciationRule {
+  word: string;
+  replacement: string;
+  kind: 'respelling' | 'phonemes';
+}
+
+/** A pronunciation dictionary (service-api.md §2.4). */
+export interface DictionaryRecord {
+  uid: string;
+  orgId: string;
+  name: string;
+  language: string;
+  description: string;
+  rules: PronunciationRule[];
+  createdAt: string;
+}
+
+/** A page of a listing and the total it is cut from. */
+export interface Page<T> {
+  items: T[];
+  total: number;
+}
+
+/** Credits spent per organization and kind since a date (GET /usages/summary). */
+export interface UsageSummary {
+  tts: { units: number; credits: number; requests: number };
+  stt: { units: number; credits: number; requests: number };
+}
+
+/** The storage of the server. Every method may reject with a VoicewireError `STORE_UNAVAILABLE`. */
+export interface Store {
+  /** Creates or upgrades the schema; idempotent. */
+  migrate(): Promise<void>;
+  /** Resolves when the store answers (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  createOrganization(org: Omit<Organization, 'id' | 'createdAt'> & { id?: string }): Promise<Organization>;
+  getOrganization(id: string): Promise<Organization | undefined>;
+  getOrganizationByName(name: string): Promise<Organization | undefined>;
+  countOrganizations(): Promise<number>;
+  /** Sets allocated and remaining credits (a new billing period or an operator's grant). */
+  setCredits(orgId: string, allocated: number, remaining: number): Promise<void>;
+  /**
+   * Atomically takes `amount` credits: resolves the remaining balance, or null when the balance is
+   * below `amount` (nothing taken). Never goes below zero, never spends twice under concurrency.
+   */
+  debitCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>): Promise<number | null>;
+  usageSummary(orgId: string, since: string): Promise<UsageSummary>;
+
+  createApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): Promise<ApiKeyRecord>;
+  findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  getApiKey(id: string): Promise<ApiKeyRecord | undefined>;
+  listApiKeys(orgId?: string): Promise<ApiKeyRecord[]>;
+  /** Resolves false when no such key. */
+  revokeApiKey(id: string): Promise<boolean>;
+
+  createToken(token: TokenRecord): Promise<void>;
+  /** The token's record while it has not expired at `now`, else undefined. */
+  findToken(hash: string, now: Date): Promise<TokenRecord | undefined>;
+
+  /** Catalog voices (orgId null) plus the organization's own, catalog first, then by creation. */
+  listVoices(orgId: string, options: { includeCatalog: boolean; limit: number | null; offset: number }): Promise<Page<VoiceRecord>>;
+  /** A catalog voice or one of the organization's. */
+  getVoice(orgId: string, uid: string): Promise<VoiceRecord | undefined>;
+  /** Inserts a voice (orgId null: a catalog voice; upsert by uid). */
+  putVoice(voice: VoiceRecord): Promise<void>;
+  updateVoice(orgId: string, uid: string, patch: Partial<Pick<VoiceRecord, 'name' | 'description' | 'tags'>>): Promise<VoiceRecord | undefined>;
+  deleteVoice(orgId: string, uid: string): Promise<boolean>;
+
+  putCandidates(candidates: CandidateRecord[]): Promise<void>;
+  /** The organization's candidate while it has not expired at `now`. */
+  getCandidate(orgId: string, embeddingId: string, now: Date): Promise<CandidateRecord | undefined>;
+  deleteCandidate(orgId: string, embeddingId: string): Promise<boolean>;
+
+  listDictionaries(orgId: string, options: { limit: number; offset: number }): Promise<Page<DictionaryRecord>>;
+  getDictionary(orgId: string, uid: string): Promise<DictionaryRecord | undefined>;
+  /** Inserts or replaces a dictionary (by uid). */
+  putDictionary(dictionary: DictionaryRecord): Promise<void>;
+  deleteDictionary(orgId: string, uid: string): Promise<boolean>;
+}
