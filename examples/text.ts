@@ -5,7 +5,7 @@ import { createTagParser, createTextChunker, ndjsonEvents } from 'voicewire';
 const tags = createTagParser();
 console.log(tags.push('Bonjour <br'));              // [{ type: 'text', text: 'Bonjour ' }]
 console.log(tags.push('eak time="0.5s" />à tous')); // [{ type: 'break', seconds: 0.5 }, { type: 'text', text: ' à tous' }]
-console.log(tags.flush());
+console.log(tags.flush());                          // [] (end of input: nothing was held back)
 
 const chunker = createTextChunker();                // LLM tokens in, TTS `text` messages out
 console.log(chunker.push('Hello wor'));             // ['Hello']
