@@ -1,23 +1,42 @@
-import { defineConfig } from 'tsup';
+import { basename } from 'node:path';
+import { defineConfig, type Options } from 'tsup';
 
-export default defineConfig([
-  {
-    // The library: platform-neutral core at ".", Node adapters at "./node".
-    entry: { index: 'src/index.ts', node: 'src/node/index.ts' },
-    format: ['esm', 'cjs'],
-    dts: true,
-    sourcemap: true,
-    clean: true,
-    target: 'node20',
-    treeshake: true,
-    // One shared chunk for both entries in CJS too: voicewire and voicewire/node must share one libopus
-    // heap, one resampler cache and the same classes (instanceof across the two entries).
-    splitting: true,
+type TsupPlugin = NonNullable<Options['plugins']>[number];
+
+const LIBRARY = { index: 'src/index.ts', node: 'src/node/index.ts' };
+
+/**
+ * The `#!/usr/bin/env node` line and the executable bit go on dist/cli.js alone: tsup's `banner`
+ * would put the line on every file of the build, the shared chunks and the library entries too.
+ */
+const cliShebang: TsupPlugin = {
+  name: 'cli-shebang',
+  renderChunk(code, info) {
+    if (info.type !== 'chunk' || basename(info.path) !== 'cli.js') return undefined;
+    info.mode = 0o755;
+    return code.startsWith('#!') ? undefined : { code: `#!/usr/bin/env node\n${code}` };
   },
-  {
-    entry: { cli: 'src/cli/main.ts' },
-    format: ['esm'],
-    target: 'node20',
-    banner: { js: '#!/usr/bin/env node' },
+};
+
+export default defineConfig({
+  // The library — the platform-neutral core at ".", the Node adapters at "./node" — and the CLI in
+  // one build, so that dist/cli.js imports the chunk the library entries share instead of carrying
+  // a second copy of the core.
+  entry: { ...LIBRARY, cli: 'src/cli/main.ts' },
+  format: ['esm', 'cjs'],
+  // Types for the two package entries only; the CLI has no importers.
+  dts: { entry: LIBRARY },
+  // Maps for local stack traces; package.json's "files" keeps them out of the tarball.
+  sourcemap: true,
+  clean: true,
+  target: 'node20',
+  treeshake: true,
+  // One shared chunk for both entries in CJS too: voicewire and voicewire/node must share one libopus
+  // heap, one resampler cache and the same classes (instanceof across the two entries).
+  splitting: true,
+  plugins: [cliShebang],
+  esbuildOptions(options, { format }) {
+    // The `bin` is ESM only (package.json "type": "module"): no dist/cli.cjs.
+    if (format === 'cjs') options.entryPoints = LIBRARY;
   },
-]);
+});

@@ -17,7 +17,7 @@
  * Run: node --import tsx bench/pipelines.bench.ts   (BENCH_ROUNDS=n to change the rounds)
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import alawmulaw from 'alawmulaw';
 import prism from 'prism-media';
 import wavefile from 'wavefile';
@@ -28,7 +28,7 @@ import { resampleInt16, type ResamplerQuality } from '../src/audio/resampler.js'
 import { createSttAudioDecoder } from '../src/pipelines/stt-audio-decoder.js';
 import { createTtsAudioEncoder } from '../src/pipelines/tts-audio-encoder.js';
 import { decodeWav, encodeWav } from '../src/audio/wav.js';
-import { machine, save } from './util.js';
+import { machine, save, saveFile } from './util.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const FRAMES = 750; // 60 s
@@ -551,5 +551,4 @@ const scale = limits();
 console.log('\nQuality');
 const q = quality();
 save('pipelines', { frameMs: 80, rounds: ROUNDS, framesPerRound: FRAMES, tts, stt, limits: scale, quality: q });
-writeFileSync(new URL('./results/pipelines.svg', import.meta.url), svg([...tts, ...stt]));
-console.log('\nwrote bench/results/pipelines.json and bench/results/pipelines.svg');
+saveFile('pipelines.svg', svg([...tts, ...stt]));

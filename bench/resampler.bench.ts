@@ -13,11 +13,10 @@
  * speexdsp q5), measured by passing tones through each.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import waveResampler from 'wave-resampler';
 import { createResampler, resample, resamplerBackend, type ResamplerQuality } from '../src/audio/resampler.js';
 import { measureQuality, responseDb, type QualityFigures, type ResampleFn } from './quality.js';
-import { machine, runGroup, save, type GroupResult } from './util.js';
+import { machine, runGroup, save, saveFile, type GroupResult } from './util.js';
 
 // ---------------------------------------------------------------------------------------------
 // Peers
@@ -264,9 +263,8 @@ for (const p of peers) {
     );
   }
 }
-mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-writeFileSync(
-  new URL('./results/resampler-quality.json', import.meta.url),
+saveFile(
+  'resampler-quality.json',
   JSON.stringify(
     {
       machine: machine(),
@@ -294,8 +292,7 @@ const curves = [
   { name: 'sox rate (default)', color: '#1f77b4', db: responseDb(soxFn, PLOT_FROM, PLOT_TO, freqs) },
   { name: 'speexdsp q5', color: '#2ca02c', db: responseDb(speexFn(speex), PLOT_FROM, PLOT_TO, freqs) },
 ];
-writeFileSync(new URL('./results/resampler-response.svg', import.meta.url), responseSvg(freqs, curves));
-console.log('\nwrote bench/results/resampler-quality.json, bench/results/resampler-response.svg');
+saveFile('resampler-response.svg', responseSvg(freqs, curves));
 
 function responseSvg(fs: number[], cs: { name: string; color: string; db: number[] }[]): string {
   const W = 760;

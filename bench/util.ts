@@ -66,8 +66,27 @@ export function machine(): string {
   return `${cpu}, ${os.cpus().length} cores, Node ${process.version}, ${os.platform()} ${os.arch()}`;
 }
 
-/** Saves a suite's groups to bench/results/<name>.json. */
-export function save(name: string, groups: unknown): void {
+/**
+ * True when results are to be saved: `npm run bench -- --save` (bench/run.ts passes it on through
+ * VOICEWIRE_BENCH_SAVE) or `--save` on a suite run by hand. bench/results/ is tracked, so a run
+ * to try something must not overwrite the figures the README quotes.
+ */
+export function saving(): boolean {
+  return process.env.VOICEWIRE_BENCH_SAVE === '1' || process.argv.includes('--save');
+}
+
+/** Writes bench/results/<file> when {@link saving}; otherwise says it did not. */
+export function saveFile(file: string, text: string): void {
+  if (!saving()) {
+    console.log(`bench/results/${file} not saved (pass --save to write it)`);
+    return;
+  }
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-  writeFileSync(new URL(`./results/${name}.json`, import.meta.url), JSON.stringify({ machine: machine(), date: new Date().toISOString(), groups }, null, 2) + '\n');
+  writeFileSync(new URL(`./results/${file}`, import.meta.url), text);
+  console.log(`saved bench/results/${file}`);
+}
+
+/** Saves a suite's groups to bench/results/<name>.json (only with --save). */
+export function save(name: string, groups: unknown): void {
+  saveFile(`${name}.json`, JSON.stringify({ machine: machine(), date: new Date().toISOString(), groups }, null, 2) + '\n');
 }

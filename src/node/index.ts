@@ -5,6 +5,8 @@
 export * from '../index.js';
 export { CoreTransform, toNodeTransform } from './transform.js';
 export type { NodeTransformOptions } from './transform.js';
+export { createFfmpegDecoderStream, decodeWithFfmpeg, isFfmpegAvailable } from './ffmpeg.js';
+export type { FfmpegDecodeOptions } from './ffmpeg.js';
 export * from './framer.js';
 export * from './wav.js';
 export * from './ndjson.js';
