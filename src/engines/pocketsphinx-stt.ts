@@ -4,11 +4,12 @@
  *
  * - each 80 ms frame (24 kHz) is resampled to 16 kHz with voicewire's resampler and decoded as
  *   it arrives; pocketsphinx's own voice-activity detector cuts utterances;
- * - a word is sent as `text` (with `start_s`) once the partial hypothesis up to and including it
- *   has not changed for {@link PocketsphinxSttOptions.stableFrames} frames and a later word
- *   follows it; its `end_text` (`stop_s`) goes just before the next word's `text`, or when the
- *   utterance or the stream ends. A word already sent is never taken back: when the final
- *   hypothesis of an utterance differs, only the words past those sent are added;
+ * - a word is sent as `text` (with `start_s`) once the partial hypothesis has not changed for
+ *   {@link PocketsphinxSttOptions.stableFrames} frames, a later word follows it and the decoder
+ *   has heard 0.3 s past its end; its `end_text` (`stop_s`) goes just before the next word's
+ *   `text`, or when the utterance or the stream ends. A word already sent is never taken back:
+ *   when the final hypothesis of an utterance differs, only its words after the last word sent
+ *   (by time) are added;
  * - every frame gets its `step` with the VAD horizons of vad.ts.
  *
  * Languages other than English are refused at setup with `STT_LANGUAGE_UNSUPPORTED` (1008),
@@ -31,6 +32,8 @@ export interface PocketsphinxSttOptions {
   jsgf?: string;
   /** Frames (80 ms) a partial hypothesis must stay unchanged before its words are sent. Default 3. */
   stableFrames?: number;
+  /** Audio the decoder must have heard past a word's end before the word is sent, seconds. Default 0.3. */
+  settleSeconds?: number;
   /** Model name in `ready`. Default `pocketsphinx-en-us`. */
   modelName?: string;
   /** Idle decoders kept for reuse (loading the model takes a few hundred ms). Default 2. */
@@ -58,7 +61,7 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
         if (pool.length < poolSize) pool.push(decoder);
         else decoder.free();
       };
-      return new SphinxStream(decoder, vad, emit, stable, options.modelName ?? 'pocketsphinx-en-us', config.modelName, release);
+      return new SphinxStream(decoder, vad, emit, stable, Math.round((options.settleSeconds ?? 0.3) * 100), options.modelName ?? 'pocketsphinx-en-us', config.modelName, release);
     },
   };
 }
@@ -70,7 +73,8 @@ class SphinxStream implements SttEngineStream {
   private uttStart = 0;
   private samples = 0;
   private inUtt = false;
-  private sent = 0;
+  /** End frame of the last word sent in the current utterance. */
+  private lastEnd = -1;
   /** stop_s of the last word sent, until its end_text goes. */
   private openStop: number | undefined;
   private history: string[] = [];
@@ -81,13 +85,14 @@ class SphinxStream implements SttEngineStream {
     private readonly vad: VoiceActivity,
     private readonly emit: (e: SttEngineEvent) => void,
     private readonly stable: number,
+    private readonly margin: number,
     defaultName: string,
     requested: string,
     private readonly release: () => void,
   ) {
     this.resampler = createInt16Resampler({ from: 24000, to: 16000 });
-    // Text for a frame comes out once the word is stable and the next has begun: about 6 frames.
-    this.info = { modelName: requested === 'default' ? defaultName : requested, sampleRate: 24000, frameSize: 1920, delayInFrames: stable + 3 };
+    // Text for a frame comes out once the word has settled (margin) and held (stable frames).
+    this.info = { modelName: requested === 'default' ? defaultName : requested, sampleRate: 24000, frameSize: 1920, delayInFrames: stable + Math.ceil(margin / 8) };
     decoder.startUtt();
     this.inUtt = true;
   }
@@ -119,10 +124,13 @@ class SphinxStream implements SttEngineStream {
     const key = words.map((w) => `${w.word}@${w.startFrame}`).join(' ');
     this.history.push(key);
     if (this.history.length > this.stable) this.history.shift();
-    // Words before the last are final once the hypothesis has held for `stable` frames.
-    if (this.history.length === this.stable && this.history.every((h) => h === key)) this.send(words, words.length - 1);
+    const steady = this.history.length === this.stable && this.history.every((h) => h === key);
+    // Words before the last are final once the hypothesis has held for `stable` frames and the
+    // decoder has heard `margin` frames past their end (the context that settles a word).
+    const now = (this.samples - this.uttStart) / 160;
+    if (steady) this.send(words.slice(0, -1).filter((w) => w.endFrame <= now - this.margin));
     // pocketsphinx's VAD says the utterance is over: finish it and start the next.
-    if (!this.decoder.inSpeech() && words.length > 0 && this.history.length === this.stable && this.history.every((h) => h === key)) {
+    if (!this.decoder.inSpeech() && words.length > 0 && steady) {
       this.finishUtterance();
       this.decoder.startUtt();
       this.inUtt = true;
@@ -130,14 +138,17 @@ class SphinxStream implements SttEngineStream {
     }
   }
 
-  /** Sends words `sent..upto-1` of `words`, closing the previous word first. */
-  private send(words: readonly PsWord[], upto: number): void {
-    for (let i = this.sent; i < upto; i++) {
-      const w = words[i]!;
+  /**
+   * Sends the words of `words` that lie after the last word sent in this utterance (by time, so a
+   * revised hypothesis neither repeats nor reorders words), closing the previous word first.
+   */
+  private send(words: readonly PsWord[]): void {
+    for (const w of words) {
+      if ((w.startFrame + w.endFrame) / 2 <= this.lastEnd) continue;
       if (this.openStop !== undefined) this.emit({ type: 'end_text', stop_s: this.openStop });
       this.emit({ type: 'text', text: w.word, start_s: this.time(w.startFrame) });
       this.openStop = this.time(w.endFrame + 1);
-      this.sent = i + 1;
+      this.lastEnd = w.endFrame;
     }
   }
 
@@ -145,11 +156,10 @@ class SphinxStream implements SttEngineStream {
     if (!this.inUtt) return;
     this.decoder.endUtt();
     this.inUtt = false;
-    const words = this.decoder.words();
-    this.send(words, words.length);
+    this.send(this.decoder.words());
     if (this.openStop !== undefined) this.emit({ type: 'end_text', stop_s: this.openStop });
     this.openStop = undefined;
-    this.sent = 0;
+    this.lastEnd = -1;
     this.history = [];
   }
 
