@@ -6,7 +6,8 @@
  *
  * Side by side: the same model through Debian's own `pocketsphinx_continuous` (one-shot, whole
  * file), to show what streaming through voicewire (24 kHz frames, resampled to 16 kHz, utterances
- * cut by pocketsphinx's VAD) costs or gains.
+ * cut by pocketsphinx's VAD, words sent before the utterance ends) costs or gains.
+ * `PS_OPTS='{"settleSeconds":0.6,"stableFrames":5}'` tries other engine options (latency/accuracy).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -22,7 +23,7 @@ const DIR = '/usr/share/pocketsphinx/test/data/librivox';
 async function transcribe(pcm16k: Int16Array): Promise<{ text: string; seconds: number }> {
   const pcm = resampleInt16(pcm16k, 16000, 24000);
   const words: string[] = [];
-  const s = await createPocketsphinxSttEngine().open({ modelName: 'default', inputFormat: 'pcm', jsonConfig: { language: 'en' } }, (e) => {
+  const s = await createPocketsphinxSttEngine(JSON.parse(process.env.PS_OPTS ?? '{}')).open({ modelName: 'default', inputFormat: 'pcm', jsonConfig: { language: 'en' } }, (e) => {
     if (e.type === 'text') words.push(e.text);
   });
   const t0 = process.cpuUsage();

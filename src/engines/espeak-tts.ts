@@ -87,7 +87,8 @@ export function createEspeakTtsEngine(context: EspeakTtsContext, options: Espeak
   return {
     async open(config, emit) {
       const worker = options.worker ?? (await loadEspeak());
-      const voiceRecord = await context.resolveVoice(config.voiceId ?? null);
+      // No voice_id: the context's default, else the first catalog voice (English).
+      const voiceRecord = (await context.resolveVoice(config.voiceId ?? null)) ?? (config.voiceId ? undefined : { uid: 'default', language: 'en', params: {} });
       if (voiceRecord === undefined) {
         throw new VoicewireError('TTS_UNKNOWN_VOICE', `unknown voice_id ${JSON.stringify(config.voiceId ?? null)}: list voices with GET /voices/`);
       }
@@ -115,6 +116,9 @@ function pronunciationMap(rules: EngineDictionary['rules']): Map<string, string>
   }
   return map;
 }
+
+/** The voice each worker has loaded (workers are shared by every stream). */
+const currentVoice = new WeakMap<EspeakWorker, string>();
 
 const LEAD = /^[("'«¿¡“‘[]+/;
 const TRAIL = /[)"'».,;:!?…”’\]]+$/;
@@ -217,7 +221,12 @@ class EspeakStream implements TtsEngineStream {
     }
     if (spoken === '') return;
     const w = this.worker;
-    w.set_voice(this.voice.variant ? `${this.voice.voice}+${this.voice.variant}` : this.voice.voice);
+    // Loading a voice reads its files (~2 ms, more under load): only when it changes.
+    const name = this.voice.variant ? `${this.voice.voice}+${this.voice.variant}` : this.voice.voice;
+    if (currentVoice.get(w) !== name) {
+      w.set_voice(name);
+      currentVoice.set(w, name);
+    }
     w.set_rate(this.voice.rate);
     w.set_pitch(this.voice.pitch);
     w.set_range(this.voice.range);
@@ -279,7 +288,9 @@ class EspeakStream implements TtsEngineStream {
       const rule = this.rules.get(core.toLowerCase());
       if (rule !== undefined) return `${lead}${rule}${trail}`;
     }
-    return this.rewriteLang ? rewriteWord(word, this.rewriteLang) : word;
+    // `[[`/`]]` would switch espeak to phoneme input: only dictionary rules may do that.
+    const plain = word.replace(/\[\[|\]\]/g, '');
+    return this.rewriteLang ? rewriteWord(plain, this.rewriteLang) : plain;
   }
 
   /** Appends samples to the frame being filled; emits each full frame. */

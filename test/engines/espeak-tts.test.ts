@@ -180,6 +180,10 @@ describe('espeak-ng TTS', () => {
       expect((err as VoicewireError).closeCode).toBe(1008);
       expect(performance.now() - t0).toBeLessThan(1000);
     });
+    it('no voice id and no default voice in the context: the English default speaks', async () => {
+      const r = await speak(['Hello there.'], {}, { resolveVoice: async () => undefined, resolvePronunciation: async () => undefined });
+      expect(r.words.map((w) => w.text)).toEqual(['Hello', 'there.']);
+    });
     it('an unknown voice id is a 1008 TTS_UNKNOWN_VOICE', async () => {
       const err = await speak(['Hello.'], { voiceId: 'no-such-voice' }).catch((e: unknown) => e);
       expect((err as VoicewireError).code).toBe('TTS_UNKNOWN_VOICE');
