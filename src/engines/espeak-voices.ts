@@ -8,9 +8,9 @@ import { SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
 
 /**
  * espeak parameters of a voice. Defaults are espeak's own: pitch 50 and range 50 (0–100), rate
- * 175 words per minute (80–450).
+ * 175 words per minute (80–450). A type alias, so it fits a voice record's `Record<string, unknown>` params.
  */
-export interface EspeakVoiceParams {
+export type EspeakVoiceParams = {
   engine: 'espeak';
   /** An espeak voice of one of the five languages, e.g. `en-us`, `fr-fr`, `pt-br` (see {@link ESPEAK_LANGUAGE_VOICES}). */
   voice: string;
@@ -19,7 +19,7 @@ export interface EspeakVoiceParams {
   pitch: number;
   range: number;
   rate: number;
-}
+};
 
 /** The espeak voices per language, with the country each stands for (the first is the default). */
 export const ESPEAK_LANGUAGE_VOICES: Readonly<Record<SpeechLanguage, readonly (readonly [voice: string, country: string])[]>> = {
