@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { espeakAvailable, loadEspeak } from '../../src/engines/espeak-module.js';
 import { effectiveVoiceParams } from '../../src/engines/espeak-tts.js';
+import { estimateVoiceFromSample } from '../../src/engines/espeak-voices.js';
 import { VoicewireError } from '../../src/util/errors.js';
 import { has, needs } from '../helpers/tools.js';
 import { silences, speak, testContext, voiceOf } from './espeak-helpers.js';
@@ -121,6 +122,8 @@ describe('espeak-ng TTS', () => {
     const flat = await speak([text], { voiceId: voiceOf('en'), jsonConfig: { temp: 0 } });
     const lively = await speak([text], { voiceId: voiceOf('en'), jsonConfig: { temp: 1.4 } });
     expect(Buffer.from(flat.pcm.buffer).equals(Buffer.from(lively.pcm.buffer))).toBe(false);
+    // temp is the melody's range: the measured F0 spread grows with it.
+    expect(estimateVoiceFromSample(flat.pcm, 48000).params.range).toBeLessThan(estimateVoiceFromSample(lively.pcm, 48000).params.range);
     const a = await speak([text], { voiceId: voiceOf('en'), jsonConfig: { cfg_coef: 1 } });
     const b = await speak([text], { voiceId: voiceOf('en'), jsonConfig: { cfg_coef: 4 } });
     // espeak's noise sources make samples differ run to run; the timing does not.
