@@ -101,6 +101,13 @@ export const ERROR_CODES = {
   // --- server ---------------------------------------------------------------------------
   STORE_UNAVAILABLE: { description: 'The server\'s store (SQLite file or Postgres) did not answer; the request is refused, nothing was spent.', closeCode: 1011, httpStatus: 503 },
 
+  // --- engines --------------------------------------------------------------------------
+  ENGINE_UNAVAILABLE: { description: 'A speech engine is not installed here (the message names the npm or Debian package to install).', closeCode: 1011, httpStatus: 503 },
+  TTS_UNKNOWN_VOICE: { description: 'The TTS setup names a voice_id that does not exist for the caller (service-api.md §7).', closeCode: 1008 },
+  TTS_UNKNOWN_PRONUNCIATION: { description: 'The TTS setup names a pronunciation_id that is unknown or belongs to another organization.', closeCode: 1008 },
+  TTS_TEXT_TOO_LONG: { description: 'One TTS request sent more text than the engine takes (default 20000 characters).', closeCode: 1008 },
+  STT_LANGUAGE_UNSUPPORTED: { description: 'The STT setup asks for a language without an installed model; the message names the installed ones.', closeCode: 1008 },
+
   // --- REST -------------------------------------------------------------------------------
   VALIDATION_FAILED: { description: 'A REST body or query failed validation; details hold the 422 body.', httpStatus: 422 },
   HTTP_ERROR: { description: 'A REST call answered with a non-2xx status.' },

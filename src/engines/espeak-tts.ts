@@ -1,0 +1,386 @@
+/**
+ * Text-to-speech with espeak-ng in the five API languages (service-api.md §4.2, §4.5).
+ *
+ * Text is spoken sentence by sentence: a sentence leaves as soon as its end (`.`, `!`, `?`, `…`,
+ * `;` followed by a space) has arrived, so audio lags the text by at most one sentence (§4.5
+ * "without it, audio lags a few words behind"); a `<flush>`, a `<break>` or the end speak the
+ * rest. espeak's 22.05 kHz output is resampled to 48 kHz with voicewire's resampler and sent in
+ * 80 ms frames (3840 samples; the last frame of a flush or of the request is padded with silence).
+ *
+ * Word timestamps come from espeak's word events, on the output timeline: a word starts at its
+ * event (moved to the first sound after it) and stops at the last sound before the next word
+ * (or the end of the sentence); words with no sound are dropped. Words rewritten by the rewrite
+ * rules or a pronunciation rule keep the text the client sent.
+ *
+ * `json_config` (§2.8): `padding_bonus` p sets the rate to `rate · 2^(−p/4)` words per minute
+ * (p = −4 twice as fast, +4 half as fast; monotonic; clamped to espeak's 80–450); `temp` t scales
+ * the pitch range, `range · t/0.7` (0 is a monotone; the default 0.7 keeps the voice's range);
+ * `cfg_coef` has no effect on this engine (espeak has no target voice to be similar to);
+ * `rewrite_rules` applies the rewrite rules of that language (rewrite-rules.ts).
+ */
+import { resampleInt16 } from '../audio/resampler.js';
+import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
+import { VoicewireError } from '../util/errors.js';
+import { loadEspeak, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
+import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
+import { SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
+import { rewriteWord } from './rewrite-rules.js';
+
+/** A voice as the engine needs it (the server's `VoiceRecord` fits). */
+export interface EngineVoice {
+  uid: string;
+  language: string;
+  params: Record<string, unknown>;
+}
+
+/** A pronunciation dictionary as the engine needs it (the server's `DictionaryRecord` fits). */
+export interface EngineDictionary {
+  uid: string;
+  language: string;
+  rules: readonly { word: string; replacement: string; kind: 'respelling' | 'phonemes' }[];
+}
+
+/** What the server binds per connection: its organization's voices and dictionaries. */
+export interface EspeakTtsContext {
+  /** The voice of `voice_id` (null: none given) visible to the caller, or undefined when there is none. */
+  resolveVoice(voiceId: string | null): Promise<EngineVoice | undefined>;
+  /** The caller's dictionary `id`, or undefined (unknown, or another organization's). */
+  resolvePronunciation(id: string): Promise<EngineDictionary | undefined>;
+}
+
+/** Options of {@link createEspeakTtsEngine}. */
+export interface EspeakTtsOptions {
+  /** Model name in `ready`. Default `espeak-ng`. */
+  modelName?: string;
+  /** Most characters of text one request may send; more is refused with `TTS_TEXT_TOO_LONG` (1008). Default 20000. */
+  maxTextChars?: number;
+  /** A sentence longer than this is spoken in pieces cut at a space, to bound latency. Default 300. */
+  maxChunkChars?: number;
+  /** The espeak worker (tests). Default: the shared one of {@link loadEspeak}. */
+  worker?: EspeakWorker;
+}
+
+const OUT_RATE = 48000;
+const FRAME = 3840;
+/**
+ * A 5 ms window whose peak is below 1.5 % of the sentence's peak (−36 dB; espeak's pauses and
+ * stop closures sit there, not at zero) counts as silence when placing word edges.
+ */
+const SILENCE_RATIO = 0.015;
+const EDGE_WINDOW = 240;
+
+/** The rate, pitch and range one request speaks with, after `json_config`. */
+export function effectiveVoiceParams(voice: EspeakVoiceParams, config: { padding_bonus?: number; temp?: number }): EspeakVoiceParams {
+  const p = config.padding_bonus ?? 0;
+  const t = config.temp ?? 0.7;
+  return {
+    ...voice,
+    rate: Math.min(450, Math.max(80, Math.round(voice.rate * 2 ** (-p / 4)))),
+    range: Math.min(100, Math.max(0, Math.round((voice.range * t) / 0.7))),
+  };
+}
+
+/** The espeak-ng TTS engine; `context` resolves voices and dictionaries for the connection. */
+export function createEspeakTtsEngine(context: EspeakTtsContext, options: EspeakTtsOptions = {}): TtsEngine {
+  const maxText = options.maxTextChars ?? 20000;
+  const maxChunk = options.maxChunkChars ?? 300;
+  return {
+    async open(config, emit) {
+      const worker = options.worker ?? (await loadEspeak());
+      // No voice_id: the context's default, else the first catalog voice (English).
+      const voiceRecord = (await context.resolveVoice(config.voiceId ?? null)) ?? (config.voiceId ? undefined : { uid: 'default', language: 'en', params: {} });
+      if (voiceRecord === undefined) {
+        throw new VoicewireError('TTS_UNKNOWN_VOICE', `unknown voice_id ${JSON.stringify(config.voiceId ?? null)}: list voices with GET /voices/`);
+      }
+      let rules = new Map<string, string>();
+      if (config.pronunciationId !== undefined) {
+        const dict = await context.resolvePronunciation(config.pronunciationId);
+        if (dict === undefined) throw new VoicewireError('TTS_UNKNOWN_PRONUNCIATION', `unknown pronunciation_id ${JSON.stringify(config.pronunciationId)}`);
+        rules = pronunciationMap(dict.rules);
+      }
+      const voice = effectiveVoiceParams(normalizeVoiceParams(voiceRecord.params, voiceRecord.language), config.jsonConfig);
+      const rewriteLang = config.jsonConfig.rewrite_rules as SpeechLanguage | undefined;
+      return new EspeakStream(worker, config, emit, voice, rules, rewriteLang && SPEECH_LANGUAGES.includes(rewriteLang) ? rewriteLang : undefined, maxText, maxChunk, options.modelName ?? 'espeak-ng');
+    },
+  };
+}
+
+/** Lower-cased word → what espeak reads instead (`[[…]]` is espeak's phoneme input). */
+function pronunciationMap(rules: EngineDictionary['rules']): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const r of rules) {
+    const word = r.word.trim().toLowerCase();
+    if (word === '' || /\s/.test(word)) continue; // rules are per word
+    // `]]` would end the phoneme block early; espeak phoneme strings never need it.
+    map.set(word, r.kind === 'phonemes' ? `[[${r.replacement.replace(/\]\]/g, '')}]]` : r.replacement.replace(/[[\]]/g, ''));
+  }
+  return map;
+}
+
+/** The voice each worker has loaded (workers are shared by every stream). */
+const currentVoice = new WeakMap<EspeakWorker, string>();
+
+const LEAD = /^[("'«¿¡“‘[]+/;
+const TRAIL = /[)"'».,;:!?…”’\]]+$/;
+
+/** One word as sent and as spoken, with where the spoken form sits in the synthesized text. */
+interface Segment {
+  text: string;
+  from: number;
+  to: number;
+}
+
+class EspeakStream implements TtsEngineStream {
+  readonly info;
+  private pending = '';
+  private received = 0;
+  private closed = false;
+  private frame = new Int16Array(FRAME);
+  private fill = 0;
+  /** Output samples produced so far (the timeline of word timestamps). */
+  private out = 0;
+
+  constructor(
+    private readonly worker: EspeakWorker,
+    config: TtsEngineConfig,
+    private readonly emit: (e: TtsEngineEvent) => void,
+    private readonly voice: EspeakVoiceParams,
+    private readonly rules: Map<string, string>,
+    private readonly rewriteLang: SpeechLanguage | undefined,
+    private readonly maxText: number,
+    private readonly maxChunk: number,
+    modelName: string,
+  ) {
+    this.info = { modelName: config.modelName === 'default' ? modelName : config.modelName, sampleRate: OUT_RATE, frameSize: FRAME, audioStreamNames: ['main'], textStreamNames: ['main'] };
+  }
+
+  async text(text: string): Promise<void> {
+    this.received += text.length;
+    if (this.received > this.maxText) {
+      throw new VoicewireError('TTS_TEXT_TOO_LONG', `text longer than ${this.maxText} characters in one request: split it into several requests`);
+    }
+    if (text.trim() === '') return;
+    this.pending = this.pending === '' || /\s$/.test(this.pending) || /^\s/.test(text) ? this.pending + text : `${this.pending} ${text}`;
+    // Everything up to the last sentence end followed by a space is ready.
+    const re = /[.!?…;](?=["'»”’)\]]*\s)/g;
+    let cut = -1;
+    for (let m = re.exec(this.pending); m; m = re.exec(this.pending)) cut = m.index + 1;
+    if (cut < 0 && this.pending.length > this.maxChunk) cut = this.pending.lastIndexOf(' ', this.maxChunk);
+    if (cut <= 0) return;
+    const ready = this.pending.slice(0, cut);
+    this.pending = this.pending.slice(cut);
+    await this.speak(ready, false);
+  }
+
+  async pause(seconds: number): Promise<void> {
+    await this.speakPending(true);
+    // A <break> is exact silence of its length (§4.5), after the speech's own trailing silence was trimmed.
+    this.push(new Int16Array(Math.round(seconds * OUT_RATE)));
+  }
+
+  async flush(): Promise<void> {
+    await this.speakPending(false);
+    this.padFrame();
+  }
+
+  async end(): Promise<void> {
+    await this.speakPending(false);
+    this.padFrame();
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private async speakPending(trimTail: boolean): Promise<void> {
+    const text = this.pending;
+    this.pending = '';
+    await this.speak(text, trimTail);
+  }
+
+  /** Speaks `text` sentence by sentence (pieces of at most maxChunk characters). */
+  private async speak(text: string, trimTail: boolean): Promise<void> {
+    const pieces = splitSentences(text, this.maxChunk);
+    for (let i = 0; i < pieces.length; i++) {
+      if (this.closed) return;
+      this.speakOne(pieces[i]!, trimTail && i === pieces.length - 1);
+      // Let the frames of this sentence leave (and other streams run) before the next one.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  private speakOne(text: string, trimTail: boolean): void {
+    const segments: Segment[] = [];
+    let spoken = '';
+    for (const word of text.split(/\s+/)) {
+      if (word === '') continue;
+      const form = this.spokenForm(word);
+      if (spoken !== '') spoken += ' ';
+      segments.push({ text: word, from: spoken.length, to: spoken.length + form.length });
+      spoken += form;
+    }
+    if (spoken === '') return;
+    const w = this.worker;
+    // Loading a voice reads its files (~2 ms, more under load): only when it changes.
+    const name = this.voice.variant ? `${this.voice.voice}+${this.voice.variant}` : this.voice.voice;
+    if (currentVoice.get(w) !== name) {
+      w.set_voice(name);
+      currentVoice.set(w, name);
+    }
+    w.set_rate(this.voice.rate);
+    w.set_pitch(this.voice.pitch);
+    w.set_range(this.voice.range);
+    const chunks: Int16Array[] = [];
+    const events: EspeakEvent[] = [];
+    let total = 0;
+    w.synthesize(spoken, (samples, evs) => {
+      chunks.push(samples);
+      total += samples.length;
+      for (const e of evs) if (e.type === 'word') events.push(e);
+      return false;
+    });
+    let pcm = new Int16Array(total);
+    let o = 0;
+    for (const c of chunks) {
+      pcm.set(c, o);
+      o += c.length;
+    }
+    const inRate = w.get_samplerate();
+    if (trimTail) pcm = pcm.subarray(0, lastSound(pcm, 0, pcm.length, 64) + Math.round(inRate * 0.02));
+    const audio = resampleInt16(pcm, inRate, OUT_RATE);
+    // Word events → segments (several events inside one rewritten word count once).
+    const starts: { seg: number; at: number }[] = [];
+    for (const e of events) {
+      const pos = e.text_position - 1;
+      const seg = segments.findIndex((s) => pos >= s.from && pos < s.to);
+      if (seg < 0 || (starts.length > 0 && starts[starts.length - 1]!.seg === seg)) continue;
+      starts.push({ seg, at: Math.min(audio.length, Math.round((e.audio_position * OUT_RATE) / 1000)) });
+    }
+    fillMissingWords(starts, segments);
+    const level = Math.max(64, peak(audio, 0, audio.length) * SILENCE_RATIO);
+    const words: TtsEngineEvent[] = [];
+    for (let i = 0; i < starts.length; i++) {
+      const next = i + 1 < starts.length ? starts[i + 1]!.at : audio.length;
+      const start = firstSound(audio, starts[i]!.at, next, level);
+      const stop = Math.min(next, lastSound(audio, start, next, level) + EDGE_WINDOW);
+      if (stop <= start) continue; // no sound: dropped
+      words.push({ type: 'word', text: segments[starts[i]!.seg]!.text, start_s: round((this.out + start) / OUT_RATE), stop_s: round((this.out + stop) / OUT_RATE) });
+    }
+    // Each word timestamp goes out just before the frame its start falls in.
+    let wi = 0;
+    for (let s = 0; s < audio.length; ) {
+      const room = FRAME - this.fill;
+      const frameEnd = this.out + room;
+      while (wi < words.length && (words[wi] as { start_s: number }).start_s * OUT_RATE < frameEnd) this.emit(words[wi++]!);
+      const n = Math.min(room, audio.length - s);
+      this.push(audio.subarray(s, s + n));
+      s += n;
+    }
+    while (wi < words.length) this.emit(words[wi++]!);
+  }
+
+  /** A word as espeak should read it: the organization's rule, else the rewrite rules, else itself. */
+  private spokenForm(word: string): string {
+    if (this.rules.size > 0) {
+      const lead = LEAD.exec(word)?.[0] ?? '';
+      const trail = TRAIL.exec(word.slice(lead.length))?.[0] ?? '';
+      const core = word.slice(lead.length, word.length - trail.length);
+      const rule = this.rules.get(core.toLowerCase());
+      if (rule !== undefined) return `${lead}${rule}${trail}`;
+    }
+    // `[[`/`]]` would switch espeak to phoneme input: only dictionary rules may do that.
+    const plain = word.replace(/\[\[|\]\]/g, '');
+    return this.rewriteLang ? rewriteWord(plain, this.rewriteLang) : plain;
+  }
+
+  /** Appends samples to the frame being filled; emits each full frame. */
+  private push(samples: Int16Array): void {
+    let s = 0;
+    while (s < samples.length) {
+      const n = Math.min(FRAME - this.fill, samples.length - s);
+      this.frame.set(samples.subarray(s, s + n), this.fill);
+      this.fill += n;
+      this.out += n;
+      s += n;
+      if (this.fill === FRAME) {
+        if (!this.closed) this.emit({ type: 'audio', pcm: this.frame });
+        this.frame = new Int16Array(FRAME);
+        this.fill = 0;
+      }
+    }
+  }
+
+  /** Completes the frame being filled with silence, so everything said so far leaves. */
+  private padFrame(): void {
+    if (this.fill > 0) this.push(new Int16Array(FRAME - this.fill));
+  }
+}
+
+/**
+ * espeak sometimes reads two words as one (German "Es ist", clitics): a word with letters or
+ * digits but no event of its own shares the time of the word before it, split in proportion to
+ * the length of their spoken forms, so every word the client sent gets a timestamp.
+ */
+function fillMissingWords(starts: { seg: number; at: number }[], segments: readonly Segment[]): void {
+  const speakable = (i: number) => /[\p{L}\p{N}]/u.test(segments[i]!.text);
+  for (let k = starts.length - 1; k >= 0; k--) {
+    const cur = starts[k]!;
+    const nextSeg = k + 1 < starts.length ? starts[k + 1]!.seg : segments.length;
+    const missing: number[] = [];
+    for (let i = cur.seg + 1; i < nextSeg; i++) if (speakable(i)) missing.push(i);
+    if (missing.length === 0) continue;
+    const nextAt = k + 1 < starts.length ? starts[k + 1]!.at : undefined;
+    if (nextAt === undefined) continue; // the last word runs to the end; nothing to split against
+    const group = [cur.seg, ...missing];
+    const lens = group.map((i) => segments[i]!.to - segments[i]!.from);
+    const total = lens.reduce((a, b) => a + b, 0);
+    const span = nextAt - cur.at;
+    const added: { seg: number; at: number }[] = [];
+    let acc = lens[0]!;
+    for (let j = 1; j < group.length; j++) {
+      added.push({ seg: group[j]!, at: cur.at + Math.round((span * acc) / total) });
+      acc += lens[j]!;
+    }
+    starts.splice(k + 1, 0, ...added);
+  }
+}
+
+/** Sentences of `text`, each at most `max` characters (longer ones cut at a space). */
+export function splitSentences(text: string, max: number): string[] {
+  const out: string[] = [];
+  for (const sentence of text.split(/(?<=[.!?…;]["'»”’)\]]*)\s+/)) {
+    let s = sentence.trim();
+    while (s.length > max) {
+      let cut = s.lastIndexOf(' ', max);
+      if (cut <= 0) cut = max;
+      out.push(s.slice(0, cut));
+      s = s.slice(cut).trim();
+    }
+    if (s !== '') out.push(s);
+  }
+  return out;
+}
+
+/** Index of the first 5 ms window in [from, to) with sound, or `from` when there is none. */
+function firstSound(pcm: Int16Array, from: number, to: number, level: number): number {
+  for (let i = from; i < to; i += EDGE_WINDOW / 2) {
+    if (peak(pcm, i, Math.min(to, i + EDGE_WINDOW / 2)) > level) return i;
+  }
+  return from;
+}
+
+/** Index just after the last sample with sound in [from, to), or `from` when there is none. */
+function lastSound(pcm: Int16Array, from: number, to: number, level: number): number {
+  for (let i = to - 1; i >= from; i--) if (Math.abs(pcm[i]!) > level) return i + 1;
+  return from;
+}
+
+function peak(pcm: Int16Array, from: number, to: number): number {
+  let p = 0;
+  for (let i = from; i < to; i++) p = Math.max(p, Math.abs(pcm[i]!));
+  return p;
+}
+
+function round(seconds: number): number {
+  return Math.round(seconds * 1e4) / 1e4;
+}

@@ -1,0 +1,183 @@
+/**
+ * Debian's pocketsphinx (`libpocketsphinx3`, 5prealpha API) through koffi. Only the calls the
+ * engine needs; every pointer stays inside {@link PocketsphinxDecoder}.
+ *
+ * Install on Debian/Ubuntu: `apt-get install pocketsphinx pocketsphinx-en-us`.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { VoicewireError } from '../util/errors.js';
+
+/** The Debian packages the STT engine needs. */
+export const POCKETSPHINX_PACKAGES = 'pocketsphinx pocketsphinx-en-us';
+
+/** Where `pocketsphinx-en-us` installs the US English model. */
+export const DEBIAN_EN_US_MODEL = '/usr/share/pocketsphinx/model/en-us';
+
+/** A pocketsphinx model: acoustic model directory, language model, pronunciation dictionary. */
+export interface PocketsphinxModel {
+  /** Acoustic model directory (`-hmm`). */
+  hmm: string;
+  /** Binary or ARPA n-gram language model (`-lm`). */
+  lm: string;
+  /** Pronunciation dictionary (`-dict`). */
+  dict: string;
+}
+
+/** The Debian US English model, or `dir` laid out the same way (`dir/en-us/`, `dir/en-us.lm.bin`, `dir/cmudict-en-us.dict`). */
+export function pocketsphinxModelFromDir(dir: string = DEBIAN_EN_US_MODEL): PocketsphinxModel {
+  return { hmm: join(dir, 'en-us'), lm: join(dir, 'en-us.lm.bin'), dict: join(dir, 'cmudict-en-us.dict') };
+}
+
+/** One recognized word; frames are 10 ms from the start of the utterance. */
+export interface PsWord {
+  word: string;
+  startFrame: number;
+  endFrame: number;
+}
+
+type Fn = (...args: unknown[]) => unknown;
+
+interface Lib {
+  ps_args: Fn;
+  cmd_ln_parse_r: Fn;
+  cmd_ln_free_r: Fn;
+  ps_init: Fn;
+  ps_free: Fn;
+  ps_start_utt: Fn;
+  ps_end_utt: Fn;
+  ps_process_raw: Fn;
+  ps_get_hyp: Fn;
+  ps_get_in_speech: Fn;
+  ps_seg_iter: Fn;
+  ps_seg_next: Fn;
+  ps_seg_word: Fn;
+  ps_seg_frames: Fn;
+  ps_seg_free: Fn;
+  ps_set_jsgf_string: Fn;
+  ps_set_search: Fn;
+}
+
+let lib: Lib | undefined;
+let libError: string | undefined;
+
+function load(): Lib {
+  if (lib) return lib;
+  if (libError) throw new VoicewireError('ENGINE_UNAVAILABLE', libError);
+  try {
+    const require = createRequire(import.meta.url);
+    const koffi = require('koffi') as {
+      load(path: string): { func(name: string, ret: string, args: string[]): Fn };
+    };
+    const ps = koffi.load('libpocketsphinx.so.3');
+    const sb = koffi.load('libsphinxbase.so.3');
+    lib = {
+      ps_args: ps.func('ps_args', 'void *', []),
+      cmd_ln_parse_r: sb.func('cmd_ln_parse_r', 'void *', ['void *', 'void *', 'int', 'const char **', 'int']),
+      cmd_ln_free_r: sb.func('cmd_ln_free_r', 'int', ['void *']),
+      ps_init: ps.func('ps_init', 'void *', ['void *']),
+      ps_free: ps.func('ps_free', 'int', ['void *']),
+      ps_start_utt: ps.func('ps_start_utt', 'int', ['void *']),
+      ps_end_utt: ps.func('ps_end_utt', 'int', ['void *']),
+      ps_process_raw: ps.func('ps_process_raw', 'int', ['void *', 'const int16_t *', 'size_t', 'int', 'int']),
+      ps_get_hyp: ps.func('ps_get_hyp', 'const char *', ['void *', 'int32_t *']),
+      ps_get_in_speech: ps.func('ps_get_in_speech', 'uint8_t', ['void *']),
+      ps_seg_iter: ps.func('ps_seg_iter', 'void *', ['void *']),
+      ps_seg_next: ps.func('ps_seg_next', 'void *', ['void *']),
+      ps_seg_word: ps.func('ps_seg_word', 'const char *', ['void *']),
+      ps_seg_frames: ps.func('ps_seg_frames', 'void', ['void *', '_Out_ int *', '_Out_ int *']),
+      ps_seg_free: ps.func('ps_seg_free', 'void', ['void *']),
+      ps_set_jsgf_string: ps.func('ps_set_jsgf_string', 'int', ['void *', 'const char *', 'const char *']),
+      ps_set_search: ps.func('ps_set_search', 'int', ['void *', 'const char *']),
+    };
+    return lib;
+  } catch (err) {
+    libError = `pocketsphinx is not installed: install the Debian packages \`${POCKETSPHINX_PACKAGES}\` (and the npm package koffi): ${err instanceof Error ? err.message : String(err)}`;
+    throw new VoicewireError('ENGINE_UNAVAILABLE', libError, { cause: err });
+  }
+}
+
+/** Undefined when pocketsphinx and the model `dir` are usable here, else the reason (what to install). */
+export function pocketsphinxAvailable(model: PocketsphinxModel = pocketsphinxModelFromDir()): string | undefined {
+  try {
+    load();
+  } catch (err) {
+    return (err as Error).message;
+  }
+  for (const p of [model.hmm, model.lm, model.dict]) {
+    if (!existsSync(p)) return `pocketsphinx model file ${p} is missing: install the Debian packages \`${POCKETSPHINX_PACKAGES}\``;
+  }
+  return undefined;
+}
+
+/** Options of one decoder. */
+export interface DecoderOptions {
+  model: PocketsphinxModel;
+  /** A JSGF grammar to decode with instead of the n-gram model (small vocabularies, tests). */
+  jsgf?: string;
+}
+
+/** One pocketsphinx decoder at 16 kHz. Not thread-safe; one per stream. */
+export class PocketsphinxDecoder {
+  private ps: unknown;
+  private readonly lib: Lib;
+
+  constructor(options: DecoderOptions) {
+    this.lib = load();
+    const m = options.model;
+    const argv = ['-hmm', m.hmm, '-lm', m.lm, '-dict', m.dict, '-logfn', '/dev/null', '-samprate', '16000'];
+    const config = this.lib.cmd_ln_parse_r(null, this.lib.ps_args(), argv.length, argv, 1);
+    if (!config) throw new VoicewireError('ENGINE_UNAVAILABLE', `pocketsphinx rejected its configuration (model ${m.hmm})`);
+    this.ps = this.lib.ps_init(config);
+    // ps_init keeps its own reference to the configuration.
+    this.lib.cmd_ln_free_r(config);
+    if (!this.ps) throw new VoicewireError('ENGINE_UNAVAILABLE', `pocketsphinx could not load the model in ${m.hmm}`);
+    if (options.jsgf !== undefined) {
+      if (this.lib.ps_set_jsgf_string(this.ps, 'grammar', options.jsgf) !== 0 || this.lib.ps_set_search(this.ps, 'grammar') !== 0) {
+        this.free();
+        throw new VoicewireError('INVALID_ARGUMENT', 'pocketsphinx rejected the JSGF grammar');
+      }
+    }
+  }
+
+  startUtt(): void {
+    this.lib.ps_start_utt(this.ps);
+  }
+
+  endUtt(): void {
+    this.lib.ps_end_utt(this.ps);
+  }
+
+  /** Decodes 16 kHz samples. */
+  process(samples: Int16Array): void {
+    if (samples.length > 0) this.lib.ps_process_raw(this.ps, samples, samples.length, 0, 0);
+  }
+
+  /** True while pocketsphinx's own voice-activity detector hears speech. */
+  inSpeech(): boolean {
+    return Number(this.lib.ps_get_in_speech(this.ps)) !== 0;
+  }
+
+  /** The current (partial or final) hypothesis as words with frames; fillers and silences left out. */
+  words(): PsWord[] {
+    const out: PsWord[] = [];
+    const hyp = this.lib.ps_get_hyp(this.ps, null);
+    if (!hyp) return out;
+    for (let seg = this.lib.ps_seg_iter(this.ps); seg; seg = this.lib.ps_seg_next(seg)) {
+      const word = String(this.lib.ps_seg_word(seg));
+      const sf = [0];
+      const ef = [0];
+      this.lib.ps_seg_frames(seg, sf, ef);
+      if (word.startsWith('<') || word.startsWith('[') || word === '</s>') continue;
+      // Alternate pronunciations come back as word(2).
+      out.push({ word: word.replace(/\(\d+\)$/, ''), startFrame: sf[0]!, endFrame: ef[0]! });
+    }
+    return out;
+  }
+
+  free(): void {
+    if (this.ps) this.lib.ps_free(this.ps);
+    this.ps = null;
+  }
+}

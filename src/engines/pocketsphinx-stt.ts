@@ -1,0 +1,169 @@
+/**
+ * Speech-to-text with pocketsphinx (US English, Debian's `pocketsphinx-en-us`), streaming
+ * (service-api.md §4.4):
+ *
+ * - each 80 ms frame (24 kHz) is resampled to 16 kHz with voicewire's resampler and decoded as
+ *   it arrives; pocketsphinx's own voice-activity detector cuts utterances;
+ * - a word is sent as `text` (with `start_s`) once the partial hypothesis has not changed for
+ *   {@link PocketsphinxSttOptions.stableFrames} frames, a later word follows it and the decoder
+ *   has heard 0.3 s past its end; its `end_text` (`stop_s`) goes just before the next word's
+ *   `text`, or when the utterance or the stream ends. A word already sent is never taken back:
+ *   when the final hypothesis of an utterance differs, only its words after the last word sent
+ *   (by time) are added;
+ * - every frame gets its `step` with the VAD horizons of vad.ts.
+ *
+ * Languages other than English are refused at setup with `STT_LANGUAGE_UNSUPPORTED` (1008),
+ * naming the installed languages. Another pocketsphinx model plugs in with `model` (the server's
+ * `--stt-model DIR`), another engine by implementing `SttEngine` (see README "Engines").
+ */
+import { createInt16Resampler, type Resampler } from '../audio/resampler.js';
+import type { SttEngine, SttEngineEvent, SttEngineStream } from '../sessions/engine.js';
+import { VoicewireError } from '../util/errors.js';
+import { PocketsphinxDecoder, pocketsphinxAvailable, pocketsphinxModelFromDir, type PocketsphinxModel, type PsWord } from './pocketsphinx-ffi.js';
+import { loadVad, VoiceActivity } from './vad.js';
+
+/** Options of {@link createPocketsphinxSttEngine}. */
+export interface PocketsphinxSttOptions {
+  /** The model. Default: Debian's US English model (`/usr/share/pocketsphinx/model/en-us`). */
+  model?: PocketsphinxModel;
+  /** Languages the model serves. Default `['en']`. */
+  languages?: readonly string[];
+  /** A JSGF grammar to decode with instead of the n-gram model (small vocabularies). */
+  jsgf?: string;
+  /** Frames (80 ms) a partial hypothesis must stay unchanged before its words are sent. Default 3. */
+  stableFrames?: number;
+  /** Audio the decoder must have heard past a word's end before the word is sent, seconds. Default 0.3. */
+  settleSeconds?: number;
+  /** Model name in `ready`. Default `pocketsphinx-en-us`. */
+  modelName?: string;
+  /** Idle decoders kept for reuse (loading the model takes a few hundred ms). Default 2. */
+  poolSize?: number;
+}
+
+/** The pocketsphinx STT engine. */
+export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}): SttEngine {
+  const model = options.model ?? pocketsphinxModelFromDir();
+  const languages = options.languages ?? ['en'];
+  const stable = options.stableFrames ?? 3;
+  const pool: PocketsphinxDecoder[] = [];
+  const poolSize = options.poolSize ?? 2;
+  return {
+    async open(config, emit) {
+      const language = config.jsonConfig.language ?? 'en';
+      if (!languages.includes(language)) {
+        throw new VoicewireError('STT_LANGUAGE_UNSUPPORTED', `speech-to-text in "${language}" is not installed here; installed languages: ${languages.join(', ')}`);
+      }
+      const reason = pocketsphinxAvailable(model);
+      if (reason !== undefined) throw new VoicewireError('ENGINE_UNAVAILABLE', reason);
+      const vad = new VoiceActivity(await loadVad());
+      const decoder = pool.pop() ?? new PocketsphinxDecoder(options.jsgf === undefined ? { model } : { model, jsgf: options.jsgf });
+      const release = () => {
+        if (pool.length < poolSize) pool.push(decoder);
+        else decoder.free();
+      };
+      return new SphinxStream(decoder, vad, emit, stable, Math.round((options.settleSeconds ?? 0.3) * 100), options.modelName ?? 'pocketsphinx-en-us', config.modelName, release);
+    },
+  };
+}
+
+class SphinxStream implements SttEngineStream {
+  readonly info;
+  private readonly resampler: Resampler<Int16Array>;
+  /** 16 kHz samples decoded before the current utterance started. */
+  private uttStart = 0;
+  private samples = 0;
+  private inUtt = false;
+  /** End frame of the last word sent in the current utterance. */
+  private lastEnd = -1;
+  /** stop_s of the last word sent, until its end_text goes. */
+  private openStop: number | undefined;
+  private history: string[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly decoder: PocketsphinxDecoder,
+    private readonly vad: VoiceActivity,
+    private readonly emit: (e: SttEngineEvent) => void,
+    private readonly stable: number,
+    private readonly margin: number,
+    defaultName: string,
+    requested: string,
+    private readonly release: () => void,
+  ) {
+    this.resampler = createInt16Resampler({ from: 24000, to: 16000 });
+    // Text for a frame comes out once the word has settled (margin) and held (stable frames).
+    this.info = { modelName: requested === 'default' ? defaultName : requested, sampleRate: 24000, frameSize: 1920, delayInFrames: stable + Math.ceil(margin / 8) };
+    decoder.startUtt();
+    this.inUtt = true;
+  }
+
+  push(frame: Int16Array): void {
+    const pcm = this.resampler.push(frame);
+    this.decode(pcm);
+    this.emit({ type: 'step', vad: this.vad.frame(pcm) });
+  }
+
+  end(): void {
+    const rest = this.resampler.flush();
+    this.decode(rest);
+    this.finishUtterance();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.vad.free();
+    if (this.inUtt) this.decoder.endUtt();
+    this.release();
+  }
+
+  private decode(pcm: Int16Array): void {
+    this.decoder.process(pcm);
+    this.samples += pcm.length;
+    const words = this.decoder.words();
+    const key = words.map((w) => `${w.word}@${w.startFrame}`).join(' ');
+    this.history.push(key);
+    if (this.history.length > this.stable) this.history.shift();
+    const steady = this.history.length === this.stable && this.history.every((h) => h === key);
+    // Words before the last are final once the hypothesis has held for `stable` frames and the
+    // decoder has heard `margin` frames past their end (the context that settles a word).
+    const now = (this.samples - this.uttStart) / 160;
+    if (steady) this.send(words.slice(0, -1).filter((w) => w.endFrame <= now - this.margin));
+    // pocketsphinx's VAD says the utterance is over: finish it and start the next.
+    if (!this.decoder.inSpeech() && words.length > 0 && steady) {
+      this.finishUtterance();
+      this.decoder.startUtt();
+      this.inUtt = true;
+      this.uttStart = this.samples;
+    }
+  }
+
+  /**
+   * Sends the words of `words` that lie after the last word sent in this utterance (by time, so a
+   * revised hypothesis neither repeats nor reorders words), closing the previous word first.
+   */
+  private send(words: readonly PsWord[]): void {
+    for (const w of words) {
+      if ((w.startFrame + w.endFrame) / 2 <= this.lastEnd) continue;
+      if (this.openStop !== undefined) this.emit({ type: 'end_text', stop_s: this.openStop });
+      this.emit({ type: 'text', text: w.word, start_s: this.time(w.startFrame) });
+      this.openStop = this.time(w.endFrame + 1);
+      this.lastEnd = w.endFrame;
+    }
+  }
+
+  private finishUtterance(): void {
+    if (!this.inUtt) return;
+    this.decoder.endUtt();
+    this.inUtt = false;
+    this.send(this.decoder.words());
+    if (this.openStop !== undefined) this.emit({ type: 'end_text', stop_s: this.openStop });
+    this.openStop = undefined;
+    this.lastEnd = -1;
+    this.history = [];
+  }
+
+  private time(frame: number): number {
+    return Math.round(((this.uttStart + frame * 160) / 16000) * 1000) / 1000;
+  }
+}

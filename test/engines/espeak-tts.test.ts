@@ -1,0 +1,202 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { espeakAvailable, loadEspeak } from '../../src/engines/espeak-module.js';
+import { effectiveVoiceParams } from '../../src/engines/espeak-tts.js';
+import { estimateVoiceFromSample } from '../../src/engines/espeak-voices.js';
+import { VoicewireError } from '../../src/util/errors.js';
+import { has, needs } from '../helpers/tools.js';
+import { silences, speak, testContext, voiceOf } from './espeak-helpers.js';
+
+const SENTENCES: Record<string, string> = {
+  en: 'The weather is lovely today, and we are going to the park.',
+  fr: 'Bonjour, comment allez-vous ? Nous partons demain matin.',
+  de: 'Guten Morgen, wie geht es Ihnen heute? Wir fahren morgen.',
+  es: 'Buenos días, ¿cómo está usted? Mañana vamos a la playa.',
+  pt: 'Bom dia, como vai você? Amanhã vamos para a praia.',
+};
+
+const words = (s: string) => s.split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w));
+
+describe('espeak-ng TTS', () => {
+  beforeAll(async () => {
+    expect(await espeakAvailable()).toBeUndefined();
+    await loadEspeak();
+  }, 20000);
+
+  for (const [lang, text] of Object.entries(SENTENCES)) {
+    it(`${lang}: speech of a plausible length in 80 ms frames, a timestamp for every word in order`, async () => {
+      const r = await speak([text], { voiceId: voiceOf(lang) });
+      expect(r.frames.length).toBeGreaterThan(0);
+      expect(r.frames.every((f) => f.length === 3840)).toBe(true);
+      const n = words(text).length;
+      const seconds = r.pcm.length / 48000;
+      // Read speech runs 2–5 words per second.
+      expect(seconds).toBeGreaterThan(n / 5);
+      expect(seconds).toBeLessThan(n / 2 + 1);
+      expect(r.words.map((w) => w.text)).toEqual(words(text));
+      for (let i = 0; i < r.words.length; i++) {
+        const w = r.words[i]!;
+        expect(w.stop_s).toBeGreaterThan(w.start_s);
+        if (i > 0) expect(w.start_s).toBeGreaterThanOrEqual(r.words[i - 1]!.stop_s);
+        expect(w.stop_s).toBeLessThanOrEqual(seconds);
+      }
+    });
+  }
+
+  it('word timestamps agree with the silent gaps of the audio within 80 ms', async () => {
+    const r = await speak(['One, two, three. Four, five; six. Seven, eight.'], { voiceId: voiceOf('en') });
+    const gaps = silences(r.pcm, 48000, 0.06, 300);
+    expect(gaps.length).toBeGreaterThanOrEqual(3);
+    for (const g of gaps) {
+      const stop = Math.min(...r.words.map((w) => Math.abs(w.stop_s - g.from)));
+      const start = Math.min(...r.words.map((w) => Math.abs(w.start_s - g.to)));
+      expect(stop).toBeLessThanOrEqual(0.08);
+      expect(start).toBeLessThanOrEqual(0.08);
+    }
+  });
+
+  it.skipIf(!has('espeak-ng'))(needs('espeak-ng', 'doubling the rate shortens speech as much as with the espeak-ng command (within 15 %)'), async () => {
+    const text = 'Nous partons demain matin, avant le lever du soleil.';
+    const cli = (rate: number) => (execFileSync('espeak-ng', ['-v', 'fr-fr', '-s', String(rate), '--stdout', text]).length - 44) / 2 / 22050;
+    const voices = [130, 260].map((rate) => ({ uid: `fr-${rate}`, language: 'fr', params: { voice: 'fr-fr', pitch: 50, range: 50, rate } }));
+    const ctx = testContext({ voices });
+    const ours = async (rate: number) => (await speak([text], { voiceId: `fr-${rate}` }, ctx)).pcm.length / 48000;
+    const ratio = (await ours(130)) / (await ours(260));
+    const ref = cli(130) / cli(260);
+    expect(ratio).toBeGreaterThan(1.3);
+    expect(Math.abs(ratio - ref) / ref).toBeLessThan(0.15);
+  });
+
+  it('streams sentence by sentence: the first frame leaves before the last sentence is synthesized', async () => {
+    const worker = await loadEspeak();
+    let synths = 0;
+    const counting = Object.create(worker, { synthesize: { value: (t: string, cb: never) => (synths++, worker.synthesize(t, cb)) } });
+    const seen: number[] = [];
+    const ctx = testContext();
+    const { createEspeakTtsEngine } = await import('../../src/engines/espeak-tts.js');
+    const s = await createEspeakTtsEngine(ctx, { worker: counting }).open({ modelName: 'default', outputFormat: 'pcm', jsonConfig: {}, voiceId: voiceOf('en') }, (e) => {
+      if (e.type === 'audio') seen.push(synths);
+    });
+    await s.text('First sentence here. Second sentence here. Third sentence here. And the rest');
+    expect(synths).toBe(3);
+    expect(seen[0]).toBe(1);
+    await s.end();
+    expect(synths).toBe(4);
+    s.close();
+  });
+
+  it('holds words back until a sentence end, a flush or the end; a flush releases whole frames', async () => {
+    const events: string[] = [];
+    const { createEspeakTtsEngine } = await import('../../src/engines/espeak-tts.js');
+    const s = await createEspeakTtsEngine(testContext()).open({ modelName: 'default', outputFormat: 'pcm', jsonConfig: {} }, (e) => events.push(e.type));
+    await s.text('Hello there my');
+    expect(events).toEqual([]);
+    await s.flush();
+    expect(events.filter((e) => e === 'word')).toHaveLength(3);
+    expect(events.filter((e) => e === 'audio').length).toBeGreaterThan(0);
+    await s.end();
+    s.close();
+  });
+
+  it('a break is exact silence of its length', async () => {
+    const r = await speak(['Hello.', { pause: 1.0 }, 'World.'], { voiceId: voiceOf('en') });
+    let run = 0;
+    let best = 0;
+    for (const x of r.pcm) {
+      run = x === 0 ? run + 1 : 0;
+      best = Math.max(best, run);
+    }
+    expect(best).toBeGreaterThanOrEqual(48000);
+    expect(best).toBeLessThan(48000 + 0.2 * 48000);
+    const hello = r.words.find((w) => w.text === 'Hello.')!;
+    const world = r.words.find((w) => w.text === 'World.')!;
+    expect(world.start_s - hello.stop_s).toBeGreaterThanOrEqual(1.0);
+    expect(world.start_s - hello.stop_s).toBeLessThan(1.25);
+  });
+
+  it('padding_bonus slows speech down monotonically; temp changes the melody; cfg_coef does nothing', async () => {
+    const text = 'This sentence is spoken at several different speeds.';
+    const lengths: number[] = [];
+    for (const p of [-4, -1, 0, 1, 4]) lengths.push((await speak([text], { voiceId: voiceOf('en'), jsonConfig: { padding_bonus: p } })).pcm.length);
+    for (let i = 1; i < lengths.length; i++) expect(lengths[i]!).toBeGreaterThan(lengths[i - 1]!);
+    const flat = await speak([text], { voiceId: voiceOf('en'), jsonConfig: { temp: 0 } });
+    const lively = await speak([text], { voiceId: voiceOf('en'), jsonConfig: { temp: 1.4 } });
+    expect(Buffer.from(flat.pcm.buffer).equals(Buffer.from(lively.pcm.buffer))).toBe(false);
+    // temp is the melody's range: the measured F0 spread grows with it.
+    expect(estimateVoiceFromSample(flat.pcm, 48000).params.range).toBeLessThan(estimateVoiceFromSample(lively.pcm, 48000).params.range);
+    const a = await speak([text], { voiceId: voiceOf('en'), jsonConfig: { cfg_coef: 1 } });
+    const b = await speak([text], { voiceId: voiceOf('en'), jsonConfig: { cfg_coef: 4 } });
+    // espeak's noise sources make samples differ run to run; the timing does not.
+    expect(a.pcm.length).toBe(b.pcm.length);
+    expect(a.words.map((w) => w.text)).toEqual(b.words.map((w) => w.text));
+    a.words.forEach((w, i) => expect(Math.abs(w.start_s - b.words[i]!.start_s)).toBeLessThan(0.02));
+    const v = { engine: 'espeak' as const, voice: 'en-us', pitch: 50, range: 50, rate: 175 };
+    expect(effectiveVoiceParams(v, { padding_bonus: -4 }).rate).toBe(350);
+    expect(effectiveVoiceParams(v, { padding_bonus: 4 }).rate).toBe(88);
+    expect(effectiveVoiceParams(v, { temp: 0 }).range).toBe(0);
+  });
+
+  for (const [lang, text, spokenLonger] of [
+    ['en', 'It is 12:30 now.', true],
+    ['fr', 'Il est 12:30 maintenant.', true],
+    ['de', 'Es ist 12:30 jetzt.', true],
+    ['es', 'Son las 12:30 ahora.', true],
+    ['pt', 'São 12:30 agora.', true],
+  ] as const) {
+    it(`rewrite_rules ${lang}: the time is read as words, its timestamp keeps the written form`, async () => {
+      const plain = await speak([text], { voiceId: voiceOf(lang) });
+      const rewritten = await speak([text], { voiceId: voiceOf(lang), jsonConfig: { rewrite_rules: lang } });
+      expect(rewritten.words.map((w) => w.text)).toEqual(words(text));
+      expect(Buffer.from(plain.pcm.buffer).equals(Buffer.from(rewritten.pcm.buffer))).toBe(false);
+      void spokenLonger;
+    });
+  }
+
+  it('a pronunciation rule changes the audio of its word, and only with the dictionary named', async () => {
+    const dict = { uid: 'dict-1', language: 'en', rules: [{ word: 'Voicewire', replacement: 'voice wire', kind: 'respelling' as const }, { word: 'tomato', replacement: "t@m'A:toU", kind: 'phonemes' as const }] };
+    const ctx = testContext({ dicts: [dict] });
+    const text = 'Voicewire likes a tomato.';
+    const without = await speak([text], { voiceId: voiceOf('en') }, ctx);
+    const withDict = await speak([text], { voiceId: voiceOf('en'), pronunciationId: 'dict-1' }, ctx);
+    expect(withDict.words.map((w) => w.text)).toEqual(['Voicewire', 'likes', 'a', 'tomato.']);
+    const dur = (r: typeof without, i: number) => r.words[i]!.stop_s - r.words[i]!.start_s;
+    expect(Buffer.from(without.pcm.buffer).equals(Buffer.from(withDict.pcm.buffer))).toBe(false);
+    expect(Math.abs(dur(withDict, 0) - dur(without, 0))).toBeGreaterThan(0.02);
+  });
+
+  describe('bad input', () => {
+    it('empty text: no audio, no words, no error', async () => {
+      const r = await speak(['', '   ']);
+      expect(r.events).toEqual([]);
+    });
+    it('text of only tags (a break): exact silence, no words', async () => {
+      const r = await speak([{ pause: 0.4 }]);
+      expect(r.words).toEqual([]);
+      expect(r.pcm.length).toBe(3840 * 5);
+      expect(r.pcm.every((x) => x === 0)).toBe(true);
+    });
+    it('100 kB of text is refused with TTS_TEXT_TOO_LONG (1008), quickly', async () => {
+      const t0 = performance.now();
+      const err = await speak(['word '.repeat(20000)]).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(VoicewireError);
+      expect((err as VoicewireError).code).toBe('TTS_TEXT_TOO_LONG');
+      expect((err as VoicewireError).closeCode).toBe(1008);
+      expect(performance.now() - t0).toBeLessThan(1000);
+    });
+    it('no voice id and no default voice in the context: the English default speaks', async () => {
+      const r = await speak(['Hello there.'], {}, { resolveVoice: async () => undefined, resolvePronunciation: async () => undefined });
+      expect(r.words.map((w) => w.text)).toEqual(['Hello', 'there.']);
+    });
+    it('an unknown voice id is a 1008 TTS_UNKNOWN_VOICE', async () => {
+      const err = await speak(['Hello.'], { voiceId: 'no-such-voice' }).catch((e: unknown) => e);
+      expect((err as VoicewireError).code).toBe('TTS_UNKNOWN_VOICE');
+      expect((err as VoicewireError).closeCode).toBe(1008);
+      expect((err as Error).message).toContain('no-such-voice');
+    });
+    it('a pronunciation id the context does not resolve (another organization\'s) is a 1008 TTS_UNKNOWN_PRONUNCIATION', async () => {
+      const err = await speak(['Hello.'], { pronunciationId: 'other-org-dict' }).catch((e: unknown) => e);
+      expect((err as VoicewireError).code).toBe('TTS_UNKNOWN_PRONUNCIATION');
+      expect((err as VoicewireError).closeCode).toBe(1008);
+    });
+  });
+});
