@@ -29,6 +29,8 @@ const EXPECTED: Record<string, (string | RegExp)[]> = {
     "{ type: 'text', text: 'hello', start_s: 0.5 }",
     "{ type: 'end_text', stop_s: 0.9 }",
   ],
+  'engines.ts': [/espeak-fr-\w+: \d+ frames of 80 ms/, 'Bonjour, comment allez-vous'],
+  'stt-engine-module.ts': ['{"type":"step","vad":[{"horizon_s":0.5,"inactivity_prob":1}'],
   'stt-server.ts': ['{"type":"ready"', '{"type":"text","text":"hello","start_s":0}', '"step_idx":2', '{"type":"end_of_stream"}', 'closed 1000'],
 };
 

@@ -11,7 +11,18 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const OUTPUTS = ['index.js', 'index.cjs', 'index.d.ts', 'index.d.cts', 'node.js', 'node.cjs', 'node.d.ts', 'node.d.cts', 'cli.js'];
+/** Every dist/ file package.json names (exports, bin, main, module, types), as prepare.mjs reads them. */
+const OUTPUTS = (() => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const files = new Set<string>();
+  const collect = (v: unknown): void => {
+    if (typeof v === 'string') {
+      if (v.startsWith('./dist/')) files.add(v.slice('./dist/'.length));
+    } else if (v && typeof v === 'object') for (const x of Object.values(v)) collect(x);
+  };
+  collect([pkg.exports, pkg.bin, pkg.main, pkg.module, pkg.types]);
+  return [...files];
+})();
 
 function layout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'voicewire-prepare-'));

@@ -80,7 +80,9 @@ function documented(text: string): { core: Set<string>; node: Set<string>; any: 
 }
 
 describe('README names are exports', () => {
-  const exported = exportsOf({ core: `${root}src/index.ts`, node: `${root}src/node/index.ts` });
+  const exported = exportsOf({ core: `${root}src/index.ts`, node: `${root}src/node/index.ts`, engines: `${root}src/engines/index.ts` });
+  /** The package's other entries (voicewire/engines, …): a name documented elsewhere in the README may come from any. */
+  const anyEntry = (n: string) => Object.values(exported).some((set) => set.has(n));
   const names = documented(readme);
 
   it('finds the names to check (the extraction works)', () => {
@@ -102,8 +104,8 @@ describe('README names are exports', () => {
     expect([...names.node].filter((n) => !exported.node!.has(n))).toEqual([]);
   });
 
-  it('every other API name in backticks is exported by one of the two entries', () => {
-    expect([...names.any].filter((n) => !exported.node!.has(n) && !exported.core!.has(n))).toEqual([]);
+  it('every other API name in backticks is exported by one of the entries', () => {
+    expect([...names.any].filter((n) => !anyEntry(n))).toEqual([]);
   });
 
   it('a name the README documents but nothing exports fails the check', () => {

@@ -1,0 +1,17 @@
+/**
+ * voicewire/engines: real speech engines for servers built on voicewire (Node only). espeak-ng
+ * TTS (GPL-3.0, an optional peer dependency loaded at run time), pocketsphinx STT (Debian, through
+ * koffi), and the WebRTC VAD behind `step` predictions. Each implements the library's
+ * `TtsEngine` / `SttEngine` (src/sessions/engine.ts).
+ */
+export { createEspeakTtsEngine, effectiveVoiceParams } from './espeak-tts.js';
+export type { EspeakTtsContext, EspeakTtsOptions, EngineVoice, EngineDictionary } from './espeak-tts.js';
+export { espeakAvailable, ESPEAK_PACKAGE } from './espeak-module.js';
+export { catalogVoices, designVoices, voiceParamsFromSample, estimateVoiceFromSample, defaultVoiceParams } from './espeak-voices.js';
+export type { CatalogVoice, DesignVoicesInput, EspeakVoiceParams, SampleVoiceEstimate } from './espeak-voices.js';
+export { rewriteText } from './rewrite-rules.js';
+export { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
+export type { PocketsphinxSttOptions } from './pocketsphinx-stt.js';
+export { pocketsphinxAvailable, pocketsphinxModelFromDir, POCKETSPHINX_PACKAGES, DEBIAN_EN_US_MODEL } from './pocketsphinx-ffi.js';
+export type { PocketsphinxModel } from './pocketsphinx-ffi.js';
+export { VoiceActivity, inactivityFromPause, VAD_HORIZONS, PAUSE_MODEL } from './vad.js';
