@@ -135,7 +135,8 @@ function fileUrl(path: string): string {
 
 /** ffmpeg's last meaningful stderr line, with the input's URL replaced by "input" (the name may hold anything). */
 function lastLine(stderr: string, url: string | null): string {
-  const text = url === null ? stderr : stderr.split(`${url}: `).join('').split(url).join('the input');
+  const name = url ?? 'pipe:0';
+  const text = stderr.split(`${name}: `).join('').split(name).join('the input');
   const lines = text.trim().split('\n').filter((l) => l.trim() !== '');
   return lines.pop() ?? '';
 }

@@ -4,7 +4,7 @@
  * a WAV with real sizes, a terminal gets no binary, and an error is always exactly one line.
  */
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync, closeSync, existsSync, linkSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync, writeSync,
 } from 'node:fs';
@@ -107,6 +107,32 @@ describe('an output appears only when complete', () => {
     expect(statSync(target).size).toBe(55582 * 2);
     expect(readFileSync(link).equals(readFileSync(target))).toBe(true);
     expect(leftovers()).toEqual([]);
+  });
+});
+
+describe('Ctrl-C during a conversion', () => {
+  it('removes the temporary file and leaves no output', async () => {
+    const out = join(dir, 'interrupted.raw');
+    const child = spawn(process.execPath, [...CLI_NODE_ARGS, 'convert', '-', '--from', 'pcm_16000', '--to', 'pcm_8000', '-o', out], { cwd: root, stdio: ['pipe', 'ignore', 'pipe'] });
+    // Endless input, written only while the CLI keeps up.
+    const block = new Uint8Array(32000);
+    let stop = false;
+    const feed = (): void => {
+      while (!stop && child.stdin.write(block));
+      if (!stop) child.stdin.once('drain', feed);
+    };
+    child.stdin.on('error', () => {});
+    feed();
+    const deadline = Date.now() + 15_000;
+    while (leftovers().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(leftovers()).toHaveLength(1);
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    child.kill('SIGINT');
+    const code = await exited;
+    stop = true;
+    expect(code).toBe(130);
+    expect(leftovers()).toEqual([]);
+    expect(existsSync(out)).toBe(false);
   });
 });
 
