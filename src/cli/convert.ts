@@ -2,13 +2,13 @@
  * `voicewire convert`: input chunks go decoder → resampler → encoder → output as they are read,
  * on every path, so memory stays bounded for any input length (issue 10 §2, issue 11 §9):
  * - WAV, Ogg Opus and raw input: voicewire's incremental decoders;
- * - anything else: ffmpeg decodes it at its own rate to WAV on a pipe (a regular file by path,
+ * - anything else (./sniff.ts): ffmpeg decodes it at its own rate to WAV on a pipe (a regular file by path,
  *   other input streamed into ffmpeg's stdin), read back by voicewire's WAV decoder, then
  *   resampled by voicewire so `--quality` applies;
  * - `wav` output: the streaming header, the data, then — when the output is a regular file — the
  *   RIFF and data sizes patched in place.
  */
-import { VoicewireError, isVoicewireError } from '../util/errors.js';
+import { VoicewireError } from '../util/errors.js';
 import { createAudioDecoder, type AudioDecoder } from '../pipelines/audio-decoder.js';
 import { createAudioEncoder, type AudioEncoder } from '../pipelines/audio-encoder.js';
 import { parseAudioFormat } from '../audio/format.js';
@@ -16,6 +16,7 @@ import { initOpus } from '../audio/opus.js';
 import { feedChild, spawnFfmpegWavDecoder, type FfmpegWavDecoder } from '../node/ffmpeg.js';
 import type { CliCommand } from './args.js';
 import { openInput, replay, type CliInput } from './input.js';
+import { headOf, sniffReader, type InputReader } from './sniff.js';
 import { checkNotInput, checkNotTerminal, openOutput, type CliOutput } from './output.js';
 
 type ConvertCommand = Extract<CliCommand, { command: 'convert' }>;
@@ -136,27 +137,27 @@ export async function convert(cmd: ConvertCommand, stdoutIsTTY: boolean): Promis
     checkNotInput(input.stat, cmd.input, cmd.output);
     out = await openOutput(cmd.output);
     stage = new EncodeStage(cmd, out);
-    const decoder = createAudioDecoder(cmd.from === undefined ? {} : { format: cmd.from });
-    // Chunks read before the decoder has seen the 4-byte magic, replayed into ffmpeg if it is
-    // none of ours (held only that long: a WAV header may be followed by any amount of chunks).
-    let held: Uint8Array[] | null = [];
-    let seen = 0;
-    try {
-      for (let chunk = await input.next(); chunk !== null; chunk = await input.next()) {
-        held?.push(chunk);
-        try {
-          await decodeInto(decoder, chunk, stage);
-        } catch (err) {
-          if (held !== null && cmd.from === undefined && isVoicewireError(err, 'AUDIO_FORMAT_UNDETECTED')) {
-            await viaFfmpeg(held, input, stage);
-            await out.commit();
-            return;
-          }
-          throw err;
-        }
-        seen += chunk.byteLength;
-        if (seen >= 4) held = null;
+    // Without --from: voicewire's decoders for WAV and Ogg Opus, ffmpeg for the rest.
+    const held: Uint8Array[] = [];
+    if (cmd.from === undefined) {
+      let reader: InputReader | null = null;
+      for (let ended = false; reader === null; ) {
+        const chunk = await input.next();
+        if (chunk === null) ended = true;
+        else held.push(chunk);
+        reader = sniffReader(headOf(held), ended);
       }
+      if (reader === 'ffmpeg') {
+        await viaFfmpeg(held, input, stage);
+        await out.commit();
+        return;
+      }
+    }
+    const decoder = createAudioDecoder(cmd.from === undefined ? {} : { format: cmd.from });
+    try {
+      for (const chunk of held) await decodeInto(decoder, chunk, stage);
+      held.length = 0;
+      for (let chunk = await input.next(); chunk !== null; chunk = await input.next()) await decodeInto(decoder, chunk, stage);
       await finishDecoder(decoder, stage, 'the input is empty');
     } finally {
       decoder.destroy();

@@ -12,6 +12,7 @@ import { isOpusHead, parseOpusHead, type OpusHead } from '../audio/opus-head.js'
 import { probeWithFfprobe } from '../node/ffmpeg.js';
 import type { CliCommand } from './args.js';
 import { openInput, replay, type CliInput } from './input.js';
+import { headOf, sniffReader, type InputReader } from './sniff.js';
 
 type InfoCommand = Extract<CliCommand, { command: 'info' }>;
 
@@ -24,13 +25,6 @@ export interface CliInfo {
   bitsPerSample: number | null;
   frames: number | null;
   durationS: number | null;
-}
-
-/** Bytes held while sniffing: enough for "RIFF" <size> "WAVE". */
-const SNIFF = 12;
-
-function magicOf(head: Uint8Array): string {
-  return String.fromCharCode(...head.subarray(0, 4));
 }
 
 async function wavInfo(held: readonly Uint8Array[], input: CliInput): Promise<CliInfo> {
@@ -85,25 +79,16 @@ export async function info(cmd: InfoCommand): Promise<CliInfo> {
   try {
     if (named !== null && named.container === 'raw') return await rawInfo(cmd.from!, [], input);
     const held: Uint8Array[] = [];
-    let length = 0;
-    while (length < SNIFF) {
+    let reader: InputReader | null = named?.container === 'wav' ? 'wav' : named?.container === 'ogg' ? 'ogg-opus' : null;
+    for (let ended = false; reader === null; ) {
       const chunk = await input.next();
-      if (chunk === null) break;
-      held.push(chunk);
-      length += chunk.byteLength;
+      if (chunk === null) ended = true;
+      else held.push(chunk);
+      if (ended && held.length === 0) throw new VoicewireError('AUDIO_FORMAT_UNDETECTED', 'the input is empty');
+      reader = sniffReader(headOf(held), ended);
     }
-    const first = new Uint8Array(Math.min(length, SNIFF));
-    let at = 0;
-    for (const h of held) {
-      if (at >= first.length) break;
-      const part = h.subarray(0, first.length - at);
-      first.set(part, at);
-      at += part.length;
-    }
-    const magic = first.length >= 4 ? magicOf(first) : '';
-    if (magic === 'RIFF' || magic === 'RF64' || magic === 'BW64' || named?.container === 'wav') return await wavInfo(held, input);
-    if (magic === 'OggS' || named?.container === 'ogg') return await oggInfo(held, input);
-    if (length === 0) throw new VoicewireError('AUDIO_FORMAT_UNDETECTED', 'the input is empty');
+    if (reader === 'wav') return await wavInfo(held, input);
+    if (reader === 'ogg-opus') return await oggInfo(held, input);
     // Not a container voicewire parses: ffprobe reads its header (by path, or the bytes piped).
     return await probeWithFfprobe(input.path ?? replay(held, input));
   } finally {

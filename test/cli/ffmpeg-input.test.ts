@@ -26,6 +26,7 @@ describe.skipIf(!has(['ffmpeg', 'ffprobe']))(needs(['ffmpeg', 'ffprobe'], 'conve
     run('ffmpeg', ['-loglevel', 'error', '-i', FIXTURE, file('s.mp3')]);
     run('ffmpeg', ['-loglevel', 'error', '-i', FIXTURE, file('s.flac')]);
     run('ffmpeg', ['-loglevel', 'error', '-i', FIXTURE, '-ar', '22050', '-ac', '2', file('s22.flac')]);
+    run('ffmpeg', ['-loglevel', 'error', '-i', FIXTURE, '-c:a', 'flac', file('s.oga')]); // Ogg FLAC: Ogg, but not Opus
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -59,6 +60,16 @@ describe.skipIf(!has(['ffmpeg', 'ffprobe']))(needs(['ffmpeg', 'ffprobe'], 'conve
       return Buffer.from(viaFfmpeg.stdout);
     });
     expect(outputs[0]!.equals(outputs[1]!)).toBe(false);
+  });
+
+  it('Ogg that is not Opus goes to ffmpeg too (convert and info)', () => {
+    const r = cli(['convert', file('s.oga'), '--to', 'pcm_48000']);
+    expect(r.stderr).toBe('');
+    expect(Buffer.from(r.stdout).equals(Buffer.from(ffmpegDecode(file('s.oga'))))).toBe(true);
+    const piped = cli(['convert', '-', '--to', 'pcm_48000'], { input: readFileSync(file('s.oga')) });
+    expect(Buffer.from(piped.stdout).equals(Buffer.from(r.stdout))).toBe(true);
+    const info = JSON.parse(new TextDecoder().decode(cli(['info', file('s.oga')]).stdout));
+    expect(info).toMatchObject({ container: 'ogg', codec: 'flac', sampleRate: 48000, channels: 1 });
   });
 
   it('streams stdin into ffmpeg (flac through a pipe)', () => {
