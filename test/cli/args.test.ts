@@ -20,11 +20,29 @@ describe('parseCliArgs', () => {
     expect(parseCliArgs(['convert', 'in.wav', '--to', 'opus', '-o', 'out.ogg'])).toEqual({
       command: 'convert', input: 'in.wav', to: 'opus', output: 'out.ogg', quality: 'high',
     });
+    // No -o: stdout, but not named (so a terminal is refused); -o - names it.
     expect(parseCliArgs(['convert', '-', '--to=pcm_16000', '--from=pcm_24000', '--quality', 'fast'])).toEqual({
-      command: 'convert', input: '-', to: 'pcm_16000', from: 'pcm_24000', output: '-', quality: 'fast',
+      command: 'convert', input: '-', to: 'pcm_16000', from: 'pcm_24000', quality: 'fast',
     });
+    expect(parseCliArgs(['convert', '-', '--to', 'wav', '-o', '-'])).toMatchObject({ output: '-' });
     expect(parseCliArgs(['--help'])).toEqual({ command: 'help' });
     expect(parseCliArgs(['convert', 'x', '--version'])).toEqual({ command: 'version' });
+  });
+
+  it('takes format names in any case', () => {
+    expect(parseCliArgs(['convert', 'a', '--to', 'PCM_16000', '--from', 'Ulaw_8000'])).toMatchObject({ to: 'pcm_16000', from: 'ulaw_8000' });
+    expect(parseCliArgs(['info', 'a', '--from=PCM'])).toEqual({ command: 'info', input: 'a', from: 'pcm' });
+  });
+
+  it('--bitrate for Opus: bit/s or k, 500–512000, opus only', () => {
+    expect(parseCliArgs(['convert', 'a', '--to', 'opus', '--bitrate', '32000'])).toMatchObject({ bitrate: 32000 });
+    expect(parseCliArgs(['convert', 'a', '--to', 'OPUS', '--bitrate=64k'])).toMatchObject({ to: 'opus', bitrate: 64000 });
+    expect(parseCliArgs(['convert', 'a', '--to', 'opus', '--bitrate', '500'])).toMatchObject({ bitrate: 500 });
+    expect(parseCliArgs(['convert', 'a', '--to', 'opus', '--bitrate', '512k'])).toMatchObject({ bitrate: 512000 });
+    for (const bad of ['499', '512001', '513k', '64.5k', '-1', 'abc', '1e5', '64kbps']) {
+      expect(usageError(['convert', 'a', '--to', 'opus', '--bitrate', bad]).message, bad).toMatch(/--bitrate must be an integer 500–512000/);
+    }
+    expect(usageError(['convert', 'a', '--to', 'wav', '--bitrate', '32000']).message).toMatch(/--to opus only/);
   });
 
   it('rejects bad command lines with CLI_USAGE and a message that says what is wrong', () => {

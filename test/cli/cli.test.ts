@@ -116,11 +116,12 @@ describe.skipIf(!has(['ffmpeg', 'sox']))(needs(['ffmpeg', 'sox'], 'voicewire con
 
 describe('voicewire errors', () => {
   it('bad arguments and bad input: one line on stderr, exit 1, no stack trace', () => {
+    writeFileSync(join(dir, 'empty.bin'), new Uint8Array(0));
     for (const [args, code] of [
       [['convert', FIXTURE, '--to', 'mp3'], 'FORMAT_UNKNOWN'],
       [['convert', FIXTURE], 'CLI_USAGE'],
       [['convert', join(dir, 'missing.wav'), '--to', 'wav'], 'IO_ERROR'],
-      [['info', join(root, 'package.json')], 'AUDIO_FORMAT_UNDETECTED'],
+      [['info', join(dir, 'empty.bin')], 'AUDIO_FORMAT_UNDETECTED'],
     ] as const) {
       const r = cli([...args]);
       expect(r.status, args.join(' ')).toBe(1);
