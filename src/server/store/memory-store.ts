@@ -36,6 +36,7 @@ const clone = <T>(v: T): T => structuredClone(v);
 export class MemoryStore implements Store {
   private readonly orgs = new Map<string, Organization>();
   private readonly keys = new Map<string, ApiKeyRecord>();
+  private readonly keyIdsByHash = new Map<string, string>();
   private readonly tokens = new Map<string, TokenRecord>();
   private readonly usage: UsageRecord[] = [];
   private readonly voices = new Map<string, VoiceRecord>();
@@ -103,13 +104,15 @@ export class MemoryStore implements Store {
     checkId('key id', row.id);
     checkId('key hash', row.hash);
     if (!this.orgs.has(row.orgId)) throw unknownOrganization(row.orgId);
-    if (this.keys.has(row.id) || [...this.keys.values()].some((k) => k.hash === row.hash)) throw duplicate('an API key with this id or hash');
+    if (this.keys.has(row.id) || this.keyIdsByHash.has(row.hash)) throw duplicate('an API key with this id or hash');
     this.keys.set(row.id, row);
+    this.keyIdsByHash.set(row.hash, row.id);
     return clone(row);
   }
   async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    for (const k of this.keys.values()) if (k.hash === hash) return clone(k);
-    return undefined;
+    const id = this.keyIdsByHash.get(hash);
+    const k = id === undefined ? undefined : this.keys.get(id);
+    return k && clone(k);
   }
   async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
     const k = this.keys.get(id);

@@ -24,13 +24,14 @@ export const DEFAULT_DATA_DIR = './voicewire-data';
 export const SQLITE_FILE_NAME = 'voicewire.db';
 
 /** What a store option names, before anything is opened. */
-export type StoreLocation = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+export type StoreLocation = { kind: 'sqlite'; path: string; synchronous?: 'NORMAL' | 'FULL' } | { kind: 'postgres'; url: string };
 
 /**
  * Resolves `--store` / `--data` to a location. `sqlite:PATH` takes PATH as a file path (`sqlite:data/x.db`,
  * `sqlite:/abs/x.db`; `sqlite://` drops the two slashes of URL style, so `sqlite:///abs/x.db` is
  * `/abs/x.db`; `sqlite::memory:` is a private in-memory database). `postgres://` and `postgresql://`
- * name Postgres.
+ * name Postgres. A trailing `?synchronous=full` (or `normal`, the default) on a sqlite: URL picks
+ * the SQLite durability level (sqlite-store.ts).
  *
  * @throws VoicewireError `INVALID_ARGUMENT` for an empty path or an unknown scheme (the message never
  * repeats the URL: a database URL may hold a password).
@@ -44,9 +45,17 @@ export function resolveStoreLocation(options: OpenStoreOptions): StoreLocation {
       const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1];
       throw new VoicewireError('INVALID_ARGUMENT', `--store: ${scheme ? `unknown scheme "${scheme}:"` : 'not a URL'}; use sqlite:PATH or postgres://USER@HOST/DB`);
     }
-    const path = m[1]!.startsWith('//') ? m[1]!.slice(2) : m[1]!;
-    if (path === '') throw new VoicewireError('INVALID_ARGUMENT', '--store: sqlite: needs a file path (sqlite:PATH)');
-    return { kind: 'sqlite', path };
+    let rest = m[1]!.startsWith('//') ? m[1]!.slice(2) : m[1]!;
+    let synchronous: 'NORMAL' | 'FULL' | undefined;
+    const q = /\?synchronous=([a-z]+)$/i.exec(rest);
+    if (q) {
+      const level = q[1]!.toUpperCase();
+      if (level !== 'NORMAL' && level !== 'FULL') throw new VoicewireError('INVALID_ARGUMENT', `--store: synchronous must be normal or full, got "${q[1]}"`);
+      synchronous = level;
+      rest = rest.slice(0, q.index);
+    }
+    if (rest === '') throw new VoicewireError('INVALID_ARGUMENT', '--store: sqlite: needs a file path (sqlite:PATH)');
+    return synchronous ? { kind: 'sqlite', path: rest, synchronous } : { kind: 'sqlite', path: rest };
   }
   return { kind: 'sqlite', path: join(options.data || DEFAULT_DATA_DIR, SQLITE_FILE_NAME) };
 }
@@ -72,7 +81,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
       throw new VoicewireError('STORE_UNAVAILABLE', `cannot create the data folder ${dirname(where.path)}: ${(cause as Error).message}`, { cause });
     }
   }
-  const store = SqliteStore.open(where.path);
+  const store = SqliteStore.open(where.path, where.synchronous ? { synchronous: where.synchronous } : {});
   try {
     await store.migrate();
   } catch (err) {

@@ -56,6 +56,7 @@ describe('SqliteStore', () => {
     const s1 = SqliteStore.open(path);
     await s1.migrate();
     expect(s1.journalMode).toBe('wal');
+    expect(s1.synchronous).toBe('NORMAL');
     const org = await s1.createOrganization({ ...ORG, name: 'kept' });
     await s1.debitCredits(org.id, 3, { keyId: null, kind: 'tts', units: 3 });
     await s1.close();
@@ -221,11 +222,14 @@ describe('openStore', () => {
     expect(resolveStoreLocation({ store: 'sqlite::memory:' })).toEqual({ kind: 'sqlite', path: ':memory:' });
     expect(resolveStoreLocation({ store: 'postgresql://u:pw@h/db' })).toEqual({ kind: 'postgres', url: 'postgresql://u:pw@h/db' });
     expect(resolveStoreLocation({ store: '', data: '/d' })).toEqual({ kind: 'sqlite', path: '/d/voicewire.db' });
+    expect(resolveStoreLocation({ store: 'sqlite:/d/x.db?synchronous=full' })).toEqual({ kind: 'sqlite', path: '/d/x.db', synchronous: 'FULL' });
+    expect(() => resolveStoreLocation({ store: 'sqlite:/d/x.db?synchronous=off' })).toThrow(/normal or full/);
   });
 
   it('opens sqlite:PATH, creating its folder', async () => {
     const path = join(dir, 'sub', 'custom.db');
-    const store = await openStore({ store: `sqlite:${path}`, data: join(dir, 'ignored') });
+    const store = await openStore({ store: `sqlite:${path}?synchronous=FULL`, data: join(dir, 'ignored') });
+    expect((store as SqliteStore).synchronous).toBe('FULL');
     await store.createOrganization({ ...ORG, name: 'o' });
     await store.close();
     expect(existsSync(path)).toBe(true);
