@@ -1,12 +1,13 @@
 /**
  * Opens the server's store from the command line's `--data DIR` / `--store URL`
  * (VOICEWIRE_DATA / VOICEWIRE_STORE, resolved by the caller's config). The embedded SQLite file in
- * DATA is the default; `postgres://…` selects Postgres. The server and the `voicewire keys` CLI
+ * DATA is the default; `postgres://…` selects Postgres (many instances on one database). The server and the `voicewire keys` CLI
  * both get their store here, so both see the same file and the same schema.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { VoicewireError } from '../../util/errors.js';
+import { PostgresStore } from './postgres-store.js';
 import { SqliteStore } from './sqlite-store.js';
 import type { Store } from './store.js';
 
@@ -65,14 +66,12 @@ export function resolveStoreLocation(options: OpenStoreOptions): StoreLocation {
  * server and a CLI started on an older file both upgrade it, once).
  *
  * @throws VoicewireError `STORE_UNAVAILABLE` when it cannot be opened (folder not creatable, file not a
- * database, schema newer than this version) and for Postgres, which is not built yet;
- * `INVALID_ARGUMENT` for a malformed `--store`.
+ * database, Postgres not answering, schema newer than this version); `INVALID_ARGUMENT` for a
+ * malformed `--store`.
  */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const where = resolveStoreLocation(options);
-  if (where.kind === 'postgres') {
-    throw new VoicewireError('STORE_UNAVAILABLE', '--store postgres://…: the Postgres store is not built yet (issue 16); use the embedded SQLite store (--data DIR or --store sqlite:PATH)');
-  }
+  if (where.kind === 'postgres') return migrated(PostgresStore.open(where.url));
   if (where.path !== ':memory:') {
     try {
       // 0700: the folder holds key hashes and usage, the operator's only.
@@ -81,7 +80,10 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
       throw new VoicewireError('STORE_UNAVAILABLE', `cannot create the data folder ${dirname(where.path)}: ${(cause as Error).message}`, { cause });
     }
   }
-  const store = SqliteStore.open(where.path, where.synchronous ? { synchronous: where.synchronous } : {});
+  return migrated(SqliteStore.open(where.path, where.synchronous ? { synchronous: where.synchronous } : {}));
+}
+
+async function migrated(store: Store): Promise<Store> {
   try {
     await store.migrate();
   } catch (err) {
