@@ -46,7 +46,8 @@ function run(tool: 'initdb' | 'pg_ctl', args: string[]): void {
   execFileSync(full[0], full[1], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
 }
 
-export async function startCluster(): Promise<PgCluster> {
+/** Starts a cluster; `fsync: true` keeps Postgres' durability on (benchmarks), off by default (tests). */
+export async function startCluster(options: { fsync?: boolean } = {}): Promise<PgCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'vw-pg-'));
   if (asRoot) {
     const pgUser = postgresUid()!;
@@ -55,7 +56,7 @@ export async function startCluster(): Promise<PgCluster> {
   const data = join(dir, 'data');
   const port = 5432;
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
-  run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', '-o', `-k ${dir} -p ${port} -c listen_addresses= -c fsync=off -c max_connections=100`, 'start']);
+  run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', '-o', `-k ${dir} -p ${port} -c listen_addresses= -c fsync=${options.fsync ? 'on' : 'off'} -c max_connections=100`, 'start']);
   const base = `postgres://postgres@/postgres?host=${encodeURIComponent(dir)}&port=${port}`;
   const { default: pg } = await import('pg');
   return {
