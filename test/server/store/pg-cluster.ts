@@ -37,6 +37,10 @@ export function canRunPostgres(): boolean {
 export interface PgCluster {
   /** A connection URL for a fresh database of this cluster. */
   createDatabase(name: string): Promise<string>;
+  /** Stops the server (fast shutdown: connections are cut), keeping its files. */
+  pause(): void;
+  /** Starts it again on the same socket. */
+  resume(): void;
   stop(): void;
 }
 
@@ -56,7 +60,9 @@ export async function startCluster(options: { fsync?: boolean } = {}): Promise<P
   const data = join(dir, 'data');
   const port = 5432;
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
-  run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', '-o', `-k ${dir} -p ${port} -c listen_addresses= -c fsync=${options.fsync ? 'on' : 'off'} -c max_connections=100`, 'start']);
+  const start = (): void =>
+    run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', '-o', `-k ${dir} -p ${port} -c listen_addresses= -c fsync=${options.fsync ? 'on' : 'off'} -c max_connections=100`, 'start']);
+  start();
   const base = `postgres://postgres@/postgres?host=${encodeURIComponent(dir)}&port=${port}`;
   const { default: pg } = await import('pg');
   return {
@@ -70,6 +76,10 @@ export async function startCluster(options: { fsync?: boolean } = {}): Promise<P
       }
       return `postgres://postgres@/${name}?host=${encodeURIComponent(dir)}&port=${port}`;
     },
+    pause(): void {
+      run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+    },
+    resume: start,
     stop(): void {
       try {
         run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);

@@ -54,6 +54,26 @@ describe.skipIf(!canRunPostgres())(title, () => {
     await Promise.all([x.close(), y.close()]);
   });
 
+  it('the database going away: STORE_UNAVAILABLE within the connect timeout, then it recovers by itself', async () => {
+    const s = PostgresStore.open(await fresh(), { connectTimeoutMs: 1000 });
+    await s.migrate();
+    const org = await s.createOrganization({ name: 'o', region: null, allocatedCredits: 5, remainingCredits: 5, billingPeriod: 'monthly', nextRolloverDate: '2027-01-01', planName: 'p' });
+    await s.ping(); // a pooled connection now idles, and will be cut
+    cluster.pause();
+    try {
+      const t = performance.now();
+      const err = await s.debitCredits(org.id, 1, { keyId: null, kind: 'tts', units: 1 }).then(() => undefined, (e: unknown) => e);
+      expect(isVoicewireError(err, 'STORE_UNAVAILABLE'), String(err)).toBe(true);
+      expect(isVoicewireError(await s.ping().then(() => undefined, (e: unknown) => e), 'STORE_UNAVAILABLE')).toBe(true);
+      expect(performance.now() - t).toBeLessThan(5000);
+    } finally {
+      cluster.resume();
+    }
+    await s.ping();
+    expect(await s.debitCredits(org.id, 1, { keyId: null, kind: 'tts', units: 1 })).toBe(4); // the refused debit took nothing
+    await s.close();
+  });
+
   it('openStore opens postgres:// URLs and migrates', async () => {
     const store = await openStore({ store: await fresh() });
     expect(store).toBeInstanceOf(PostgresStore);
