@@ -1,6 +1,7 @@
 /**
  * An in-memory Store, for unit tests only: nothing survives the process. The server's default is
- * the SQLite store; this one exists so route tests need no file.
+ * the SQLite store; this one exists so route tests need no file. It checks its input and its
+ * references exactly as SQLite does (test/server/store/store-suite.ts runs on both).
  */
 import { randomUUID } from 'node:crypto';
 import type {
@@ -15,12 +16,27 @@ import type {
   UsageSummary,
   VoiceRecord,
 } from './store.js';
+import {
+  checkCredits,
+  checkId,
+  checkKind,
+  checkNow,
+  checkPaging,
+  checkTime,
+  checkUnits,
+  duplicate,
+  ownedByAnother,
+  toJson,
+  unknownKey,
+  unknownOrganization,
+} from './validate.js';
 
 const clone = <T>(v: T): T => structuredClone(v);
 
 export class MemoryStore implements Store {
   private readonly orgs = new Map<string, Organization>();
   private readonly keys = new Map<string, ApiKeyRecord>();
+  private readonly keyIdsByHash = new Map<string, string>();
   private readonly tokens = new Map<string, TokenRecord>();
   private readonly usage: UsageRecord[] = [];
   private readonly voices = new Map<string, VoiceRecord>();
@@ -32,7 +48,13 @@ export class MemoryStore implements Store {
   async close(): Promise<void> {}
 
   async createOrganization(org: Omit<Organization, 'id' | 'createdAt'> & { id?: string }): Promise<Organization> {
-    const row: Organization = { ...org, id: org.id ?? randomUUID(), createdAt: new Date().toISOString() };
+    const row: Organization = { ...org, region: org.region ?? null, id: org.id ?? randomUUID(), createdAt: new Date().toISOString() };
+    checkId('organization id', row.id);
+    checkId('organization name', row.name);
+    checkCredits('allocatedCredits', row.allocatedCredits);
+    checkCredits('remainingCredits', row.remainingCredits);
+    if (this.orgs.has(row.id)) throw duplicate(`organization ${JSON.stringify(row.id)}`);
+    if ([...this.orgs.values()].some((o) => o.name === row.name)) throw duplicate(`an organization named ${JSON.stringify(row.name)}`);
     this.orgs.set(row.id, row);
     return clone(row);
   }
@@ -48,20 +70,27 @@ export class MemoryStore implements Store {
     return this.orgs.size;
   }
   async setCredits(orgId: string, allocated: number, remaining: number): Promise<void> {
+    checkCredits('allocated', allocated);
+    checkCredits('remaining', remaining);
     const o = this.orgs.get(orgId);
-    if (o) Object.assign(o, { allocatedCredits: allocated, remainingCredits: remaining });
+    if (!o) throw unknownOrganization(orgId);
+    Object.assign(o, { allocatedCredits: allocated, remainingCredits: remaining });
   }
   async debitCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>): Promise<number | null> {
+    checkCredits('amount', amount);
+    checkKind(usage.kind);
+    checkUnits(usage.units);
     const o = this.orgs.get(orgId);
     if (!o || o.remainingCredits < amount) return null;
     o.remainingCredits -= amount;
-    this.usage.push({ ...usage, orgId, credits: amount, at: new Date().toISOString() });
+    this.usage.push({ keyId: usage.keyId ?? null, kind: usage.kind, units: usage.units, orgId, credits: amount, at: new Date().toISOString() });
     return o.remainingCredits;
   }
   async usageSummary(orgId: string, since: string): Promise<UsageSummary> {
+    const sinceMs = checkTime('since', since);
     const sum: UsageSummary = { tts: { units: 0, credits: 0, requests: 0 }, stt: { units: 0, credits: 0, requests: 0 } };
     for (const u of this.usage) {
-      if (u.orgId !== orgId || u.at < since) continue;
+      if (u.orgId !== orgId || Date.parse(u.at) < sinceMs) continue;
       const s = sum[u.kind];
       s.units += u.units;
       s.credits += u.credits;
@@ -71,13 +100,19 @@ export class MemoryStore implements Store {
   }
 
   async createApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): Promise<ApiKeyRecord> {
-    const row: ApiKeyRecord = { ...key, revoked: false, createdAt: new Date().toISOString() };
+    const row: ApiKeyRecord = { ...key, admin: Boolean(key.admin), revoked: false, createdAt: new Date().toISOString() };
+    checkId('key id', row.id);
+    checkId('key hash', row.hash);
+    if (!this.orgs.has(row.orgId)) throw unknownOrganization(row.orgId);
+    if (this.keys.has(row.id) || this.keyIdsByHash.has(row.hash)) throw duplicate('an API key with this id or hash');
     this.keys.set(row.id, row);
+    this.keyIdsByHash.set(row.hash, row.id);
     return clone(row);
   }
   async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    for (const k of this.keys.values()) if (k.hash === hash) return clone(k);
-    return undefined;
+    const id = this.keyIdsByHash.get(hash);
+    const k = id === undefined ? undefined : this.keys.get(id);
+    return k && clone(k);
   }
   async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
     const k = this.keys.get(id);
@@ -94,19 +129,21 @@ export class MemoryStore implements Store {
   }
 
   async createToken(token: TokenRecord): Promise<void> {
+    checkId('token hash', token.hash);
+    checkTime('expiresAt', token.expiresAt);
+    if (!this.keys.has(token.keyId)) throw unknownKey(token.keyId);
+    if (this.tokens.has(token.hash)) throw duplicate('a token with this hash');
     this.tokens.set(token.hash, clone(token));
   }
   async findToken(hash: string, now: Date): Promise<TokenRecord | undefined> {
+    const ms = checkNow(now);
     const t = this.tokens.get(hash);
-    if (!t) return undefined;
-    if (Date.parse(t.expiresAt) <= now.getTime()) {
-      this.tokens.delete(hash);
-      return undefined;
-    }
+    if (!t || Date.parse(t.expiresAt) <= ms) return undefined;
     return clone(t);
   }
 
   async listVoices(orgId: string, options: { includeCatalog: boolean; limit: number | null; offset: number }): Promise<Page<VoiceRecord>> {
+    checkPaging(options.limit, options.offset);
     const all = [...this.voices.values()]
       .filter((v) => v.orgId === orgId || (options.includeCatalog && v.orgId === null))
       .sort((a, b) => Number(a.orgId !== null) - Number(b.orgId !== null) || a.createdAt.localeCompare(b.createdAt) || a.uid.localeCompare(b.uid));
@@ -118,12 +155,19 @@ export class MemoryStore implements Store {
     return v && (v.orgId === null || v.orgId === orgId) ? clone(v) : undefined;
   }
   async putVoice(voice: VoiceRecord): Promise<void> {
+    checkId('voice uid', voice.uid);
+    toJson('tags', voice.tags);
+    toJson('params', voice.params);
+    if (voice.orgId !== null && !this.orgs.has(voice.orgId)) throw unknownOrganization(voice.orgId);
+    const old = this.voices.get(voice.uid);
+    if (old && old.orgId !== voice.orgId) throw ownedByAnother('voice', voice.uid);
     this.voices.set(voice.uid, clone(voice));
   }
   async updateVoice(orgId: string, uid: string, patch: Partial<Pick<VoiceRecord, 'name' | 'description' | 'tags'>>): Promise<VoiceRecord | undefined> {
     const v = this.voices.get(uid);
     if (!v || v.orgId !== orgId) return undefined;
-    Object.assign(v, clone(patch));
+    if (patch.tags !== undefined) toJson('tags', patch.tags);
+    for (const k of ['name', 'description', 'tags'] as const) if (patch[k] !== undefined) Object.assign(v, { [k]: clone(patch[k]) });
     return clone(v);
   }
   async deleteVoice(orgId: string, uid: string): Promise<boolean> {
@@ -133,24 +177,31 @@ export class MemoryStore implements Store {
   }
 
   async putCandidates(candidates: CandidateRecord[]): Promise<void> {
+    for (const c of candidates) {
+      checkId('embeddingId', c.embeddingId);
+      checkTime('expiresAt', c.expiresAt);
+      toJson('params', c.params);
+      if (!this.orgs.has(c.orgId)) throw unknownOrganization(c.orgId);
+      const old = this.candidates.get(c.embeddingId);
+      if (old && old.orgId !== c.orgId) throw ownedByAnother('candidate', c.embeddingId);
+    }
     for (const c of candidates) this.candidates.set(c.embeddingId, clone(c));
   }
   async getCandidate(orgId: string, embeddingId: string, now: Date): Promise<CandidateRecord | undefined> {
+    const ms = checkNow(now);
     const c = this.candidates.get(embeddingId);
-    if (!c || c.orgId !== orgId) return undefined;
-    if (Date.parse(c.expiresAt) <= now.getTime()) {
-      this.candidates.delete(embeddingId);
-      return undefined;
-    }
+    if (!c || c.orgId !== orgId || Date.parse(c.expiresAt) <= ms) return undefined;
     return clone(c);
   }
   async deleteCandidate(orgId: string, embeddingId: string): Promise<boolean> {
     const c = this.candidates.get(embeddingId);
-    if (!c || c.orgId !== orgId) return false;
+    // An expired candidate is gone (issue 13): deleting it finds nothing.
+    if (!c || c.orgId !== orgId || Date.parse(c.expiresAt) <= Date.now()) return false;
     return this.candidates.delete(embeddingId);
   }
 
   async listDictionaries(orgId: string, options: { limit: number; offset: number }): Promise<Page<DictionaryRecord>> {
+    checkPaging(options.limit, options.offset);
     const all = [...this.dictionaries.values()].filter((d) => d.orgId === orgId).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.uid.localeCompare(b.uid));
     return { items: all.slice(options.offset, options.offset + options.limit).map(clone), total: all.length };
   }
@@ -159,6 +210,11 @@ export class MemoryStore implements Store {
     return d && d.orgId === orgId ? clone(d) : undefined;
   }
   async putDictionary(dictionary: DictionaryRecord): Promise<void> {
+    checkId('dictionary uid', dictionary.uid);
+    toJson('rules', dictionary.rules);
+    if (!this.orgs.has(dictionary.orgId)) throw unknownOrganization(dictionary.orgId);
+    const old = this.dictionaries.get(dictionary.uid);
+    if (old && old.orgId !== dictionary.orgId) throw ownedByAnother('dictionary', dictionary.uid);
     this.dictionaries.set(dictionary.uid, clone(dictionary));
   }
   async deleteDictionary(orgId: string, uid: string): Promise<boolean> {

@@ -1,21 +1,94 @@
 /**
  * Opens the server's store from the command line's `--data DIR` / `--store URL`
- * (VOICEWIRE_DATA / VOICEWIRE_STORE). The embedded SQLite file in DATA is the default;
- * `postgres://…` selects Postgres.
+ * (VOICEWIRE_DATA / VOICEWIRE_STORE, resolved by the caller's config). The embedded SQLite file in
+ * DATA is the default; `postgres://…` selects Postgres (many instances on one database). The server and the `voicewire keys` CLI
+ * both get their store here, so both see the same file and the same schema.
  */
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { VoicewireError } from '../../util/errors.js';
+import { PostgresStore } from './postgres-store.js';
+import { SqliteStore } from './sqlite-store.js';
 import type { Store } from './store.js';
 
 /** Where the store lives. */
 export interface OpenStoreOptions {
-  /** Data folder; the SQLite file is `<data>/voicewire.db`. Default `./voicewire-data`. */
+  /** Data folder; the SQLite file is `<data>/voicewire.db`. Default `./voicewire-data` (created if missing). */
   data?: string;
   /** A store URL (`sqlite:PATH`, `postgres://…`); wins over `data`. */
   store?: string;
 }
 
-/** Opens and migrates the store the options name. */
+/** Default data folder, relative to the working directory. */
+export const DEFAULT_DATA_DIR = './voicewire-data';
+/** The SQLite file's name inside the data folder. */
+export const SQLITE_FILE_NAME = 'voicewire.db';
+
+/** What a store option names, before anything is opened. */
+export type StoreLocation = { kind: 'sqlite'; path: string; synchronous?: 'NORMAL' | 'FULL' } | { kind: 'postgres'; url: string };
+
+/**
+ * Resolves `--store` / `--data` to a location. `sqlite:PATH` takes PATH as a file path (`sqlite:data/x.db`,
+ * `sqlite:/abs/x.db`; `sqlite://` drops the two slashes of URL style, so `sqlite:///abs/x.db` is
+ * `/abs/x.db`; `sqlite::memory:` is a private in-memory database). `postgres://` and `postgresql://`
+ * name Postgres. A trailing `?synchronous=full` (or `normal`, the default) on a sqlite: URL picks
+ * the SQLite durability level (sqlite-store.ts).
+ *
+ * @throws VoicewireError `INVALID_ARGUMENT` for an empty path or an unknown scheme (the message never
+ * repeats the URL: a database URL may hold a password).
+ */
+export function resolveStoreLocation(options: OpenStoreOptions): StoreLocation {
+  const url = options.store;
+  if (url !== undefined && url !== '') {
+    if (/^postgres(ql)?:\/\//i.test(url)) return { kind: 'postgres', url };
+    const m = /^sqlite:(.*)$/is.exec(url);
+    if (!m) {
+      const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1];
+      throw new VoicewireError('INVALID_ARGUMENT', `--store: ${scheme ? `unknown scheme "${scheme}:"` : 'not a URL'}; use sqlite:PATH or postgres://USER@HOST/DB`);
+    }
+    let rest = m[1]!.startsWith('//') ? m[1]!.slice(2) : m[1]!;
+    let synchronous: 'NORMAL' | 'FULL' | undefined;
+    const q = /\?synchronous=([a-z]+)$/i.exec(rest);
+    if (q) {
+      const level = q[1]!.toUpperCase();
+      if (level !== 'NORMAL' && level !== 'FULL') throw new VoicewireError('INVALID_ARGUMENT', `--store: synchronous must be normal or full, got "${q[1]}"`);
+      synchronous = level;
+      rest = rest.slice(0, q.index);
+    }
+    if (rest === '') throw new VoicewireError('INVALID_ARGUMENT', '--store: sqlite: needs a file path (sqlite:PATH)');
+    return synchronous ? { kind: 'sqlite', path: rest, synchronous } : { kind: 'sqlite', path: rest };
+  }
+  return { kind: 'sqlite', path: join(options.data || DEFAULT_DATA_DIR, SQLITE_FILE_NAME) };
+}
+
+/**
+ * Opens the store the options name and brings its schema up to date (migrations run here, so a
+ * server and a CLI started on an older file both upgrade it, once).
+ *
+ * @throws VoicewireError `STORE_UNAVAILABLE` when it cannot be opened (folder not creatable, file not a
+ * database, Postgres not answering, schema newer than this version); `INVALID_ARGUMENT` for a
+ * malformed `--store`.
+ */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
-  // Replaced by the SQLite implementation (src/server/store/sqlite-store.ts).
-  throw new VoicewireError('STORE_UNAVAILABLE', `no store implementation for ${options.store ?? options.data ?? 'the default data folder'}`);
+  const where = resolveStoreLocation(options);
+  if (where.kind === 'postgres') return migrated(PostgresStore.open(where.url));
+  if (where.path !== ':memory:') {
+    try {
+      // 0700: the folder holds key hashes and usage, the operator's only.
+      mkdirSync(dirname(where.path), { recursive: true, mode: 0o700 });
+    } catch (cause) {
+      throw new VoicewireError('STORE_UNAVAILABLE', `cannot create the data folder ${dirname(where.path)}: ${(cause as Error).message}`, { cause });
+    }
+  }
+  return migrated(SqliteStore.open(where.path, where.synchronous ? { synchronous: where.synchronous } : {}));
+}
+
+async function migrated(store: Store): Promise<Store> {
+  try {
+    await store.migrate();
+  } catch (err) {
+    await store.close().catch(() => undefined);
+    throw err;
+  }
+  return store;
 }
