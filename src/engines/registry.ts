@@ -1,0 +1,81 @@
+/**
+ * The engines a server can run, by name (`--tts NAME`, `--stt NAME`). A factory is called per
+ * request or per connection with an {@link EngineContext} the server binds to the caller's
+ * organization, so engines never see the store or the organization: they ask the context for what
+ * the setup names (a voice, a pronunciation dictionary).
+ *
+ * `tone` is built in (deterministic, model-free: see tone.ts). Real engines add a line each.
+ */
+import type { SttEngine, TtsEngine } from '../sessions/engine.js';
+import type { DictionaryRecord, VoiceRecord } from '../server/store/store.js';
+import { createToneSttEngine, createToneTtsEngine } from './tone.js';
+
+/**
+ * What an engine may ask of the server for one request/connection: both resolve within the
+ * caller's organization (catalog voices included) and give `undefined` for an unknown id.
+ */
+export interface EngineContext {
+  /** The voice `voice_id` names (null: the engine's default voice, which may resolve to undefined). */
+  resolveVoice(voiceId: string | null): Promise<VoiceRecord | undefined>;
+  /** The pronunciation dictionary `pronunciation_id` names (§2.4). */
+  resolvePronunciation(id: string): Promise<DictionaryRecord | undefined>;
+}
+
+/** A catalog voice an engine offers (seeded into the store at start as a voice with orgId null). */
+export type CatalogVoice = Omit<VoiceRecord, 'orgId' | 'createdAt'>;
+
+/** One TTS engine: its factory and its catalog of voices. */
+export interface TtsEngineEntry {
+  create(context: EngineContext): TtsEngine;
+  /** The voices this engine speaks with; seeded as catalog voices. */
+  catalogVoices(): CatalogVoice[];
+}
+
+/** One STT engine. */
+export interface SttEngineEntry {
+  create(context: EngineContext): SttEngine;
+}
+
+/** Five tone voices, one per language (§1), so the catalog is never empty. */
+function toneCatalog(): CatalogVoice[] {
+  const langs: Array<[string, string, string]> = [
+    ['en', 'us', 'Tone English'],
+    ['fr', 'fr', 'Tone French'],
+    ['de', 'de', 'Tone German'],
+    ['es', 'es', 'Tone Spanish'],
+    ['pt', 'br', 'Tone Portuguese'],
+  ];
+  return langs.map(([language, country, name]) => ({
+    uid: `tone-${language}`,
+    name,
+    description: `Deterministic test voice (${language}-${country}): one tone per character`,
+    language,
+    filename: '',
+    startS: 0,
+    tags: [language, country, 'Neutral', 'Adult'],
+    isProClone: false,
+    params: { engine: 'tone' },
+  }));
+}
+
+/** TTS engines by name. */
+export const TTS_ENGINES: Readonly<Record<string, TtsEngineEntry>> = {
+  tone: { create: createToneTtsEngine, catalogVoices: toneCatalog },
+};
+
+/** STT engines by name. */
+export const STT_ENGINES: Readonly<Record<string, SttEngineEntry>> = {
+  tone: { create: createToneSttEngine },
+};
+
+/** The engine `serve` picks when none is named: the first real one available, else `tone`. */
+export function defaultEngineName(kind: 'tts' | 'stt'): string {
+  const names = Object.keys(kind === 'tts' ? TTS_ENGINES : STT_ENGINES);
+  return names.find((n) => n !== 'tone') ?? 'tone';
+}
+
+/** The catalog voices of a TTS engine (the seam real engines fill); tone voices when it has none. */
+export function catalogVoices(ttsEngine: string): CatalogVoice[] {
+  const voices = TTS_ENGINES[ttsEngine]?.catalogVoices() ?? [];
+  return voices.length > 0 ? voices : toneCatalog();
+}
