@@ -7,8 +7,35 @@
  * `tone` is built in (deterministic, model-free: see tone.ts). Real engines add a line each.
  */
 import type { SttEngine, TtsEngine } from '../sessions/engine.js';
-import type { DictionaryRecord, VoiceRecord } from '../server/store/store.js';
 import { createToneSttEngine, createToneTtsEngine } from './tone.js';
+
+/**
+ * A voice as an engine sees it (the store's VoiceRecord satisfies it; engines sit below the
+ * server and never import it).
+ */
+export interface EngineVoice {
+  uid: string;
+  /** null for catalog voices. */
+  orgId: string | null;
+  name: string;
+  description: string;
+  language: string;
+  filename: string;
+  startS: number;
+  tags: string[];
+  isProClone: boolean;
+  /** Engine parameters (espeak voice, pitch, rate, …) as plain JSON. */
+  params: Record<string, unknown>;
+  createdAt: string;
+}
+
+/** A pronunciation dictionary as an engine sees it (the store's DictionaryRecord satisfies it). */
+export interface EngineDictionary {
+  uid: string;
+  language: string;
+  /** A word and what to say instead: a respelling, or engine phonemes. */
+  rules: Array<{ word: string; replacement: string; kind: 'respelling' | 'phonemes' }>;
+}
 
 /**
  * What an engine may ask of the server for one request/connection: both resolve within the
@@ -16,13 +43,13 @@ import { createToneSttEngine, createToneTtsEngine } from './tone.js';
  */
 export interface EngineContext {
   /** The voice `voice_id` names (null: the engine's default voice, which may resolve to undefined). */
-  resolveVoice(voiceId: string | null): Promise<VoiceRecord | undefined>;
+  resolveVoice(voiceId: string | null): Promise<EngineVoice | undefined>;
   /** The pronunciation dictionary `pronunciation_id` names (§2.4). */
-  resolvePronunciation(id: string): Promise<DictionaryRecord | undefined>;
+  resolvePronunciation(id: string): Promise<EngineDictionary | undefined>;
 }
 
 /** A catalog voice an engine offers (seeded into the store at start as a voice with orgId null). */
-export type CatalogVoice = Omit<VoiceRecord, 'orgId' | 'createdAt'>;
+export type CatalogVoice = Omit<EngineVoice, 'orgId' | 'createdAt'>;
 
 /** One TTS engine: its factory and its catalog of voices. */
 export interface TtsEngineEntry {

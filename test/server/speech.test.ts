@@ -86,7 +86,7 @@ describe('temporary tokens', () => {
     const viaToken = await fetch(`${h.base}/post/speech/tts?token=${t.token}`, { method: 'POST', headers: json, body: JSON.stringify({ text: 'ok', output_format: 'pcm', only_audio: true }) });
     expect(viaToken.status).toBe(200);
     await viaToken.arrayBuffer();
-    const stt = await fetch(`${h.base}/post/speech/asr?token=${t.token}`, { method: 'POST', headers: { 'content-type': 'audio/pcm' }, body: new Uint8Array(3840) });
+    const stt = await fetch(`${h.base}/post/speech/asr?token=${t.token}`, { method: 'POST', headers: { 'content-type': 'audio/pcm' }, body: new Uint8Array(3840) as unknown as BodyInit });
     expect(await stt.text()).toMatch(/^error from server 1008: missing API key/);
     const credits = await fetch(`${h.base}/usages/credits?token=${t.token}`);
     expect(credits.status).toBe(500);
@@ -158,7 +158,7 @@ describe('STT', () => {
 
   it('POST /post/speech/asr hears the tone TTS back (wav, Content-Type)', async () => {
     const wav = await speak('hello world 42', 'wav');
-    const r = await fetch(`${h.base}/post/speech/asr`, { method: 'POST', headers: { 'x-api-key': h.apiKey, 'content-type': 'audio/wav' }, body: wav });
+    const r = await fetch(`${h.base}/post/speech/asr`, { method: 'POST', headers: { 'x-api-key': h.apiKey, 'content-type': 'audio/wav' }, body: new Uint8Array(wav) });
     expect(r.headers.get('content-type')).toBe('application/x-ndjson');
     const lines = (await r.text()).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.filter((l) => l['type'] === 'text').map((l) => l['text'])).toEqual(['hello', 'world', '42']);
