@@ -36,8 +36,8 @@ export function webSocketTransport(ws: WebSocket): WebSocketTransport {
 
 /** Options of {@link attachWebSocketSession}. */
 export interface AttachWebSocketOptions {
-  /** Called with each frame before the session sees it (idle timers, size accounting). */
-  onFrame?: (data: RawData, isBinary: boolean) => void;
+  /** Called with each frame before the session sees it (idle timers, size limits); returning `false` drops the frame. */
+  onFrame?: (data: RawData, isBinary: boolean) => boolean | void;
 }
 
 /**
@@ -52,7 +52,7 @@ export function attachWebSocketSession<S>(
 ): ServerSession<S> {
   const session = create(webSocketTransport(ws));
   ws.on('message', (data: RawData, isBinary: boolean) => {
-    options.onFrame?.(data, isBinary);
+    if (options.onFrame?.(data, isBinary) === false) return;
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     session.receive(isBinary ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : bytes.toString('utf8'));
   });

@@ -152,7 +152,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const http: Server = createServer({ headersTimeout: config.limits.headersTimeoutMs, requestTimeout: config.limits.requestTimeoutMs }, (req, res) => {
     void onRequest(req, res);
   });
-  const wss = new WebSocketServer({ noServer: true, maxPayload: config.limits.maxFrameBytes });
+  // ws's own cap (close 1009, no message) stays above the limit the sessions check with an error message first.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024 });
   http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.startsWith(`${API}/`) ? url.pathname.slice(API.length) : null;

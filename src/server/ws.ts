@@ -84,9 +84,16 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
       });
     },
     {
-      onFrame: () => {
+      onFrame: (data) => {
         lastActivity = Date.now();
         if (firstFrameAt === 0) firstFrameAt = performance.now();
+        const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
+        if (size > limits.maxFrameBytes) {
+          // An error message first (the Python client cannot see close codes), then the close.
+          session.fail(new VoicewireError('LIMIT_EXCEEDED', `message of ${size} bytes is over the limit of ${limits.maxFrameBytes}`));
+          return false;
+        }
+        return true;
       },
     },
   );

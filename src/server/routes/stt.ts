@@ -17,6 +17,10 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
   const release = ctx.sessions.open('stt_post', who.key.id);
   const started = performance.now();
   try {
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    if (declared > ctx.config.limits.maxAudioBytes) {
+      throw new VoicewireError('LIMIT_EXCEEDED', `request body of ${declared} bytes is over the limit of ${ctx.config.limits.maxAudioBytes}`);
+    }
     // Validates the query and the Content-Type before any byte of the body is read (422 / plain text).
     const lines = createSttHttpResponse({
       engine: ctx.sttEngine(who),
