@@ -9,7 +9,7 @@
  * timestamps are exact: a word's `start_s`/`stop_s` are the bounds of its tones on the 80 ms grid.
  *
  * STT: 24 kHz frames are cut into 20 ms blocks; a block is voiced when its RMS is above
- * {@link TONE_RMS_THRESHOLD}. A run of voiced blocks is a word, ended by two unvoiced blocks; its
+ * {@link TONE_RMS_THRESHOLD}. A run of voiced blocks is a word (runs under 40 ms are ignored), ended by two unvoiced blocks; its
  * characters are read with the Goertzel filter over the middle 40 ms of each 80 ms slot (robust to
  * the few samples a resampler or codec shifts). Each frame emits one `step` whose `vad` is the
  * trailing silence over each horizon (0.5, 1, 2 s), capped at 1.
@@ -151,6 +151,13 @@ export function createToneSttEngine(_context?: EngineContext): SttEngine {
       let block = 0;
       let segments = 0;
       const decode = (): void => {
+        if (voicedBlocks < 2) {
+          // Shorter than half a character: a click or a codec's ringing, not a word.
+          word = [];
+          wordStartBlock = -1;
+          voicedBlocks = 0;
+          return;
+        }
         const samples = new Int16Array(voicedBlocks * BLOCK);
         let o = 0;
         for (const b of word.slice(0, voicedBlocks)) {
