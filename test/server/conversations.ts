@@ -69,8 +69,8 @@ export function readConversation(name: string): Conversation {
     else if ('in' in l) (c.in ??= []).push(l['in'] as Record<string, unknown>);
     else if ('out' in l) (c.out ??= []).push(l['out'] as Record<string, unknown>);
     else if ('close' in l) c.close = l['close'] as number;
-    else if ('request' in l) c.request = l['request'] as Conversation['request'];
-    else if ('response' in l) c.response = l['response'] as Conversation['response'];
+    else if ('request' in l) c.request = l['request'] as NonNullable<Conversation['request']>;
+    else if ('response' in l) c.response = l['response'] as NonNullable<Conversation['response']>;
   }
   return c;
 }
