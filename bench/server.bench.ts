@@ -29,6 +29,23 @@ function cpuSeconds(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime in clock ticks (USER_HZ = 100)
 }
 
+/** Cumulative histogram buckets of a metric for a route, from /metrics. */
+async function buckets(base: string, metric: string, route: string): Promise<Map<string, number>> {
+  const text = await (await fetch(base.replace(/\/api$/, '/metrics'))).text();
+  const out = new Map<string, number>();
+  const re = new RegExp(`^${metric}_bucket\\{le="([^"]+)",route="${route}"\\} (\\d+)$`, 'gm');
+  for (const m of text.matchAll(re)) out.set(m[1]!, Number(m[2]));
+  return out;
+}
+
+/** The bucket bound under which fraction `p` of the observations between two snapshots fall (server-side time, ms). */
+function bucketQuantile(before: Map<string, number>, after: Map<string, number>, p: number): string {
+  const les = [...after.keys()];
+  const total = (after.get('+Inf') ?? 0) - (before.get('+Inf') ?? 0);
+  for (const le of les) if ((after.get(le)! - (before.get(le) ?? 0)) >= p * total) return le === '+Inf' ? '>5000' : `≤${Number(le) * 1000}`;
+  return '?';
+}
+
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
@@ -91,8 +108,8 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = {};
   for (const c of [1, 50, 200]) {
     const perClient = c === 1 ? 20 : 3;
-    const routes: Array<[string, () => Promise<number>, number]> = [
-      ['POST /post/speech/tts', () => postTts(base, key), TTS_AUDIO_S],
+    const routes: Array<[string, () => Promise<number>, number, string, string]> = [
+      ['POST /post/speech/tts', () => postTts(base, key), TTS_AUDIO_S, 'voicewire_time_to_first_audio_seconds', 'tts_post'],
       [
         'WS /speech/tts',
         () =>
@@ -102,6 +119,8 @@ async function main(): Promise<void> {
             ws.send(JSON.stringify({ type: 'end_of_stream' }));
           }),
         TTS_AUDIO_S,
+        'voicewire_time_to_first_audio_seconds',
+        'tts_ws',
       ],
       [
         'WS /speech/asr',
@@ -112,11 +131,14 @@ async function main(): Promise<void> {
             ws.send(JSON.stringify({ type: 'end_of_stream' }));
           }),
         0.48,
+        'voicewire_time_to_first_text_seconds',
+        'stt_ws',
       ],
     ];
-    for (const [name, run, audioS] of routes) {
+    for (const [name, run, audioS, metric, label] of routes) {
       await Promise.all(Array.from({ length: Math.min(c, 10) }, () => run())); // warm
       const times: number[] = [];
+      const h0 = await buckets(base, metric, label);
       const cpu0 = cpuSeconds(child.pid!);
       const w0 = performance.now();
       const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
@@ -131,11 +153,13 @@ async function main(): Promise<void> {
       const wall = (performance.now() - w0) / 1000;
       const cpu = cpuSeconds(child.pid!) - cpu0;
       const sessions = c * perClient;
+      const h1 = await buckets(base, metric, label);
+      const server = { p50: bucketQuantile(h0, h1, 0.5), p99: bucketQuantile(h0, h1, 0.99) };
       const missing = times.filter((t) => t < 0).length;
       if (missing > 0) console.log(`  ${missing} sessions of ${name} gave no first output`);
-      const row = { concurrency: c, sessions, p50_ms: +pct(times, 50).toFixed(2), p99_ms: +pct(times, 99).toFixed(2), cpu_ms_per_audio_s: +((cpu * 1000) / (sessions * audioS)).toFixed(2), sessions_per_s: +(sessions / wall).toFixed(1) };
+      const row = { concurrency: c, sessions, p50_ms: +pct(times, 50).toFixed(2), p99_ms: +pct(times, 99).toFixed(2), server_side_ms: server, cpu_ms_per_audio_s: +((cpu * 1000) / (sessions * audioS)).toFixed(2), sessions_per_s: +(sessions / wall).toFixed(1) };
       results[`${name} @${c}`] = row;
-      console.log(`${name.padEnd(22)} c=${String(c).padStart(3)}  p50 ${row.p50_ms.toFixed(2).padStart(7)} ms  p99 ${row.p99_ms.toFixed(2).padStart(7)} ms  server CPU ${row.cpu_ms_per_audio_s.toFixed(2)} ms per audio-s  ${row.sessions_per_s} sessions/s`);
+      console.log(`${name.padEnd(22)} c=${String(c).padStart(3)}  p50 ${row.p50_ms.toFixed(2).padStart(7)} ms  p99 ${row.p99_ms.toFixed(2).padStart(7)} ms  (server-side p50 ${server.p50} p99 ${server.p99} ms)  server CPU ${row.cpu_ms_per_audio_s.toFixed(2)} ms per audio-s  ${row.sessions_per_s} sessions/s`);
     }
   }
   save('server', results);
