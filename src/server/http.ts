@@ -30,6 +30,12 @@ export function sendError(res: ServerResponse, error: unknown): void {
     res.end(e.message);
     return;
   }
+  if (e.code === 'VOICE_NOT_FOUND') {
+    // §7.1: an invalid voice ID is a proxy-level error, the raw string without the prefix.
+    res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+    res.end(e.message);
+    return;
+  }
   const r = restErrorResponse(e);
   res.writeHead(r.status, { 'content-type': r.contentType, 'content-length': Buffer.byteLength(r.body) });
   res.end(r.body);

@@ -68,10 +68,10 @@ describe('POST /post/speech/tts', () => {
     expect(await bad.text()).toBe('error from server 1008: invalid API key');
   });
 
-  it('an unknown voice_id is refused before any audio', async () => {
+  it('an unknown voice_id is refused before any audio, as a proxy-level error (§7.1)', async () => {
     const r = await tts({ text: 'a', voice_id: 'no-such-voice', only_audio: true });
     expect(r.status).toBe(500);
-    expect(await r.text()).toContain('invalid voice ID');
+    expect(await r.text()).toBe('invalid voice ID "no-such-voice"');
     const ok = await tts({ text: 'a', voice_id: 'tone-fr', only_audio: true, output_format: 'pcm' });
     expect(ok.status).toBe(200);
     await ok.arrayBuffer();

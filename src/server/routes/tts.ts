@@ -32,6 +32,11 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
     if ([...body.text].length > ctx.config.limits.maxTextChars) {
       throw new VoicewireError('LIMIT_EXCEEDED', `text is over the limit of ${ctx.config.limits.maxTextChars} characters per request`);
     }
+    // §7.1 lists an invalid voice ID among the proxy-level errors: checked here, answered as a raw string.
+    const voice = body.voice_id ?? body.voice;
+    if (voice !== null && (await ctx.store.getVoice(who.org.id, voice)) === undefined) {
+      throw new VoicewireError('VOICE_NOT_FOUND', `invalid voice ID ${JSON.stringify(voice)}`);
+    }
     const it = createTtsHttpResponse({ engine: ctx.ttsEngine(who), body })[Symbol.asyncIterator]();
     const stop = (): void => void it.return?.();
     res.once('close', stop);
