@@ -61,8 +61,8 @@ describe('drain', () => {
     expect((await fetch(`${h.base}/healthz`)).status).toBe(200);
   });
 
-  it('SIGTERM on `voicewire serve`: live sessions finish, then exit 0', async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'serve', '--port', '0', '--store', 'memory:'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  it('SIGTERM on `voicewire serve` (port and store from VOICEWIRE_PORT / VOICEWIRE_STORE): live sessions finish, then exit 0', async () => {
+    child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'serve'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VOICEWIRE_PORT: '0', VOICEWIRE_STORE: 'memory:' } });
     let stdout = '';
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -209,6 +209,26 @@ describe('STT', () => {
     expect(c.messages.filter((m) => m['type'] === 'ready')).toHaveLength(2);
   });
 
+  it('WebSocket multiplexing: two interleaved requests, each answered under its client_req_id', async () => {
+    const ok = await speak('ok', 'pcm_24000');
+    const go = await speak('go', 'pcm_24000');
+    const c = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.apiKey });
+    for (const id of ['x', 'y']) c.send({ type: 'setup', input_format: 'pcm', close_ws_on_eos: false, client_req_id: id });
+    for (let o = 0; o < Math.max(ok.length, go.length); o += 3840) {
+      if (o < ok.length) c.send({ type: 'audio', audio: ok.subarray(o, o + 3840).toString('base64'), client_req_id: 'x' });
+      if (o < go.length) c.send({ type: 'audio', audio: go.subarray(o, o + 3840).toString('base64'), client_req_id: 'y' });
+    }
+    c.send({ type: 'flush', flush_id: '9', client_req_id: 'y' });
+    for (const id of ['x', 'y']) c.send({ type: 'end_of_stream', client_req_id: id });
+    for (const id of ['x', 'y']) await c.waitFor((m) => m['type'] === 'end_of_stream' && m['client_req_id'] === id);
+    const said = (id: string): unknown[] => c.messages.filter((m) => m['type'] === 'text' && m['client_req_id'] === id).map((m) => m['text']);
+    expect(said('x')).toEqual(['ok']);
+    expect(said('y')).toEqual(['go']);
+    expect(c.messages.find((m) => m['type'] === 'flushed')).toMatchObject({ flush_id: '9', client_req_id: 'y' });
+    c.ws.close();
+    await c.closed;
+  });
+
   it('STT WebSocket takes no token: error 1008', async () => {
     const t = (await (await fetch(`${h.base}/api-keys/token`, { headers: { 'x-api-key': h.apiKey } })).json()) as { token: string };
     const c = connect(`${h.wsBase}/speech/asr?token=${t.token}`);
