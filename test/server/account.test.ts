@@ -70,6 +70,15 @@ describe('credits', () => {
     expect((await h.store.getOrganization(orgId))!.remainingCredits).toBe(97);
   });
 
+  it('an expired token fails like a bad key (lifetime from tokenSeconds)', async () => {
+    h = await startServer({ tokenSeconds: 0.1 });
+    const t = parseTemporaryToken(await (await fetch(`${h.base}/api-keys/token`, { headers: auth(h.apiKey) })).json());
+    expect(Date.parse(t.expires_at) - Date.now()).toBeLessThanOrEqual(100);
+    await new Promise((r) => setTimeout(r, 150));
+    const r = await fetch(`${h.base}/post/speech/tts?token=${t.token}`, { method: 'POST', body: '{"text":"x"}' });
+    expect(await r.text()).toBe('error from server 1008: invalid or expired token');
+  });
+
   it('a revoked key fails like a bad one; its tokens too', async () => {
     h = await startServer();
     const t = parseTemporaryToken(await (await fetch(`${h.base}/api-keys/token`, { headers: auth(h.apiKey) })).json());
