@@ -3,7 +3,7 @@ import { defineConfig, type Options } from 'tsup';
 
 type TsupPlugin = NonNullable<Options['plugins']>[number];
 
-const LIBRARY = { index: 'src/index.ts', node: 'src/node/index.ts', engines: 'src/engines/index.ts' };
+const LIBRARY = { index: 'src/index.ts', node: 'src/node/index.ts', engines: 'src/engines/index.ts', server: 'src/server/index.ts' };
 
 /**
  * The `#!/usr/bin/env node` line and the executable bit go on dist/cli.js alone: tsup's `banner`
@@ -31,6 +31,8 @@ export default defineConfig({
   clean: true,
   target: 'node20',
   treeshake: true,
+  // import.meta.url in the CommonJS build (the engines find their optional packages with it).
+  shims: true,
   // One shared chunk for both entries in CJS too: voicewire and voicewire/node must share one libopus
   // heap, one resampler cache and the same classes (instanceof across the two entries).
   splitting: true,

@@ -26,7 +26,11 @@ export interface CliSubcommand {
 }
 
 /** `voicewire NAME …` for the commands beyond info/convert. Each line loads its module lazily. */
-const SUBCOMMANDS: Record<string, () => Promise<CliSubcommand>> = {};
+const SUBCOMMANDS: Record<string, () => Promise<CliSubcommand>> = {
+  serve: async () => (await import('./serve.js')).serveCommand,
+  keys: async () => (await import('./keys.js')).keysCommand,
+  pronunciations: async () => (await import('./pronunciations.js')).pronunciationsCommand,
+};
 
 /** Runs the CLI; returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {

@@ -15,3 +15,4 @@ export * from './resampler.js';
 export * from './ogg-opus.js';
 export * from './protocol.js';
 export * from './pipelines.js';
+export * from './ws-session.js';

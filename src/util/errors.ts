@@ -100,6 +100,12 @@ export const ERROR_CODES = {
 
   // --- server ---------------------------------------------------------------------------
   STORE_UNAVAILABLE: { description: 'The server\'s store (SQLite file or Postgres) did not answer; the request is refused, nothing was spent.', closeCode: 1011, httpStatus: 503 },
+  CREDITS_EXHAUSTED: { description: 'The organization has fewer credits left than the request needs; nothing was spent (REST: 500 `error from server 1008: …`; WebSocket: error 1008).', closeCode: 1008 },
+  LIMIT_EXCEEDED: { description: 'A server limit was reached (text length, audio bytes, session duration, idle time, connections per key); the message names it.', closeCode: 1008 },
+  VOICE_NOT_FOUND: { description: 'The voice_id (or pronunciation_id) names no catalog voice and no voice of the organization.', closeCode: 1008 },
+  NOT_FOUND: { description: 'No such route or resource (404 JSON `{"detail":"Not Found"}`).', httpStatus: 404 },
+  RESIDENCY_DENIED: { description: 'The organization is pinned to another region than this server\'s --region (403, before the body is read).', httpStatus: 403 },
+  FORWARD_FAILED: { description: 'The core API (--core-url) could not be reached (502).', httpStatus: 502 },
 
   // --- engines --------------------------------------------------------------------------
   ENGINE_UNAVAILABLE: { description: 'A speech engine is not installed here (the message names the npm or Debian package to install).', closeCode: 1011, httpStatus: 503 },

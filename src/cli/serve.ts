@@ -1,0 +1,139 @@
+/**
+ * `voicewire serve`: the reference service (src/server) on one machine.
+ *
+ *   voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL] [--tts ENGINE]
+ *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap]
+ *
+ * stdout carries exactly one line, `listening on http://HOST:PORT/api`, once connections are
+ * accepted (scripts wait for it); the first-start keys and the JSON logs go to stderr. SIGTERM and
+ * SIGINT drain (readiness 503, new sessions refused, live ones finish within the grace period) and
+ * exit 0. `--store memory:` keeps everything in memory (tests and demos: nothing persists).
+ */
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import pkg from '../../package.json' with { type: 'json' };
+import { VoicewireError } from '../util/errors.js';
+import { createVoiceServer } from '../server/server.js';
+import { bootstrap } from '../server/bootstrap.js';
+import { openStore } from '../server/store/open.js';
+import { registerSttEngine, sttEngineFromPath } from '../engines/registry.js';
+import { MemoryStore } from '../server/store/memory-store.js';
+import type { Store } from '../server/store/store.js';
+import type { CliSubcommand } from './main.js';
+
+/** Opens the store of `--data DIR` / `--store URL` (env VOICEWIRE_DATA / VOICEWIRE_STORE). */
+export async function openCliStore(values: { data?: string | undefined; store?: string | undefined }): Promise<Store> {
+  const store = values.store ?? process.env['VOICEWIRE_STORE'];
+  const data = values.data ?? process.env['VOICEWIRE_DATA'] ?? './voicewire-data';
+  if (store === 'memory:') return new MemoryStore();
+  const s = await openStore(store === undefined ? { data } : { data, store });
+  await s.migrate();
+  return s;
+}
+
+function usage(message: string): VoicewireError {
+  return new VoicewireError('CLI_USAGE', `${message} (see voicewire serve --help)`);
+}
+
+export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL]
+                       [--tts ENGINE] [--stt ENGINE] [--stt-model PATH] [--core-url URL] [--region NAME]
+                       [--no-bootstrap]
+  ENGINE: tts espeak (default when installed) | tone; stt pocketsphinx (default) | tone.
+  --stt-model: a pocketsphinx model directory, or a module whose default export is an SttEngine.
+  env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT mirror --data, --store, --port.`;
+
+export const serveCommand: CliSubcommand = {
+  async run(argv) {
+    let values;
+    try {
+      ({ values } = parseArgs({
+        args: [...argv],
+        options: {
+          host: { type: 'string' },
+          port: { type: 'string' },
+          data: { type: 'string' },
+          store: { type: 'string' },
+          tts: { type: 'string' },
+          stt: { type: 'string' },
+          'stt-model': { type: 'string' },
+          'core-url': { type: 'string' },
+          region: { type: 'string' },
+          'no-bootstrap': { type: 'boolean' },
+          help: { type: 'boolean', short: 'h' },
+        },
+        strict: true,
+      }));
+    } catch (err) {
+      throw usage((err as Error).message);
+    }
+    if (values.help) {
+      process.stdout.write(`${SERVE_USAGE}\n`);
+      return 0;
+    }
+    const portText = values.port ?? process.env['VOICEWIRE_PORT'] ?? '8080';
+    const port = Number(portText);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw usage(`--port must be 0 to 65535, got ${portText}`);
+    const host = values.host ?? '127.0.0.1';
+    const store = await openCliStore(values);
+    const logger = pino({ level: process.env['VOICEWIRE_LOG_LEVEL'] ?? 'info', base: { service: 'voicewire' } }, pino.destination(2));
+    if (!values['no-bootstrap']) {
+      const boot = await bootstrap(store);
+      if (boot !== undefined) {
+        process.stderr.write(
+          [
+            `voicewire: first start: organization "${boot.org}" created with 1000000 credits.`,
+            `  API key   (x-api-key):              ${boot.apiKey}`,
+            `  admin key (/statusz, /drain):      ${boot.adminKey}`,
+            '  These keys are shown once. More: voicewire keys create [--org NAME] [--admin]',
+            '',
+          ].join('\n'),
+        );
+      }
+    }
+    let stt = values.stt;
+    if (values['stt-model'] !== undefined) {
+      const path = resolve(values['stt-model']);
+      const st = statSync(path, { throwIfNoEntry: false });
+      if (st === undefined) throw usage(`--stt-model ${values['stt-model']}: no such file or directory`);
+      try {
+        registerSttEngine('model', await sttEngineFromPath(path, st.isDirectory()));
+      } catch (err) {
+        throw usage(`--stt-model ${values['stt-model']}: ${(err as Error).message}`);
+      }
+      stt = 'model';
+    }
+    const server = await createVoiceServer({
+      store,
+      logger,
+      version: pkg.version,
+      processMetrics: true,
+      ...(values.tts !== undefined ? { tts: values.tts } : {}),
+      ...(stt !== undefined ? { stt } : {}),
+      ...(values['core-url'] !== undefined ? { coreUrl: values['core-url'] } : {}),
+      ...(values.region !== undefined ? { region: values.region } : {}),
+      environment: process.env['NODE_ENV'] ?? 'development',
+    });
+    const bound = await server.listen(port, host);
+    const shown = host.includes(':') ? `[${host}]` : host;
+    process.stdout.write(`listening on http://${shown}:${bound.port}/api\n`);
+    await new Promise<void>((resolve) => {
+      let stopping = false;
+      const stop = (signal: string): void => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal }, 'shutting down');
+        void server.shutdown().then(async () => {
+          await store.close();
+          resolve();
+        });
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+    });
+    return 0;
+  },
+};
+
+export default serveCommand;

@@ -1,0 +1,154 @@
+/**
+ * The engines a server can run, by name (`--tts NAME`, `--stt NAME`). A factory is called per
+ * request or per connection with an {@link EngineContext} the server binds to the caller's
+ * organization, so engines never see the store or the organization: they ask the context for what
+ * the setup names (a voice, a pronunciation dictionary).
+ *
+ * `tone` is built in (deterministic, model-free: see tone.ts); `espeak` (TTS, five languages) and
+ * `pocketsphinx` (STT, English) are the real engines (README "Engines").
+ */
+import type { SttEngine, TtsEngine } from '../sessions/engine.js';
+import { createRequire } from 'node:module';
+import { createToneSttEngine, createToneTtsEngine } from './tone.js';
+import { createEspeakTtsEngine } from './espeak-tts.js';
+import { ESPEAK_PACKAGE, loadEspeak } from './espeak-module.js';
+import { catalogVoices as espeakCatalog } from './espeak-voices.js';
+import { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
+import { pocketsphinxModelFromDir } from './pocketsphinx-ffi.js';
+
+/**
+ * A voice as an engine sees it (the store's VoiceRecord satisfies it; engines sit below the
+ * server and never import it).
+ */
+export interface EngineVoice {
+  uid: string;
+  /** null for catalog voices. */
+  orgId: string | null;
+  name: string;
+  description: string;
+  language: string;
+  filename: string;
+  startS: number;
+  tags: string[];
+  isProClone: boolean;
+  /** Engine parameters (espeak voice, pitch, rate, …) as plain JSON. */
+  params: Record<string, unknown>;
+  createdAt: string;
+}
+
+/** A pronunciation dictionary as an engine sees it (the store's DictionaryRecord satisfies it). */
+export interface EngineDictionary {
+  uid: string;
+  language: string;
+  /** A word and what to say instead: a respelling, or engine phonemes. */
+  rules: Array<{ word: string; replacement: string; kind: 'respelling' | 'phonemes' }>;
+}
+
+/**
+ * What an engine may ask of the server for one request/connection: both resolve within the
+ * caller's organization (catalog voices included) and give `undefined` for an unknown id.
+ */
+export interface EngineContext {
+  /** The voice `voice_id` names (null: the engine's default voice, which may resolve to undefined). */
+  resolveVoice(voiceId: string | null): Promise<EngineVoice | undefined>;
+  /** The pronunciation dictionary `pronunciation_id` names (§2.4). */
+  resolvePronunciation(id: string): Promise<EngineDictionary | undefined>;
+}
+
+/** A catalog voice an engine offers (seeded into the store at start as a voice with orgId null). */
+export type CatalogVoice = Omit<EngineVoice, 'orgId' | 'createdAt'>;
+
+/** One TTS engine: its factory and its catalog of voices. */
+export interface TtsEngineEntry {
+  create(context: EngineContext): TtsEngine;
+  /** Loads the model before the first request, so its time to first audio is the engine's own. */
+  warm?(): Promise<unknown>;
+  /** The voices this engine speaks with; seeded as catalog voices. */
+  catalogVoices(): CatalogVoice[];
+}
+
+/** One STT engine. */
+export interface SttEngineEntry {
+  create(context: EngineContext): SttEngine;
+}
+
+/** Five tone voices, one per language (§1), so the catalog is never empty. */
+function toneCatalog(): CatalogVoice[] {
+  const langs: Array<[string, string, string]> = [
+    ['en', 'us', 'Tone English'],
+    ['fr', 'fr', 'Tone French'],
+    ['de', 'de', 'Tone German'],
+    ['es', 'es', 'Tone Spanish'],
+    ['pt', 'br', 'Tone Portuguese'],
+  ];
+  return langs.map(([language, country, name]) => ({
+    uid: `tone-${language}`,
+    name,
+    description: `Deterministic test voice (${language}-${country}): one tone per character`,
+    language,
+    filename: '',
+    startS: 0,
+    tags: [language, country, 'Neutral', 'Adult'],
+    isProClone: false,
+    params: { engine: 'tone' },
+  }));
+}
+
+/** TTS engines by name. */
+export const TTS_ENGINES: Record<string, TtsEngineEntry> = {
+  espeak: { create: (context) => createEspeakTtsEngine(context), catalogVoices: espeakCatalog, warm: loadEspeak },
+  tone: { create: createToneTtsEngine, catalogVoices: toneCatalog },
+};
+
+/** STT engines by name. */
+export const STT_ENGINES: Record<string, SttEngineEntry> = {
+  pocketsphinx: { create: () => createPocketsphinxSttEngine() },
+  tone: { create: createToneSttEngine },
+};
+
+/** Adds an STT engine under `name` (`serve --stt-model`): it can then be chosen like the others. */
+export function registerSttEngine(name: string, entry: SttEngineEntry): void {
+  STT_ENGINES[name] = entry;
+}
+
+/**
+ * The STT engine of `--stt-model PATH`: a directory laid out like Debian's pocketsphinx model
+ * (en-us/, en-us.lm.bin, cmudict-en-us.dict) runs pocketsphinx on it; a module file is imported and
+ * its default export is the `SttEngine`.
+ */
+export async function sttEngineFromPath(path: string, isDirectory: boolean): Promise<SttEngineEntry> {
+  if (isDirectory) {
+    const model = pocketsphinxModelFromDir(path);
+    return { create: () => createPocketsphinxSttEngine({ model }) };
+  }
+  const mod = (await import(path.startsWith('/') ? `file://${path}` : path)) as { default?: SttEngine };
+  const engine = mod.default;
+  if (engine === undefined || typeof engine.open !== 'function') throw new Error(`${path}: the default export is not an SttEngine (an object with open(config, emit))`);
+  return { create: () => engine };
+}
+
+/** True when the espeak-ng package can be loaded (it is an optional peer dependency). */
+function espeakInstalled(): boolean {
+  try {
+    createRequire(import.meta.url).resolve(ESPEAK_PACKAGE);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The engine `serve` picks when none is named: TTS `espeak` when its package is installed, else
+ * `tone`; STT `pocketsphinx`, whose routes answer ENGINE_UNAVAILABLE naming the Debian packages
+ * when it is not installed (a real recognizer or a clear error, never tones read as words).
+ */
+export function defaultEngineName(kind: 'tts' | 'stt'): string {
+  if (kind === 'tts') return espeakInstalled() ? 'espeak' : 'tone';
+  return 'pocketsphinx';
+}
+
+/** The catalog voices of a TTS engine (the seam real engines fill); tone voices when it has none. */
+export function catalogVoices(ttsEngine: string): CatalogVoice[] {
+  const voices = TTS_ENGINES[ttsEngine]?.catalogVoices() ?? [];
+  return voices.length > 0 ? voices : toneCatalog();
+}

@@ -1,0 +1,223 @@
+/**
+ * Deterministic built-in engines (`--tts tone`, `--stt tone`): they make every route testable end
+ * to end without a model, and the STT one reads back what the TTS one says.
+ *
+ * TTS: each word is a run of 80 ms tones, one per character, at `TONE_BASE_HZ + i · TONE_STEP_HZ`
+ * for the character's index `i` in {@link TONE_ALPHABET} (unknown characters are `?`). Words are
+ * separated by `2 + round(padding_bonus)` silent frames (at least 1; §2.8: positive is slower).
+ * A `<break>` is `round(s / 0.08)` silent frames. Output: 48 kHz s16 mono, 3840-sample frames. Word
+ * timestamps are exact: a word's `start_s`/`stop_s` are the bounds of its tones on the 80 ms grid.
+ *
+ * STT: 24 kHz frames are cut into 20 ms blocks; a block is voiced when its RMS is above
+ * {@link TONE_RMS_THRESHOLD}. A run of voiced blocks is a word (runs under 40 ms are ignored), ended by two unvoiced blocks; its
+ * characters are read with the Goertzel filter over the middle 40 ms of each 80 ms slot (robust to
+ * the few samples a resampler or codec shifts). Each frame emits one `step` whose `vad` is the
+ * trailing silence over each horizon (0.5, 1, 2 s), capped at 1.
+ */
+import { VoicewireError } from '../util/errors.js';
+import type { SttEngine, SttEngineEvent, SttEngineStream, TtsEngine, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
+import type { EngineContext } from './registry.js';
+
+/** Characters a tone can say; anything else is said as `?`. */
+export const TONE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789'-?";
+/** Frequency of the first character, Hz. */
+export const TONE_BASE_HZ = 300;
+/** Spacing between characters, Hz (all tones stay below 3.5 kHz, inside 8 kHz G.711). */
+export const TONE_STEP_HZ = 80;
+/** Block RMS above which STT hears a tone (tones are made at amplitude 8000, RMS ≈ 5657). */
+export const TONE_RMS_THRESHOLD = 1500;
+
+const TTS_RATE = 48000;
+const TTS_FRAME = 3840;
+const AMPLITUDE = 8000;
+
+function charIndex(c: string): number {
+  const i = TONE_ALPHABET.indexOf(c);
+  return i < 0 ? TONE_ALPHABET.length - 1 : i;
+}
+
+/** Applies a dictionary's respelling rules (whole words, case-insensitive). */
+function respell(word: string, rules: ReadonlyMap<string, string>): string {
+  return rules.get(word.toLowerCase()) ?? word;
+}
+
+function toneFrame(index: number, frameNo: number): Int16Array {
+  const f = TONE_BASE_HZ + index * TONE_STEP_HZ;
+  const out = new Int16Array(TTS_FRAME);
+  const w = (2 * Math.PI * f) / TTS_RATE;
+  // Phase continues across frames of the request, so there is no click at a frame edge.
+  const offset = frameNo * TTS_FRAME;
+  for (let n = 0; n < TTS_FRAME; n++) out[n] = Math.round(AMPLITUDE * Math.sin(w * (offset + n)));
+  return out;
+}
+
+const round6 = (s: number): number => Math.round(s * 1e6) / 1e6;
+
+/** The tone TTS engine for one request/connection context (voices and dictionaries are resolved through it). */
+export function createToneTtsEngine(context: EngineContext): TtsEngine {
+  return {
+    async open(config, emit: (event: TtsEngineEvent) => void): Promise<TtsEngineStream> {
+      if (config.voiceId !== undefined && (await context.resolveVoice(config.voiceId)) === undefined) {
+        throw new VoicewireError('VOICE_NOT_FOUND', `invalid voice ID ${JSON.stringify(config.voiceId)}`);
+      }
+      const rules = new Map<string, string>();
+      if (config.pronunciationId !== undefined) {
+        const dict = await context.resolvePronunciation(config.pronunciationId);
+        if (dict === undefined) throw new VoicewireError('VOICE_NOT_FOUND', `unknown pronunciation_id ${JSON.stringify(config.pronunciationId)}`);
+        for (const r of dict.rules) if (r.kind === 'respelling') rules.set(r.word.toLowerCase(), r.replacement);
+      }
+      const gap = Math.max(1, 2 + Math.round(config.jsonConfig.padding_bonus ?? 0));
+      let frames = 0;
+      let spoken = 0;
+      let pending = '';
+      let closed = false;
+      const silence = (n: number): void => {
+        for (let i = 0; i < n; i++) emit({ type: 'audio', pcm: new Int16Array(TTS_FRAME) });
+        frames += n;
+      };
+      const say = (word: string): void => {
+        const chars = [...respell(word, rules).toLowerCase()].filter((c) => c.trim() !== '');
+        if (chars.length === 0) return;
+        if (spoken > 0) silence(gap);
+        spoken++;
+        emit({ type: 'word', text: word, start_s: round6(frames * 0.08), stop_s: round6((frames + chars.length) * 0.08) });
+        for (const c of chars) {
+          emit({ type: 'audio', pcm: toneFrame(charIndex(c), frames) });
+          frames++;
+        }
+      };
+      // The last word of a piece may continue in the next piece: it waits for whitespace, a tag or the end.
+      const speakPending = (all: boolean): void => {
+        const words = pending.split(/\s+/);
+        pending = all ? '' : words.pop()!;
+        for (const w of all ? words : words) if (w !== '') say(w);
+      };
+      return {
+        info: { modelName: config.modelName === 'default' ? 'tone' : config.modelName, sampleRate: TTS_RATE, frameSize: TTS_FRAME, audioStreamNames: ['main'], textStreamNames: ['main'] },
+        text(text) {
+          if (closed) throw new VoicewireError('INVALID_STATE', 'tone TTS: text after close');
+          pending += text;
+          speakPending(false);
+        },
+        pause(seconds) {
+          speakPending(true);
+          silence(Math.round(seconds / 0.08));
+        },
+        flush() {
+          speakPending(true);
+        },
+        end() {
+          speakPending(true);
+        },
+        close() {
+          closed = true;
+        },
+      };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// STT
+// ---------------------------------------------------------------------------------------------
+
+const STT_RATE = 24000;
+const BLOCK = 480; // 20 ms
+const BLOCKS_PER_SLOT = 4; // 80 ms per character
+const HORIZONS = [0.5, 1, 2];
+
+/** Goertzel power of `f` over `x[from, from+len)`. */
+function goertzel(x: Int16Array, from: number, len: number, f: number): number {
+  const k = (2 * Math.cos((2 * Math.PI * f) / STT_RATE));
+  let s1 = 0;
+  let s2 = 0;
+  for (let n = from; n < from + len; n++) {
+    const s0 = x[n]! + k * s1 - s2;
+    s2 = s1;
+    s1 = s0;
+  }
+  return s1 * s1 + s2 * s2 - k * s1 * s2;
+}
+
+/** The tone STT engine. Context is unused (no voices in STT) but kept for the registry's one shape. */
+export function createToneSttEngine(_context?: EngineContext): SttEngine {
+  return {
+    open(config, emit: (event: SttEngineEvent) => void): SttEngineStream {
+      // Samples of the word being heard (voiced blocks and the unvoiced blocks inside it).
+      let word: Int16Array[] = [];
+      let wordStartBlock = -1;
+      let voicedBlocks = 0;
+      let silentRun = 0;
+      let block = 0;
+      let segments = 0;
+      const decode = (): void => {
+        if (voicedBlocks < 2) {
+          // Shorter than half a character: a click or a codec's ringing, not a word.
+          word = [];
+          wordStartBlock = -1;
+          voicedBlocks = 0;
+          return;
+        }
+        const samples = new Int16Array(voicedBlocks * BLOCK);
+        let o = 0;
+        for (const b of word.slice(0, voicedBlocks)) {
+          samples.set(b, o);
+          o += BLOCK;
+        }
+        const slots = Math.max(1, Math.round(voicedBlocks / BLOCKS_PER_SLOT));
+        let text = '';
+        for (let s = 0; s < slots; s++) {
+          const from = Math.min(samples.length - 2 * BLOCK, s * BLOCKS_PER_SLOT * BLOCK + BLOCK);
+          if (from < 0) break;
+          let best = 0;
+          let bestP = -1;
+          for (let i = 0; i < TONE_ALPHABET.length; i++) {
+            const p = goertzel(samples, from, 2 * BLOCK, TONE_BASE_HZ + i * TONE_STEP_HZ);
+            if (p > bestP) {
+              bestP = p;
+              best = i;
+            }
+          }
+          text += TONE_ALPHABET[best];
+        }
+        const start = wordStartBlock * 0.02;
+        emit({ type: 'text', text, start_s: round6(start), stream_id: null });
+        emit({ type: 'end_text', stop_s: round6(start + voicedBlocks * 0.02), stream_id: null });
+        segments++;
+        word = [];
+        wordStartBlock = -1;
+        voicedBlocks = 0;
+      };
+      const stream: SttEngineStream = {
+        info: { modelName: config.modelName === 'default' ? 'tone' : config.modelName, sampleRate: STT_RATE, frameSize: 1920, delayInFrames: 1 },
+        push(frame) {
+          for (let b = 0; b + BLOCK <= frame.length; b += BLOCK, block++) {
+            let sum = 0;
+            for (let n = b; n < b + BLOCK; n++) sum += frame[n]! * frame[n]!;
+            const voiced = Math.sqrt(sum / BLOCK) > TONE_RMS_THRESHOLD;
+            if (voiced) {
+              if (wordStartBlock < 0) wordStartBlock = block;
+              // Unvoiced blocks inside a word (a codec's dip) count as part of it.
+              for (let i = 0; i < silentRun && word.length > 0; i++) word.push(new Int16Array(BLOCK));
+              if (word.length > 0) voicedBlocks = word.length;
+              word.push(frame.slice(b, b + BLOCK));
+              voicedBlocks = word.length;
+              silentRun = 0;
+            } else {
+              silentRun++;
+              if (wordStartBlock >= 0 && silentRun >= 2) decode();
+            }
+          }
+          const silentS = wordStartBlock >= 0 ? 0 : silentRun * 0.02;
+          emit({ type: 'step', vad: HORIZONS.map((h) => ({ horizon_s: h, inactivity_prob: Math.min(1, round6(silentS / h)) })) });
+        },
+        end() {
+          if (wordStartBlock >= 0) decode();
+          void segments;
+        },
+        close() {},
+      };
+      return stream;
+    },
+  };
+}

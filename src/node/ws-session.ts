@@ -1,0 +1,66 @@
+/**
+ * Attaches a server session runner (createSttServerSession / createTtsServerSession) to a `ws`
+ * socket: frames in, a transport out with backpressure (each send resolves once `ws` wrote it),
+ * and flow control both ways (`pauseReading`/`resumeReading` map to the socket's pause/resume).
+ *
+ * ```ts
+ * wss.on('connection', (ws) => {
+ *   const session = attachWebSocketSession(ws, (transport) => createTtsServerSession({ engine, transport }));
+ * });
+ * ```
+ */
+import type { WebSocket, RawData } from 'ws';
+import type { ServerSession, ServerTransport } from '../sessions/server.js';
+
+/** The transport a `ws` socket gives a runner. */
+export interface WebSocketTransport extends ServerTransport {
+  /** Stops reading frames from the peer (TCP backpressure reaches the client). */
+  pauseReading(): void;
+  resumeReading(): void;
+}
+
+/** Makes the transport of a `ws` socket. */
+export function webSocketTransport(ws: WebSocket): WebSocketTransport {
+  return {
+    send: (text) =>
+      ws.readyState !== ws.OPEN
+        ? undefined
+        : new Promise<void>((resolve, reject) => ws.send(text, (err) => (err ? reject(err) : resolve()))),
+    close: (code, reason) => {
+      if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, reason);
+    },
+    pauseReading: () => ws.pause(),
+    resumeReading: () => ws.resume(),
+  };
+}
+
+/** Options of {@link attachWebSocketSession}. */
+export interface AttachWebSocketOptions {
+  /** Called with each frame before the session sees it (idle timers, size limits); returning `false` drops the frame. */
+  onFrame?: (data: RawData, isBinary: boolean) => boolean | void;
+}
+
+/**
+ * Creates a session over `ws` with `create(transport)` and wires the socket to it: text frames go
+ * to `session.receive` as strings, binary frames as bytes, and the socket's close to
+ * `session.transportClosed()`.
+ */
+export function attachWebSocketSession<S>(
+  ws: WebSocket,
+  create: (transport: WebSocketTransport) => ServerSession<S>,
+  options: AttachWebSocketOptions = {},
+): ServerSession<S> {
+  const session = create(webSocketTransport(ws));
+  ws.on('message', (data: RawData, isBinary: boolean) => {
+    if (options.onFrame?.(data, isBinary) === false) return;
+    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    session.receive(isBinary ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : bytes.toString('utf8'));
+  });
+  ws.on('close', () => {
+    if (!session.closed) session.transportClosed();
+  });
+  ws.on('error', () => {
+    // 'close' follows every 'error' in ws; the session learns of it there.
+  });
+  return session;
+}

@@ -1,0 +1,115 @@
+/**
+ * The server's configuration: one validated object (STYLE.md "The server"). Flags and environment
+ * variables resolve into it once (src/cli/serve.ts); `createVoiceServer` takes it with defaults.
+ */
+import { VoicewireError } from '../util/errors.js';
+
+/** Limits, each with its default (README "Server"). */
+export interface ServerLimits {
+  /** Largest WebSocket message, bytes. Default 1 MiB (1 048 576). */
+  maxFrameBytes: number;
+  /** Characters of text per TTS request (POST body or one WebSocket request). Default 100 000. */
+  maxTextChars: number;
+  /** Bytes of audio per STT request (POST body) and per JSON body elsewhere. Default 50 MiB. */
+  maxAudioBytes: number;
+  /** Bytes of a JSON body (TTS POST, voice design, …). Default 1 MiB. */
+  maxJsonBytes: number;
+  /** Longest WebSocket session, seconds. Default 300. */
+  sessionSeconds: number;
+  /** WebSocket ping interval, seconds; a peer that misses one pong is dropped (found dead within 2 intervals). Default 25. */
+  pingSeconds: number;
+  /** A WebSocket that sends nothing for this long is closed (error 1008). Default 60. */
+  idleSeconds: number;
+  /** Time to receive the request headers, ms (node:http `headersTimeout`). Default 10 000. */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request body, ms (node:http `requestTimeout`). Default 120 000. */
+  requestTimeoutMs: number;
+  /** Live WebSocket connections and streaming requests per API key. Default 50. */
+  connectionsPerKey: number;
+  /** After a drain starts (SIGTERM), how long live sessions may take before they are cut, seconds. Default 30 (+ session limit bound). */
+  drainGraceSeconds: number;
+}
+
+/** Credit rates (README "Server"). */
+export interface CreditRates {
+  /** Credits per character of TTS text synthesized. Default 1. */
+  ttsPerChar: number;
+  /** Credits per started second of STT audio transcribed. Default 1. */
+  sttPerSecond: number;
+}
+
+/** The configuration of {@link createVoiceServer}. */
+export interface ServerConfig {
+  /** TTS engine name (src/engines/registry.ts). Default: the registry's best (`tone` until real engines). */
+  tts: string;
+  /** STT engine name. Default as `tts`. */
+  stt: string;
+  /** Forward unmatched requests to this core API (§4.13). Default: none (this process serves the core routes). */
+  coreUrl: string | null;
+  /** This server's region (residency, §4.13). Default null: no residency check. */
+  region: string | null;
+  /** Lifetime of temporary tokens (§4.6), seconds. Default 600. */
+  tokenSeconds: number;
+  /** Lifetime of voice-design candidates (§2.2), seconds. Default 3600. */
+  candidateSeconds: number;
+  /** The environment named by /statusz. Default `development`. */
+  environment: string;
+  limits: ServerLimits;
+  rates: CreditRates;
+}
+
+export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
+  maxFrameBytes: 1 << 20,
+  maxTextChars: 100_000,
+  maxAudioBytes: 50 << 20,
+  maxJsonBytes: 1 << 20,
+  sessionSeconds: 300,
+  pingSeconds: 25,
+  idleSeconds: 60,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 120_000,
+  connectionsPerKey: 50,
+  drainGraceSeconds: 30,
+});
+
+export const DEFAULT_RATES: Readonly<CreditRates> = Object.freeze({ ttsPerChar: 1, sttPerSecond: 1 });
+
+/** A partial configuration, as callers give it. */
+export type ServerConfigInput = Partial<Omit<ServerConfig, 'limits' | 'rates'>> & { limits?: Partial<ServerLimits>; rates?: Partial<CreditRates> };
+
+function positive(name: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new VoicewireError('INVALID_ARGUMENT', `server config: ${name} must be a positive number, got ${String(v)}`);
+  return v;
+}
+
+/**
+ * Resolves a configuration: defaults applied, every number checked.
+ * @throws VoicewireError `INVALID_ARGUMENT` naming the bad field.
+ */
+export function resolveServerConfig(input: ServerConfigInput, engines: { tts: string; stt: string }): ServerConfig {
+  const limits = { ...DEFAULT_LIMITS, ...input.limits };
+  for (const [k, v] of Object.entries(limits)) positive(`limits.${k}`, v);
+  const rates = { ...DEFAULT_RATES, ...input.rates };
+  for (const [k, v] of Object.entries(rates)) if (typeof v !== 'number' || !(v >= 0)) throw new VoicewireError('INVALID_ARGUMENT', `server config: rates.${k} must be ≥ 0`);
+  let coreUrl = input.coreUrl ?? null;
+  if (coreUrl !== null) {
+    try {
+      const u = new URL(coreUrl);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http(s)');
+      coreUrl = u.href.replace(/\/+$/, '');
+    } catch {
+      throw new VoicewireError('INVALID_ARGUMENT', `server config: coreUrl must be an http(s) URL, got ${coreUrl}`);
+    }
+  }
+  return {
+    tts: input.tts ?? engines.tts,
+    stt: input.stt ?? engines.stt,
+    coreUrl,
+    region: input.region ?? null,
+    tokenSeconds: positive('tokenSeconds', input.tokenSeconds ?? 600),
+    candidateSeconds: positive('candidateSeconds', input.candidateSeconds ?? 3600),
+    environment: input.environment ?? 'development',
+    limits,
+    rates,
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * What every route module is given: the configuration, the store, the logger, metrics, the session
+ * tracker and the engines (bound per organization, metered per caller).
+ */
+import type { Logger } from 'pino';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { WebSocket } from 'ws';
+import type { SttEngine, TtsEngine } from '../sessions/engine.js';
+import type { EngineContext } from '../engines/registry.js';
+import type { ServerConfig } from './config.js';
+import type { ServerMetrics } from './metrics.js';
+import type { SessionTracker } from './sessions.js';
+import type { Store } from './store/store.js';
+import type { Principal } from './auth.js';
+
+export interface ServerContext {
+  readonly config: ServerConfig;
+  readonly store: Store;
+  readonly log: Logger;
+  readonly metrics: ServerMetrics;
+  readonly sessions: SessionTracker;
+  readonly version: string;
+  readonly startedAt: number;
+  /** The engine context of an organization (voices and dictionaries it may use). */
+  engineContext(orgId: string): EngineContext;
+  /** A metered TTS engine for one caller. */
+  ttsEngine(who: Principal): TtsEngine;
+  /** A metered STT engine for one caller. */
+  sttEngine(who: Principal): SttEngine;
+  /** Authenticates a REST request (x-api-key; `?token=` too when `route` is `tts`). */
+  auth(req: IncomingMessage, options?: { admin?: boolean; route?: 'tts' | 'stt' | 'rest' }): Promise<Principal>;
+}
+
+/** One request's view: the context, its request id and logger, the parsed URL and path parameters. */
+export interface RequestScope {
+  ctx: ServerContext;
+  requestId: string;
+  log: Logger;
+  url: URL;
+  params: Record<string, string>;
+}
+
+/** An HTTP route of a route module. `path` is relative to `/api`, `:name` segments are parameters. */
+export interface HttpRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  path: string;
+  handle(scope: RequestScope, req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
+/** A WebSocket route: the socket is already upgraded (errors go out as `error` messages, §7.3). */
+export interface WsRoute {
+  path: string;
+  handle(scope: RequestScope, ws: WebSocket, req: IncomingMessage): Promise<void> | void;
+}
+
+/** A route module: one file per route group. */
+export interface RouteModule {
+  http?: HttpRoute[];
+  ws?: WsRoute[];
+}

@@ -1,0 +1,29 @@
+/**
+ * API keys and temporary tokens: random secrets (192 bits, base64url), shown once, stored only as
+ * their SHA-256 (service-api.md §2.6, §5.3). SHA-256 without salt is enough for 192 random bits:
+ * there is no dictionary to attack, and lookups stay one indexed equality.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { ApiKeyRecord, Store } from './store/store.js';
+
+/** SHA-256 of a secret, hex. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/** A new API key: `vw_` + 32 base64url characters (192 bits). */
+export function generateApiKey(): string {
+  return `vw_${randomBytes(24).toString('base64url')}`;
+}
+
+/** A new temporary token: `vwt_` + 32 base64url characters (192 bits). */
+export function generateToken(): string {
+  return `vwt_${randomBytes(24).toString('base64url')}`;
+}
+
+/** Creates a key for an organization: returns the key (the only time it exists in clear) and its record. */
+export async function createKey(store: Store, orgId: string, admin: boolean): Promise<{ key: string; record: ApiKeyRecord }> {
+  const key = generateApiKey();
+  const record = await store.createApiKey({ id: randomUUID(), orgId, hash: hashSecret(key), admin, prefix: key.slice(0, 7) });
+  return { key, record };
+}

@@ -1,0 +1,49 @@
+/**
+ * Probes (§4.1, §3.1): /healthz and /readyz without authentication, /statusz and POST /drain with
+ * an admin key (an API key created with `--admin`; voicewire's choice of mechanism, §5.4).
+ */
+import { parseDrainQuery, readiness } from '../../protocol/drain.js';
+import { sendJson } from '../http.js';
+import type { RouteModule } from '../context.js';
+
+export const probeRoutes: RouteModule = {
+  http: [
+    { method: 'GET', path: '/healthz', handle: async (_s, _req, res) => sendJson(res, 200, { status: 'ok' }) },
+    {
+      method: 'GET',
+      path: '/readyz',
+      handle: async ({ ctx }, _req, res) => {
+        const r = readiness({ mode: ctx.sessions.draining ? 'draining' : 'serving', sessions: ctx.sessions.live });
+        sendJson(res, r.status, r.body);
+      },
+    },
+    {
+      method: 'GET',
+      path: '/statusz',
+      handle: async ({ ctx }, req, res) => {
+        await ctx.auth(req, { admin: true });
+        sendJson(res, 200, {
+          version: ctx.version,
+          environment: ctx.config.environment,
+          uptime_s: Math.round((Date.now() - ctx.startedAt) / 1000),
+          draining: ctx.sessions.draining,
+          live_sessions: ctx.sessions.live,
+          sessions_per_route: ctx.sessions.routes(),
+          engines: { tts: ctx.config.tts, stt: ctx.config.stt },
+          region: ctx.config.region,
+        });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/drain',
+      handle: async ({ ctx, url, log }, req, res) => {
+        await ctx.auth(req, { admin: true });
+        const { enable } = parseDrainQuery(url.searchParams);
+        ctx.sessions.setDraining(enable);
+        log.info({ draining: enable, live_sessions: ctx.sessions.live }, 'drain state changed');
+        sendJson(res, 200, { draining: enable, live_sessions: ctx.sessions.live });
+      },
+    },
+  ],
+};

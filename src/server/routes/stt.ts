@@ -1,0 +1,73 @@
+/**
+ * STT routes: POST /post/speech/asr and its alias POST /speech/asr (§4.3: body audio, format from
+ * `input_format` or Content-Type, NDJSON out), the /speech/asr WebSocket (§4.4), and /speech/s2s,
+ * which this server does not offer: it answers with an `error` message and closes (§7.3).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { VoicewireError } from '../../util/errors.js';
+import { createSttHttpResponse } from '../../sessions/http.js';
+import { createSttServerSession } from '../../sessions/server.js';
+import { limitedBody, write } from '../http.js';
+import { failSocket, serveWebSocketSession } from '../ws.js';
+import type { HttpRoute, RequestScope, RouteModule } from '../context.js';
+
+async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { ctx, log } = scope;
+  const who = await ctx.auth(req, { route: 'stt' });
+  const release = ctx.sessions.open('stt_post', who.key.id);
+  const started = performance.now();
+  try {
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    if (declared > ctx.config.limits.maxAudioBytes) {
+      throw new VoicewireError('LIMIT_EXCEEDED', `request body of ${declared} bytes is over the limit of ${ctx.config.limits.maxAudioBytes}`);
+    }
+    // Validates the query and the Content-Type before any byte of the body is read (422 / plain text).
+    const lines = createSttHttpResponse({
+      engine: ctx.sttEngine(who),
+      body: limitedBody(req, ctx.config.limits.maxAudioBytes),
+      contentType: req.headers['content-type'] ?? null,
+      query: scope.url.searchParams,
+    });
+    const it = lines[Symbol.asyncIterator]();
+    res.once('close', () => void it.return?.());
+    const first = await it.next();
+    res.writeHead(200, { 'content-type': 'application/x-ndjson', 'x-request-id': scope.requestId });
+    let timed = false;
+    for (let r = first; !r.done; r = await it.next()) {
+      if (!timed && r.value.startsWith('{"type":"text"')) {
+        timed = true;
+        ctx.metrics.timeToFirstText.observe({ route: 'stt_post' }, (performance.now() - started) / 1000);
+      }
+      await write(res, r.value);
+    }
+    res.end();
+    log.info({ route: 'stt_post', ms: Math.round(performance.now() - started) }, 'stt done');
+  } finally {
+    release();
+  }
+}
+
+const post = (path: string): HttpRoute => ({ method: 'POST', path, handle: postAsr });
+
+export const sttRoutes: RouteModule = {
+  http: [post('/post/speech/asr'), post('/speech/asr')],
+  ws: [
+    {
+      path: '/speech/asr',
+      handle: (scope, ws, req) =>
+        serveWebSocketSession(scope, ws, req, {
+          route: 'stt_ws',
+          credentials: 'stt',
+          firstOutput: 'text',
+          create: (who, common) => createSttServerSession({ ...common, engine: scope.ctx.sttEngine(who) }),
+        }),
+    },
+    {
+      path: '/speech/s2s',
+      handle: (scope, ws) => {
+        scope.log.info({ route: 's2s_ws' }, 'speech-to-speech refused: not offered');
+        failSocket(ws, new VoicewireError('PROTOCOL_UNEXPECTED_MESSAGE', 'speech-to-speech (/speech/s2s) is not offered by this server', { closeCode: 1008 }));
+      },
+    },
+  ],
+};

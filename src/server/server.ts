@@ -1,0 +1,217 @@
+/**
+ * The reference server: `node:http` + `ws`, a small core that routes and authenticates, with each
+ * route group a module of its own over the library's runners (STYLE.md "The server").
+ *
+ * Lifecycle (a state machine you can test): serving → draining (POST /drain, SIGTERM via
+ * {@link VoiceServer.shutdown}: /readyz 503, new sessions refused, live ones finish) → closed.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { pino, type Logger, type DestinationStream } from 'pino';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { VoicewireError, toVoicewireError } from '../util/errors.js';
+import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, type EngineContext } from '../engines/registry.js';
+import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
+import { authenticate } from './auth.js';
+import { meteredSttEngine, meteredTtsEngine } from './credits.js';
+import { createMetrics, type ServerMetrics } from './metrics.js';
+import { SessionTracker } from './sessions.js';
+import { Router } from './router.js';
+import { sendError, sendJson } from './http.js';
+import { failSocket } from './ws.js';
+import type { RequestScope, RouteModule, ServerContext } from './context.js';
+import type { Store } from './store/store.js';
+import { probeRoutes } from './routes/probes.js';
+import { ttsRoutes } from './routes/tts.js';
+import { sttRoutes } from './routes/stt.js';
+import { accountRoutes, usageSummaryRoutes } from './routes/account.js';
+import { voiceRoutes, coreVoiceRoutes } from './routes/voices.js';
+import { voiceDesignRoutes } from './routes/voice-design.js';
+import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronunciations.js';
+import { createForwarder } from './routes/forward.js';
+
+/** Options of {@link createVoiceServer}. */
+export interface VoiceServerOptions extends ServerConfigInput {
+  /** The store (required): `openStore(...)` for the CLI, `new MemoryStore()` in tests. */
+  store: Store;
+  /** A pino logger, or where JSON log lines go (default: stdout at level `info`). */
+  logger?: Logger;
+  logDestination?: DestinationStream;
+  /** Version reported by /statusz. Default `0.0.0`. */
+  version?: string;
+  /** Collect Node's process metrics in /metrics (default false: tests run several servers). */
+  processMetrics?: boolean;
+}
+
+/** A running (or ready to run) server. */
+export interface VoiceServer {
+  readonly config: ServerConfig;
+  readonly context: ServerContext;
+  /** Binds and accepts connections; resolves with the bound port (0 picks a free one). */
+  listen(port: number, host?: string): Promise<{ port: number; host: string }>;
+  /** Starts (true) or stops (false) draining (§3.1). */
+  drain(enable: boolean): void;
+  /**
+   * Graceful stop: drain, wait until live sessions finish (at most `graceSeconds`, default the
+   * config's `drainGraceSeconds`), then close. Resolves once closed.
+   */
+  shutdown(graceSeconds?: number): Promise<void>;
+  /** Closes at once: every socket is cut, the store stays open (the caller owns it). */
+  close(): Promise<void>;
+}
+
+const API = '/api';
+
+/** Creates the server (nothing is bound until `listen`). Seeds the engine's catalog voices into the store. */
+export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
+  const config = resolveServerConfig(options, { tts: defaultEngineName('tts'), stt: defaultEngineName('stt') });
+  const tts = TTS_ENGINES[config.tts];
+  const stt = STT_ENGINES[config.stt];
+  if (tts === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown TTS engine ${config.tts}; known: ${Object.keys(TTS_ENGINES).join(', ')}`);
+  if (stt === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown STT engine ${config.stt}; known: ${Object.keys(STT_ENGINES).join(', ')}`);
+  const store = options.store;
+  // Never a key or a token in a log line: the only request data logged is the path, ids and counts.
+  const log =
+    options.logger ??
+    pino({ level: 'info', base: { service: 'voicewire' }, redact: { paths: ['req.headers["x-api-key"]', 'token', 'key', 'apiKey'], censor: '[redacted]' } }, options.logDestination);
+  const metrics: ServerMetrics = createMetrics({ process: options.processMetrics ?? false });
+  const sessions = new SessionTracker(metrics, config.limits.connectionsPerKey);
+
+  // A missing model is not fatal: its routes answer ENGINE_UNAVAILABLE naming what to install.
+  await tts.warm?.().catch((err: unknown) => log.warn({ engine: config.tts, err: (err as Error)?.message }, 'TTS engine unavailable'));
+
+  const now = new Date().toISOString();
+  for (const v of catalogVoices(config.tts)) await store.putVoice({ ...v, orgId: null, createdAt: now });
+
+  const engineContext = (orgId: string): EngineContext => ({
+    resolveVoice: async (id) => (id === null ? undefined : store.getVoice(orgId, id)),
+    resolvePronunciation: (id) => store.getDictionary(orgId, id),
+  });
+  const ctx: ServerContext = {
+    config,
+    store,
+    log,
+    metrics,
+    sessions,
+    version: options.version ?? '0.0.0',
+    startedAt: Date.now(),
+    engineContext,
+    ttsEngine: (who) => meteredTtsEngine(ctx, who, tts.create(engineContext(who.org.id))),
+    sttEngine: (who) => meteredSttEngine(ctx, who, stt.create(engineContext(who.org.id))),
+    auth: (req, o = {}) =>
+      authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.route ?? 'rest' }, { region: config.region, admin: o.admin ?? false }),
+  };
+
+  const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes];
+  // Without --core-url this process serves the core routes real clients call (§4.13).
+  if (config.coreUrl === null) modules.push(usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes);
+  const router = new Router(modules);
+  const forward = config.coreUrl === null ? null : createForwarder(config.coreUrl);
+
+  const scopeOf = (req: IncomingMessage, path: string, params: Record<string, string>): RequestScope => {
+    const requestId = randomUUID();
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    return { ctx, requestId, log: log.child({ request_id: requestId }), url, params };
+  };
+
+  const onRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const method = req.method ?? 'GET';
+    if (method === 'GET' && url.pathname === '/metrics') {
+      res.writeHead(200, { 'content-type': metrics.registry.contentType });
+      res.end(await metrics.registry.metrics());
+      return;
+    }
+    if (url.pathname !== API && !url.pathname.startsWith(`${API}/`)) return sendJson(res, 404, { detail: 'Not Found' });
+    const path = url.pathname.slice(API.length) || '/';
+    const m = router.matchHttp(method, path);
+    const scope = scopeOf(req, path, m?.params ?? {});
+    try {
+      if (m !== undefined) {
+        await m.route.handle(scope, req, res);
+        return;
+      }
+      // §4.13: anything else is authenticated (bad key → 401) and forwarded, or 404 without a core.
+      try {
+        await ctx.auth(req);
+      } catch (err) {
+        const e = toVoicewireError(err);
+        if (e.code !== 'PROTOCOL_UNAUTHORIZED') throw e;
+        res.writeHead(401, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ detail: e.message }));
+        return;
+      }
+      if (forward === null) throw new VoicewireError('NOT_FOUND', 'Not Found');
+      await forward(scope, req, res);
+    } catch (err) {
+      const e = toVoicewireError(err);
+      metrics.errors.inc({ code: e.code });
+      scope.log.info({ method, path, code: e.code, error: e.message }, 'request failed');
+      sendError(res, e);
+    }
+  };
+
+  const http: Server = createServer({ headersTimeout: config.limits.headersTimeoutMs, requestTimeout: config.limits.requestTimeoutMs }, (req, res) => {
+    void onRequest(req, res);
+  });
+  // ws's own cap (close 1009, no message) stays above the limit the sessions check with an error message first.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024 });
+  http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const path = url.pathname.startsWith(`${API}/`) ? url.pathname.slice(API.length) : null;
+    const m = path === null ? undefined : router.matchWs(path);
+    wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+      const scope = scopeOf(req, path ?? url.pathname, m?.params ?? {});
+      if (m === undefined) return failSocket(ws, new VoicewireError('NOT_FOUND', `no WebSocket route ${url.pathname}`, { closeCode: 1008 }));
+      ws.on('error', (err) => scope.log.info({ error: err.message }, 'websocket error'));
+      Promise.resolve(m.route.handle(scope, ws, req)).catch((err: unknown) => {
+        scope.log.error({ error: toVoicewireError(err).message }, 'websocket route failed');
+        failSocket(ws, new VoicewireError('PROTOCOL_INTERNAL', 'internal server error'));
+      });
+    });
+  });
+  const sockets = new Set<Socket>();
+  http.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
+
+  let closed: Promise<void> | null = null;
+  const close = (): Promise<void> => {
+    closed ??= new Promise<void>((resolve) => {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+      http.close(() => resolve());
+      for (const s of sockets) s.destroy();
+    });
+    return closed;
+  };
+
+  return {
+    config,
+    context: ctx,
+    listen: (port, host = '127.0.0.1') =>
+      new Promise((resolve, reject) => {
+        http.once('error', reject);
+        http.listen(port, host, () => {
+          http.off('error', reject);
+          const a = http.address() as AddressInfo;
+          resolve({ port: a.port, host });
+        });
+      }),
+    drain: (enable) => sessions.setDraining(enable),
+    async shutdown(graceSeconds = config.limits.drainGraceSeconds) {
+      sessions.setDraining(true);
+      log.info({ live_sessions: sessions.live }, 'draining before shutdown');
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceSeconds * 1000)));
+      await Promise.race([sessions.whenDrained(), grace]);
+      clearTimeout(timer);
+      if (sessions.live > 0) log.warn({ live_sessions: sessions.live }, 'grace period over: cutting live sessions');
+      await close();
+      log.info('closed');
+    },
+    close,
+  };
+}

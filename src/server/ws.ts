@@ -1,0 +1,136 @@
+/**
+ * The WebSocket side of the routes: authenticate on the upgraded socket (frames wait: the socket
+ * is paused until the session is attached, so a client that pipelines setup and data before
+ * `ready` loses nothing), count the session, attach the runner (src/node/ws-session.ts), and
+ * enforce the per-socket limits: session duration, idle time, pings for dead peers (§5.6, §7.3).
+ */
+import type { IncomingMessage } from 'node:http';
+import type { WebSocket } from 'ws';
+import { VoicewireError, toVoicewireError } from '../util/errors.js';
+import { errorMessageOf, serializeSttServerMessage } from '../protocol/parse.js';
+import type { ServerSession, ServerSessionOptions } from '../sessions/server.js';
+import { attachWebSocketSession, type WebSocketTransport } from '../node/ws-session.js';
+import type { Principal } from './auth.js';
+import type { RequestScope } from './context.js';
+
+/** Sends `error` (code from the error, 1011 when none) and closes with that code (§7.3). */
+export function failSocket(ws: WebSocket, error: unknown): void {
+  const e = toVoicewireError(error);
+  const msg = errorMessageOf(e);
+  if (ws.readyState !== ws.OPEN) return;
+  ws.send(serializeSttServerMessage(msg), () => ws.close(msg.code, e.message.slice(0, 120)));
+}
+
+/** Options of {@link serveWebSocketSession}. */
+export interface WsSessionOptions {
+  /** Route label for metrics, logs and /statusz (`tts_ws`, `stt_ws`). */
+  route: string;
+  /** `tts` accepts `?token=`. */
+  credentials: 'tts' | 'stt';
+  /** Creates the runner with the common options (transport, request ids, notices → logs). */
+  create(who: Principal, common: ServerSessionOptions): ServerSession<unknown>;
+  /** The first message of this type (after setup) is timed: `audio` (TTS) or `text` (STT). */
+  firstOutput: 'audio' | 'text';
+}
+
+export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, req: IncomingMessage, options: WsSessionOptions): Promise<void> {
+  const { ctx, log } = scope;
+  const limits = ctx.config.limits;
+  ws.pause();
+  let who: Principal;
+  let release: () => void;
+  try {
+    who = await ctx.auth(req, { route: options.credentials });
+    release = ctx.sessions.open(options.route, who.key.id);
+  } catch (err) {
+    const e = toVoicewireError(err);
+    ctx.metrics.errors.inc({ code: e.code });
+    log.info({ route: options.route, code: e.code }, 'websocket refused');
+    // A paused socket would not read the peer's close frame.
+    ws.resume();
+    failSocket(ws, e.code === 'RESIDENCY_DENIED' ? new VoicewireError('RESIDENCY_DENIED', e.message, { closeCode: 1008 }) : e);
+    return;
+  }
+  log.info({ route: options.route, org: who.org.name, key_id: who.key.id }, 'session opened');
+  let lastActivity = Date.now();
+  let firstFrameAt = 0;
+  let timedFirst = false;
+  const marker = options.firstOutput === 'audio' ? '{"type":"audio"' : '{"type":"text"';
+  const histogram = options.firstOutput === 'audio' ? ctx.metrics.timeToFirstAudio : ctx.metrics.timeToFirstText;
+
+  const session = attachWebSocketSession(
+    ws,
+    (transport: WebSocketTransport) => {
+      const t: WebSocketTransport = {
+        ...transport,
+        send: (text) => {
+          lastActivity = Date.now();
+          if (!timedFirst && text.startsWith(marker)) {
+            timedFirst = true;
+            histogram.observe({ route: options.route }, (performance.now() - firstFrameAt) / 1000);
+          }
+          return transport.send(text);
+        },
+      };
+      return options.create(who, {
+        transport: t,
+        requestId: requestIds(scope.requestId),
+        onEvent: (notice) => {
+          if (notice.type === 'request_ended') {
+            if (notice.error) ctx.metrics.errors.inc({ code: notice.error.code });
+            log.info({ route: options.route, client_req_id: notice.clientReqId, outcome: notice.outcome, error: notice.error?.message }, 'request ended');
+          } else if (notice.type === 'request_started') log.info({ route: options.route, client_req_id: notice.clientReqId }, 'request started');
+        },
+      });
+    },
+    {
+      onFrame: (data) => {
+        lastActivity = Date.now();
+        if (firstFrameAt === 0) firstFrameAt = performance.now();
+        const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
+        if (size > limits.maxFrameBytes) {
+          // An error message first (the Python client cannot see close codes), then the close.
+          session.fail(new VoicewireError('LIMIT_EXCEEDED', `message of ${size} bytes is over the limit of ${limits.maxFrameBytes}`));
+          return false;
+        }
+        return true;
+      },
+    },
+  );
+
+  // Dead peers: a ping every pingSeconds; no pong since the last one → terminate.
+  let alive = true;
+  ws.on('pong', () => {
+    alive = true;
+  });
+  const ping = setInterval(() => {
+    if (!alive) {
+      log.info({ route: options.route }, 'peer did not answer a ping: terminated');
+      ws.terminate();
+      return;
+    }
+    alive = false;
+    ws.ping();
+    if (Date.now() - lastActivity > limits.idleSeconds * 1000) {
+      session.fail(new VoicewireError('LIMIT_EXCEEDED', `idle for more than ${limits.idleSeconds} s`));
+    }
+  }, Math.min(limits.pingSeconds, limits.idleSeconds) * 1000);
+  const duration = setTimeout(() => {
+    session.fail(new VoicewireError('LIMIT_EXCEEDED', `session longer than ${limits.sessionSeconds} s`));
+  }, limits.sessionSeconds * 1000);
+  ping.unref();
+  duration.unref();
+  ws.once('close', (code: number) => {
+    clearInterval(ping);
+    clearTimeout(duration);
+    release();
+    log.info({ route: options.route, code }, 'session closed');
+  });
+  ws.resume();
+}
+
+/** Makes the `request_id` of each `ready` on a socket: the connection's id, then `<id>.2`, `<id>.3`, … (multiplexing). */
+export function requestIds(connectionId: string): () => string {
+  let n = 0;
+  return () => (++n === 1 ? connectionId : `${connectionId}.${n}`);
+}

@@ -1,0 +1,81 @@
+/**
+ * The tone engines: TTS timing is exact, and STT hears TTS back through every STT input format of
+ * §4.4 (the library's own encoders, resamplers and G.711/Opus codecs in between).
+ */
+import { describe, expect, it } from 'vitest';
+import { createToneSttEngine, createToneTtsEngine } from '../../src/engines/tone.js';
+import type { EngineContext } from '../../src/engines/registry.js';
+import type { SttEngineEvent, TtsEngineEvent } from '../../src/sessions/engine.js';
+import { createTtsOutputEncoder } from '../../src/pipelines/tts-audio-encoder.js';
+import { createSttInputDecoder } from '../../src/pipelines/stt-audio-decoder.js';
+import { initOpus } from '../../src/audio/opus.js';
+import { concatChunks, int16View } from '../../src/util/bytes.js';
+import type { AudioFormatName } from '../../src/audio/format.js';
+
+const ctx: EngineContext = {
+  resolveVoice: async (id) => (id === 'v' ? ({ uid: 'v' } as never) : undefined),
+  resolvePronunciation: async (id) => (id === 'd' ? { uid: 'd', language: 'en', rules: [{ word: 'Dr', replacement: 'doctor', kind: 'respelling' }] } : undefined),
+};
+
+async function speak(text: string, jsonConfig: Record<string, unknown> = {}, pronunciationId?: string): Promise<{ frames: Int16Array[]; words: Array<{ text: string; start_s: number; stop_s: number }> }> {
+  const events: TtsEngineEvent[] = [];
+  const config = { modelName: 'default', outputFormat: 'pcm' as AudioFormatName, jsonConfig, ...(pronunciationId ? { pronunciationId } : {}) };
+  const s = await createToneTtsEngine(ctx).open(config, (e) => events.push(e));
+  await s.text(text);
+  await s.end();
+  return {
+    frames: events.filter((e) => e.type === 'audio').map((e) => (e as { pcm: Int16Array }).pcm),
+    words: events.filter((e) => e.type === 'word').map((e) => ({ text: (e as { text: string }).text, start_s: (e as { start_s: number }).start_s, stop_s: (e as { stop_s: number }).stop_s })),
+  };
+}
+
+async function hear(pcm24k: Int16Array): Promise<string[]> {
+  const events: SttEngineEvent[] = [];
+  const s = await createToneSttEngine(ctx).open({ modelName: 'default', inputFormat: 'pcm', jsonConfig: {} }, (e) => events.push(e));
+  const padded = new Int16Array(Math.ceil(pcm24k.length / 1920) * 1920 + 1920);
+  padded.set(pcm24k);
+  for (let o = 0; o < padded.length; o += 1920) await s.push(padded.subarray(o, o + 1920));
+  await s.end?.();
+  return events.filter((e) => e.type === 'text').map((e) => (e as { text: string }).text);
+}
+
+describe('tone TTS', () => {
+  it('one 80 ms frame per character, words two frames apart, exact word timestamps', async () => {
+    const { frames, words } = await speak('ab cde');
+    expect(frames).toHaveLength(2 + 2 + 3);
+    expect(words).toEqual([
+      { text: 'ab', start_s: 0, stop_s: 0.16 },
+      { text: 'cde', start_s: 0.32, stop_s: 0.56 },
+    ]);
+  });
+
+  it('padding_bonus widens (or narrows, down to one frame) the gap between words', async () => {
+    expect((await speak('a b', { padding_bonus: 2 })).frames).toHaveLength(1 + 4 + 1);
+    expect((await speak('a b', { padding_bonus: -4 })).frames).toHaveLength(1 + 1 + 1);
+  });
+
+  it('a pronunciation dictionary respells words; an unknown voice is VOICE_NOT_FOUND', async () => {
+    expect((await speak('Dr', {}, 'd')).frames).toHaveLength('doctor'.length);
+    await expect(createToneTtsEngine(ctx).open({ modelName: 'default', outputFormat: 'pcm', jsonConfig: {}, voiceId: 'nope' }, () => {})).rejects.toMatchObject({ code: 'VOICE_NOT_FOUND' });
+  });
+});
+
+describe('tone STT hears tone TTS', () => {
+  const formats: AudioFormatName[] = ['pcm_24000', 'pcm_16000', 'pcm_8000', 'ulaw_8000', 'alaw_8000', 'opus', 'wav'];
+  it.each(formats)('through %s', async (format) => {
+    await initOpus();
+    const text = "hello world it's 2025";
+    const { frames } = await speak(text);
+    const enc = createTtsOutputEncoder(format, 48000);
+    const parts: Uint8Array[] = [];
+    for (const f of frames) parts.push(enc.push(f).bytes);
+    if (enc.end) parts.push(enc.end().bytes);
+    // STT reads raw pcm as 24 kHz: name the rate of other raw PCM explicitly.
+    const dec = createSttInputDecoder(format === 'pcm_24000' ? 'pcm' : format);
+    const out: Uint8Array[] = [];
+    const pushOut = (x: Uint8Array | Int16Array): void => void out.push(x instanceof Int16Array ? new Uint8Array(x.buffer, x.byteOffset, x.byteLength) : x);
+    pushOut(dec.push(concatChunks(parts, (n) => new Uint8Array(n))));
+    pushOut(dec.end());
+    expect(await hear(int16View(concatChunks(out, (n) => new Uint8Array(n))))).toEqual(['hello', 'world', "it's", '2025']);
+  });
+});

@@ -1,0 +1,89 @@
+/**
+ * Drain (§3.1): live sessions finish, readiness turns 503, new sessions are refused; SIGTERM on a
+ * real `voicewire serve` process does the same and exits 0.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { connect, startServer, type Harness, type WsConversation } from './harness.js';
+
+const root = join(import.meta.dirname, '../..');
+let h: Harness | undefined;
+let child: ChildProcess | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+  child = undefined;
+});
+
+async function openSessions(wsBase: string, key: string, n: number): Promise<WsConversation[]> {
+  const all = Array.from({ length: n }, (_, i) => {
+    const c = connect(`${wsBase}/speech/tts`, { 'x-api-key': key });
+    c.send({ type: 'setup', output_format: 'pcm' });
+    c.send({ type: 'text', text: `session ${i} says` });
+    return c;
+  });
+  await Promise.all(all.map((c) => c.waitFor((m) => m['type'] === 'audio')));
+  return all;
+}
+
+describe('drain', () => {
+  it('20 live sessions all finish with end_of_stream; readiness 503; new sessions refused', async () => {
+    h = await startServer();
+    const live = await openSessions(h.wsBase, h.apiKey, 20);
+    const drain = await fetch(`${h.base}/drain`, { method: 'POST', headers: { 'x-api-key': h.adminKey } });
+    expect(drain.status).toBe(200);
+    expect((await fetch(`${h.base}/readyz`)).status).toBe(503);
+    const refused = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    expect((await refused.closed).code).toBe(1013);
+    expect(refused.messages[0]).toMatchObject({ type: 'error', code: 1013 });
+    const post = await fetch(`${h.base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': h.apiKey }, body: '{"text":"x"}' });
+    expect(post.status).toBe(503);
+    for (const c of live) c.send({ type: 'end_of_stream' });
+    const closes = await Promise.all(live.map((c) => c.closed));
+    expect(closes.map((c) => c.code)).toEqual(Array(20).fill(1000));
+    for (const c of live) expect(c.messages.at(-1)).toEqual({ type: 'end_of_stream' });
+    // Back to serving.
+    expect((await fetch(`${h.base}/drain?enable=false`, { method: 'POST', headers: { 'x-api-key': h.adminKey } })).status).toBe(200);
+    expect((await fetch(`${h.base}/readyz`)).status).toBe(200);
+  });
+
+  it('/drain and /statusz need an admin key; enable is validated (422)', async () => {
+    h = await startServer();
+    const notAdmin = await fetch(`${h.base}/drain`, { method: 'POST', headers: { 'x-api-key': h.apiKey } });
+    expect(notAdmin.status).toBe(500);
+    expect(await notAdmin.text()).toBe('error from server 1008: this route needs an admin key');
+    const bad = await fetch(`${h.base}/drain?enable=maybe`, { method: 'POST', headers: { 'x-api-key': h.adminKey } });
+    expect(bad.status).toBe(422);
+    const status = await fetch(`${h.base}/statusz`, { headers: { 'x-api-key': h.adminKey } });
+    expect(await status.json()).toMatchObject({ environment: 'development', draining: false, live_sessions: 0 });
+    expect((await fetch(`${h.base}/healthz`)).status).toBe(200);
+  });
+
+  it('SIGTERM on `voicewire serve` (port and store from VOICEWIRE_PORT / VOICEWIRE_STORE): live sessions finish, then exit 0', async () => {
+    child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'serve', '--tts', 'tone', '--stt', 'tone'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VOICEWIRE_PORT: '0', VOICEWIRE_STORE: 'memory:' } });
+    let stdout = '';
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const base = await new Promise<string>((resolve, reject) => {
+      child!.stdout!.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        const m = /^listening on (http:\/\/127\.0\.0\.1:\d+\/api)\n$/.exec(stdout);
+        if (m) resolve(m[1]!);
+      });
+      child!.once('exit', () => reject(new Error(`exited early: ${stderr}`)));
+    });
+    const key = /API key\s+\(x-api-key\):\s+(\S+)/.exec(stderr)![1]!;
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    const live = await openSessions(base.replace('http', 'ws'), key, 5);
+    child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await fetch(`${base}/readyz`)).status).toBe(503);
+    for (const c of live) c.send({ type: 'end_of_stream' });
+    const closes = await Promise.all(live.map((c) => c.closed));
+    expect(closes.map((c) => c.code)).toEqual(Array(5).fill(1000));
+    expect(await exited).toBe(0);
+    expect(stdout.split('\n').filter((l) => l !== '')).toHaveLength(1);
+  }, 20_000);
+});

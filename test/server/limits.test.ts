@@ -1,0 +1,109 @@
+/**
+ * Limits, each with its error form: WebSocket message size, text length, audio bytes, session
+ * duration, idle time, connections per key; and /metrics.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect, startServer, type Harness } from './harness.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const small = { maxFrameBytes: 2000, maxTextChars: 10, maxAudioBytes: 8000, sessionSeconds: 0.4, idleSeconds: 0.2, pingSeconds: 0.1, connectionsPerKey: 2 };
+
+describe('limits', () => {
+  it('a WebSocket message over maxFrameBytes: error 1008 naming the limit, then close', async () => {
+    h = await startServer({ limits: small });
+    const c = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', input_format: 'pcm' });
+    c.send({ type: 'audio', audio: Buffer.alloc(3000).toString('base64') });
+    expect((await c.closed).code).toBe(1008);
+    expect(String(c.messages.at(-1)!['message'])).toMatch(/over the limit of 2000/);
+  });
+
+  it('text over maxTextChars: POST 500 upstream form; WebSocket error 1008', async () => {
+    h = await startServer({ limits: small });
+    const r = await fetch(`${h.base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': h.apiKey }, body: JSON.stringify({ text: 'x'.repeat(11) }) });
+    expect(r.status).toBe(500);
+    expect(await r.text()).toMatch(/^error from server 1008: text is over the limit of 10/);
+    const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', output_format: 'pcm' });
+    c.send({ type: 'text', text: 'abcdef' });
+    c.send({ type: 'text', text: 'ghijkl' });
+    c.send({ type: 'end_of_stream' });
+    expect((await c.closed).code).toBe(1008);
+    expect(String(c.messages.at(-1)!['message'])).toMatch(/text is over the limit/);
+  });
+
+  it('an STT body over maxAudioBytes: refused up front when declared, an in-stream error line when streamed', async () => {
+    h = await startServer({ limits: small });
+    const r = await fetch(`${h.base}/post/speech/asr`, { method: 'POST', headers: { 'x-api-key': h.apiKey, 'content-type': 'audio/pcm' }, body: new Uint8Array(20000) });
+    expect(r.status).toBe(500);
+    expect(await r.text()).toMatch(/^error from server 1008: request body of 20000 bytes is over the limit of 8000/);
+    let n = 0;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await new Promise((res) => setTimeout(res, 20));
+        if (n++ < 6) controller.enqueue(new Uint8Array(3840));
+        else controller.close();
+      },
+    });
+    const s = await fetch(`${h.base}/post/speech/asr`, { method: 'POST', headers: { 'x-api-key': h.apiKey, 'content-type': 'audio/pcm' }, body, duplex: 'half' } as RequestInit);
+    expect(s.status).toBe(200);
+    const lines = (await s.text()).trim().split('\n');
+    expect(JSON.parse(lines[0]!)).toMatchObject({ type: 'step' });
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ type: 'error' });
+    expect(lines.at(-1)).toMatch(/over the limit of 8000 bytes/);
+  });
+
+  it('a session longer than sessionSeconds ends with error 1008', async () => {
+    h = await startServer({ limits: { ...small, idleSeconds: 10, maxTextChars: 1000 } });
+    const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', output_format: 'pcm' });
+    const t0 = Date.now();
+    const keep = setInterval(() => c.send({ type: 'text', text: 'a' }), 50);
+    const { code } = await c.closed;
+    clearInterval(keep);
+    expect(code).toBe(1008);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(350);
+    expect(String(c.messages.at(-1)!['message'])).toMatch(/session longer than 0.4 s/);
+  });
+
+  it('an idle socket is closed with error 1008', async () => {
+    h = await startServer({ limits: { ...small, sessionSeconds: 10 } });
+    const c = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', input_format: 'pcm' });
+    expect((await c.closed).code).toBe(1008);
+    expect(String(c.messages.at(-1)!['message'])).toMatch(/idle for more than 0.2 s/);
+  });
+
+  it('connections per key: the third live socket of a key is refused; others are not', async () => {
+    h = await startServer({ limits: { ...small, sessionSeconds: 10, idleSeconds: 10 } });
+    const a = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.apiKey });
+    const b = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.apiKey });
+    for (const c of [a, b]) c.send({ type: 'setup', input_format: 'pcm' });
+    await Promise.all([a, b].map((c) => c.waitFor((m) => m['type'] === 'ready')));
+    const third = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.apiKey });
+    expect((await third.closed).code).toBe(1008);
+    expect(String(third.messages[0]!['message'])).toMatch(/already has 2 live sessions/);
+    const admin = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.adminKey });
+    admin.send({ type: 'setup', input_format: 'pcm' });
+    await admin.waitFor((m) => m['type'] === 'ready');
+    for (const c of [a, b, admin]) c.ws.close();
+    await Promise.all([a, b, admin].map((c) => c.closed));
+  });
+});
+
+describe('/metrics', () => {
+  it('exposes live sessions, time to first audio and credits debited in Prometheus text', async () => {
+    h = await startServer();
+    const r = await fetch(`${h.base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': h.apiKey }, body: JSON.stringify({ text: 'abc', only_audio: true, output_format: 'pcm' }) });
+    await r.arrayBuffer();
+    const text = await (await fetch(h.base.replace('/api', '/metrics'))).text();
+    expect(text).toMatch(/voicewire_time_to_first_audio_seconds_count\{route="tts_post"\} 1/);
+    expect(text).toMatch(/voicewire_credits_debited_total\{kind="tts"\} 3/);
+    expect(text).toContain('voicewire_live_sessions');
+  });
+});
