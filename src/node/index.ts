@@ -3,6 +3,8 @@
  * (the ffmpeg bridge). Everything from the core entry is re-exported for convenience.
  */
 export * from '../index.js';
+import { registerNativeOpus } from './opus-native.js';
+registerNativeOpus(); // Opus on the native libopus when @evan/opus is installed (optional dependency), else wasm
 export { CoreTransform, toNodeTransform } from './transform.js';
 export type { NodeTransformOptions } from './transform.js';
 export * from './framer.js';
@@ -13,3 +15,4 @@ export * from './resampler.js';
 export * from './ogg-opus.js';
 export * from './protocol.js';
 export * from './pipelines.js';
+export { nativeOpusBackend, registerNativeOpus } from './opus-native.js';

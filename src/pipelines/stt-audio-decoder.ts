@@ -160,7 +160,9 @@ class SttPcmPipeline {
 }
 
 function invalidAudio(err: unknown, what: string): VoicewireError {
-  if (err instanceof VoicewireError && (err.code === 'PROTOCOL_INVALID_AUDIO' || err.code === 'INVALID_STATE')) return err;
+  // The server's own failures (a full process: OPUS_CAPACITY; a libopus crash; 1011) and the
+  // per-request cap keep their code: they are not the client's audio being undecodable.
+  if (err instanceof VoicewireError && (err.code === 'PROTOCOL_INVALID_AUDIO' || err.code === 'INVALID_STATE' || err.code === 'AUDIO_LIMIT_EXCEEDED' || err.closeCode === 1011)) return err;
   const reason = err instanceof Error ? err.message : String(err);
   return new VoicewireError('PROTOCOL_INVALID_AUDIO', `${what}: ${reason}`, { cause: err, details: { code: err instanceof VoicewireError ? err.code : undefined } });
 }
