@@ -205,15 +205,28 @@ function checkCapacity(what: string): void {
   }
 }
 
+/** An idle instance of this shape that still answers (its backend may have failed since it was pooled). */
+function takeIdle<T extends PooledEncoder | PooledDecoder>(pools: Map<string, T[]>, key: string): T | undefined {
+  const list = pools.get(key);
+  while (list && list.length > 0) {
+    const item = list.pop()!;
+    pooled--;
+    try {
+      item.core.get('lookahead' in item ? OPUS_GET_LOOKAHEAD : OPUS_GET_GAIN);
+      return item;
+    } catch {
+      freeQuietly(item.core);
+    }
+  }
+  return undefined;
+}
+
 function acquireEncoder(sampleRate: number, channels: 1 | 2, application: OpusApplication): PooledEncoder {
   checkCapacity('OpusEncoder');
   const b = opusBackend();
   const key = `${b.name}/${sampleRate}/${channels}/${application}`;
-  const idle = encoderPool.get(key)?.pop();
-  if (idle) {
-    pooled--;
-    return idle;
-  }
+  const idle = takeIdle(encoderPool, key);
+  if (idle) return idle;
   let core: OpusBackendEncoder;
   try {
     core = b.createEncoder(sampleRate, channels, APPLICATIONS[application]);
@@ -232,11 +245,8 @@ function acquireDecoder(sampleRate: number, channels: 1 | 2): PooledDecoder {
   checkCapacity('OpusDecoder');
   const b = opusBackend();
   const key = `${b.name}/${sampleRate}/${channels}`;
-  const idle = decoderPool.get(key)?.pop();
-  if (idle) {
-    pooled--;
-    return idle;
-  }
+  const idle = takeIdle(decoderPool, key);
+  if (idle) return idle;
   try {
     return { backend: b, core: b.createDecoder(sampleRate, channels), key };
   } catch (err) {
