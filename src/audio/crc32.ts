@@ -8,7 +8,22 @@
  * per step, which roughly triples throughput over the byte-at-a-time form on V8.
  */
 
+import { describe } from '../util/bytes.js';
+import { VoicewireError } from '../util/errors.js';
+
 const POLY = 0x04c11db7;
+
+function checkCrc(crc: unknown, what: string): number {
+  if (typeof crc !== 'number' || !Number.isInteger(crc) || crc < -0x80000000 || crc > 0xffffffff) throw new VoicewireError('INVALID_ARGUMENT', `${what}: a CRC is a 32-bit integer, got ${String(crc)}`);
+  return crc;
+}
+
+function checkRange(data: unknown, start: unknown, end: unknown, what: string): void {
+  if (!(data instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `${what} takes a Uint8Array, got ${describe(data)}`);
+  if (typeof start !== 'number' || typeof end !== 'number' || !Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end > data.length || start > end) {
+    throw new VoicewireError('INVALID_ARGUMENT', `${what}: range [${String(start)}, ${String(end)}) is not within 0..${data.length}`);
+  }
+}
 
 /** T0[b] = CRC of the single byte b (the classic table); T1..T3 advance it by 1..3 more zero bytes. */
 const T0 = new Uint32Array(256);
@@ -34,8 +49,9 @@ for (let i = 0; i < 256; i++) {
  * page in several pieces (header, zeroed CRC field, lacing table, body); start with 0 (the default).
  * @returns the CRC as an unsigned 32-bit number.
  */
-export function oggCrc32(data: Uint8Array, crc = 0, start = 0, end = data.length): number {
-  let c = crc | 0;
+export function oggCrc32(data: Uint8Array, crc = 0, start = 0, end = data?.length): number {
+  checkRange(data, start, end, 'oggCrc32');
+  let c = checkCrc(crc, 'oggCrc32') | 0;
   let i = start;
   const end4 = end - ((end - start) & 3);
   // Slicing-by-4: fold four input bytes into the top of the register, then look up each byte of
@@ -54,6 +70,7 @@ const ZERO4 = new Uint8Array(4);
 
 /** Updates a CRC with four zero bytes (the CRC field of a page header, RFC 3533 §6). */
 export function oggCrc32Zeros(crc: number): number {
+  checkCrc(crc, 'oggCrc32Zeros');
   return oggCrc32(ZERO4, crc, 0, 4);
 }
 
@@ -79,6 +96,8 @@ for (let k = 1; k < 32; k++) ZERO_BYTES_POW[k] = mulmod(ZERO_BYTES_POW[k - 1]!, 
  * `crc(data[a, b)) = prefix(b) ^ oggCrc32Shift(prefix(a), b - a)`.
  */
 export function oggCrc32Shift(crc: number, n: number): number {
+  checkCrc(crc, 'oggCrc32Shift');
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `oggCrc32Shift: n must be a non-negative integer, got ${String(n)}`);
   let c = crc >>> 0;
   for (let k = 0; n > 0 && c !== 0; k++, n = Math.floor(n / 2)) if (n & 1) c = mulmod(c, ZERO_BYTES_POW[k]!);
   return c;
@@ -89,6 +108,8 @@ export function oggCrc32Shift(crc: number, n: number): number {
  * from `prefix[start]`. With {@link oggCrc32Shift}, they give the CRC of any range in O(log n).
  */
 export function oggCrc32Prefix(data: Uint8Array, prefix: Uint32Array, start: number, end: number): void {
+  checkRange(data, start, end, 'oggCrc32Prefix');
+  if (!(prefix instanceof Uint32Array) || prefix.length < end + 1) throw new VoicewireError('INVALID_ARGUMENT', `oggCrc32Prefix: prefix must be a Uint32Array of at least ${String(end)} + 1 values, got ${describe(prefix)}`);
   let c = prefix[start]! | 0;
   for (let i = start; i < end; i++) {
     c = (c << 8) ^ T0[((c >>> 24) ^ data[i]!) & 0xff]!;

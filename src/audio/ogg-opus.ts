@@ -21,6 +21,13 @@ import { createInt16Resampler, createResampler, type Resampler } from './resampl
 import type { Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
 
+/** Options objects: undefined means the defaults; anything but an object is INVALID_ARGUMENT. */
+function objectOptions<T extends object>(options: T | undefined, what: string): T {
+  if (options === undefined) return {} as T;
+  if (options === null || typeof options !== 'object') throw new VoicewireError('INVALID_ARGUMENT', `${what} options must be an object, got ${describe(options)}`);
+  return options;
+}
+
 // --- encoder -------------------------------------------------------------------------------------
 
 /** PCM an {@link OggOpusEncoder} accepts: Int16 or Float32 samples, or bytes (see `inputEncoding`). */
@@ -111,6 +118,7 @@ export class OggOpusEncoder implements Incremental<OggOpusEncoderInput, Uint8Arr
   private failure: unknown;
 
   constructor(options: OggOpusEncoderOptions = {}) {
+    options = objectOptions(options, 'OggOpusEncoder');
     const packetMs = options.packetDuration ?? 20;
     if (!(OPUS_FRAME_DURATIONS_MS as readonly number[]).includes(packetMs)) {
       throw new VoicewireError('INVALID_ARGUMENT', `OggOpusEncoder packetDuration must be 2.5, 5, 10, 20, 40, 60, 80, 100 or 120 ms, got ${String(packetMs)}`);
@@ -479,6 +487,7 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
   private total48 = 0;
 
   constructor(options: OggOpusDecoderOptions<F> = {}) {
+    options = objectOptions(options, 'OggOpusDecoder');
     const format = options.sampleFormat ?? 'int16';
     if (format !== 'int16' && format !== 'float32') throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder sampleFormat must be 'int16' or 'float32', got ${String(format)}`);
     this.float = format === 'float32';
@@ -847,6 +856,7 @@ function attachPcm(err: unknown, pcm: Int16Array | Float32Array, sampleRate: num
  * (or pass `allowTruncated: true` to get it as the result).
  */
 export function decodeOggOpus<F extends OggOpusSampleFormat = 'int16'>(bytes: Uint8Array, options: OggOpusDecoderOptions<F> = {}): DecodedOggOpus<F> {
+  options = objectOptions(options, 'decodeOggOpus');
   const dec = new OggOpusDecoder<F>(options);
   const float = options.sampleFormat === 'float32';
   const chunks: OggOpusPcm<F>[] = [];
@@ -891,6 +901,7 @@ export function createOggOpusEncoderStream(
   options: OggOpusEncoderOptions = {},
   streamOptions: WebTransformOptions<OggOpusEncoderInput, Uint8Array> = {},
 ): TransformStream<OggOpusEncoderInput, Uint8Array> {
+  streamOptions = objectOptions(streamOptions, 'createOggOpusEncoderStream stream');
   return toWebTransformStream(guarded(new OggOpusEncoder(options)), streamOptions);
 }
 
@@ -899,5 +910,6 @@ export function createOggOpusDecoderStream<F extends OggOpusSampleFormat = 'int1
   options: OggOpusDecoderOptions<F> = {},
   streamOptions: WebTransformOptions<Uint8Array, OggOpusPcm<F>> = {},
 ): TransformStream<Uint8Array, OggOpusPcm<F>> {
+  streamOptions = objectOptions(streamOptions, 'createOggOpusDecoderStream stream');
   return toWebTransformStream(guarded(new OggOpusDecoder<F>(options)), streamOptions);
 }

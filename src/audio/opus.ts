@@ -363,6 +363,8 @@ for (let c = 0; c < 32; c++) {
  * frame-count byte or with 0 frames, or a duration over 120 ms (§3.2.5, [R5]).
  */
 export function opusPacketDuration(packet: Uint8Array, sampleRate: number = 48000): number {
+  if (!(packet instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `opusPacketDuration takes a Uint8Array packet, got ${describe(packet)}`);
+  if (typeof sampleRate !== 'number' || !(sampleRate > 0) || sampleRate === Infinity) throw new VoicewireError('INVALID_ARGUMENT', `opusPacketDuration sampleRate must be a positive number, got ${String(sampleRate)}`);
   if (packet.length === 0) throw new VoicewireError('OPUS_INVALID_PACKET', 'an Opus packet has at least one byte (RFC 6716 §3.4 [R1])');
   const toc = packet[0]!;
   const frame = FRAME_SIZE_48K[toc >> 3]!;
