@@ -67,7 +67,7 @@ export const ERROR_CODES = {
   FFMPEG_FAILED: { description: 'ffmpeg exited with an error while converting the input.' },
 
   // --- audio pipelines ----------------------------------------------------------------------
-  AUDIO_LIMIT_EXCEEDED: { description: 'A request decoded more audio than its cap (the STT decoder\'s maxDecodedSamples; the server sets it from the session-duration limit).', closeCode: 1008 },
+  AUDIO_LIMIT_EXCEEDED: { description: 'A request decoded more audio than its cap (the STT decoder\'s maxDecodedSeconds, the Ogg Opus decoder\'s maxDecodedSamples; the server sets it from the session-duration limit).', closeCode: 1008 },
   AUDIO_FORMAT_UNDETECTED: { description: 'No format was named and the bytes start with neither RIFF/RF64 (WAV) nor OggS (Ogg Opus); name the format (in Node, other containers go through ffmpeg).' },
 
   // --- text tags --------------------------------------------------------------------------
