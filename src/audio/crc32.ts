@@ -99,8 +99,33 @@ export function oggCrc32Shift(crc: number, n: number): number {
   checkCrc(crc, 'oggCrc32Shift');
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `oggCrc32Shift: n must be a non-negative integer, got ${String(n)}`);
   let c = crc >>> 0;
-  for (let k = 0; n > 0 && c !== 0; k++, n = Math.floor(n / 2)) if (n & 1) c = mulmod(c, ZERO_BYTES_POW[k]!);
+  for (let k = 0; n > 0 && c !== 0; k++, n = Math.floor(n / 2)) {
+    if (!(n & 1)) continue;
+    if (k < SHIFT_TABLE_BITS) {
+      // Multiplying by a fixed polynomial is linear in c: four table lookups, one per byte of c.
+      const t = shiftTable(k);
+      c = (t[c >>> 24]! ^ t[256 + ((c >>> 16) & 0xff)]! ^ t[512 + ((c >>> 8) & 0xff)]! ^ t[768 + (c & 0xff)]!) >>> 0;
+    } else {
+      c = mulmod(c, ZERO_BYTES_POW[k]!);
+    }
+  }
   return c;
+}
+
+/** Shifts by up to 2^17 - 1 bytes (more than the largest Ogg page) use tables. */
+const SHIFT_TABLE_BITS = 17;
+const shiftTables: (Uint32Array | undefined)[] = [];
+
+/** For c = b3·x^24 + b2·x^16 + b1·x^8 + b0: the products of each byte lane with x^(8·2^k), built on first use (4 KB each). */
+function shiftTable(k: number): Uint32Array {
+  let t = shiftTables[k];
+  if (t === undefined) {
+    t = new Uint32Array(1024);
+    const m = ZERO_BYTES_POW[k]!;
+    for (let lane = 0; lane < 4; lane++) for (let b = 0; b < 256; b++) t[lane * 256 + b] = mulmod((b << (24 - lane * 8)) >>> 0, m);
+    shiftTables[k] = t;
+  }
+  return t;
 }
 
 /**

@@ -361,7 +361,8 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
   private windowCrc(i: number, length: number): number {
     // crc(page) = pre[i + L] ^ pre[i]·x^(8L); zeroing the CRC field xors in field·x^(8(L - 26)).
     // Both terms share the factor x^(8(L - 26)): one long shift instead of two.
-    const field = oggCrc32(this.win, 0, i + 22, i + 26);
+    const w = this.win;
+    const field = oggCrc32(w, 0, i + 22, i + 26);
     const head = (oggCrc32Shift(this.pre[i]!, 26) ^ field) >>> 0;
     return (this.pre[i + length]! ^ oggCrc32Shift(head, length - 26)) >>> 0;
   }
@@ -403,6 +404,11 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
       }
       const bytes = w.subarray(i, i + length);
       const crc = this.windowCrc(i, length);
+      const stored = (w[i + 22]! | (w[i + 23]! << 8) | (w[i + 24]! << 16) | (w[i + 25]! << 24)) >>> 0;
+      if (crc !== stored && this.onWarning === undefined) {
+        i++; // the common case on garbage: no page object, no message
+        continue;
+      }
       const page = this.checkPage(bytes, crc);
       if (page === undefined) {
         i++; // a false capture pattern, or a damaged page: resume the scan one byte further

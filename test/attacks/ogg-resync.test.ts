@@ -49,7 +49,7 @@ describe('lenient Ogg resync on crafted garbage', () => {
     expect(pages.at(-1)!.eos).toBe(true);
     expect(pages.map((p) => p.sequence)).toEqual(Array.from({ length: valid }, (_, i) => i));
     expect(rejected).toBeGreaterThan(30_000); // the candidates really were examined
-    expect(ms).toBeLessThan(1500); // 7.3 s before; ~0.1 s now (a loose bound for a shared CI machine)
+    expect(ms).toBeLessThan(3000); // 6.9 s before (alone); ~0.1 s now (a loose bound for a loaded CI machine)
   });
 
   it('the same pages whether pushed whole or byte-group by byte-group', () => {
