@@ -1,13 +1,17 @@
 /**
- * Opus and Ogg: voicewire's libopus wrapper beside opusscript's own JS API (same wasm, one
- * instance), for encode and decode of 20 ms packets (realtime factors, overhead goal < 5 %);
+ * Opus and Ogg. First the two backends side by side (issue 12 §2): voicewire's Ogg Opus encoder
+ * and decoder on the wasm and on the native libopus (@evan/opus), beside @evan/opus's own JS API
+ * (the raw native speed, the goal: within 5 %) and opusscript's — interleaved rounds, the median
+ * of per-round time ratios with their spread. Then voicewire's wasm wrapper beside opusscript's
+ * own JS API (same wasm, one instance), for encode and decode of 20 ms packets (realtime factors, overhead goal < 5 %);
  * per-packet latency (median, p99); the Ogg Opus encoder/decoder (muxing, CRC, pages); Ogg demux
  * speed beside prism-media's OggDemuxer (which checks no CRC and stalls on packets that span
  * pages); and how many live instances each wrapper holds.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { OpusDecoder, OpusEncoder, opusStats } from '../src/audio/opus.js';
+import { OpusDecoder, OpusEncoder, opusStats, setOpusBackend } from '../src/audio/opus.js';
+import { nativeOpusBackend } from '../src/node/opus-native.js';
 import { OggOpusDecoder, OggOpusEncoder, encodeOggOpus } from '../src/audio/ogg-opus.js';
 import { OggPacketReader } from '../src/audio/ogg.js';
 import { runGroup, save, type GroupResult } from './util.js';
@@ -34,6 +38,93 @@ const groups: GroupResult[] = [];
 const summary: Record<string, unknown> = {};
 let sink = 0;
 let k = 0;
+
+// --- backends side by side, interleaved ------------------------------------------------------------
+
+interface Spread {
+  median: number;
+  p10: number;
+  p90: number;
+}
+/**
+ * Runs every case once per round (the order rotated each round), `rounds` times; returns, per
+ * case, the median and 10th–90th percentile of its per-round time ratio to the first case.
+ */
+function interleaved(label: string, cases: { name: string; fn: () => void }[], rounds = Number(process.env.BENCH_ROUNDS ?? 61)): Record<string, Spread & { medianUs: number }> {
+  for (let i = 0; i < 5; i++) for (const c of cases) c.fn();
+  const times = cases.map(() => [] as number[]);
+  for (let r = 0; r < rounds; r++) {
+    for (let j = 0; j < cases.length; j++) {
+      const i = (j + r) % cases.length;
+      const t0 = process.hrtime.bigint();
+      cases[i]!.fn();
+      times[i]!.push(Number(process.hrtime.bigint() - t0));
+    }
+  }
+  const q = (xs: number[], f: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * f))]!;
+  console.log(`\n${label} (${rounds} interleaved rounds; time ratio to ${cases[0]!.name}: median [p10–p90])`);
+  const out: Record<string, Spread & { medianUs: number }> = {};
+  cases.forEach((c, i) => {
+    const ratios = times[i]!.map((t, r) => t / times[0]![r]!);
+    const s = { median: q(ratios, 0.5), p10: q(ratios, 0.1), p90: q(ratios, 0.9), medianUs: q(times[i]!, 0.5) / 1000 };
+    out[c.name] = s;
+    console.log(`  ${c.name.padEnd(44)} ${s.medianUs.toFixed(0).padStart(7)} us   ${s.median.toFixed(3)} [${s.p10.toFixed(3)}–${s.p90.toFixed(3)}]`);
+  });
+  return out;
+}
+
+const native = nativeOpusBackend();
+if (native === undefined) {
+  console.log('\n@evan/opus is not installed here: the native backend is skipped');
+} else {
+  type EvanCodec = { encode(b: ArrayBufferView): Uint8Array; decode(b: ArrayBufferView): Uint8Array };
+  const evan = require('@evan/opus') as { Encoder: new (o: object) => EvanCodec; Decoder: new (o: object) => EvanCodec };
+  const frames80 = Array.from({ length: 12 }, (_, i) => ONE_S.subarray(i * 3840, (i + 1) * 3840)).concat([ONE_S.subarray(46080)]);
+  const packets = Array.from({ length: 50 }, (_, i) => ONE_S.subarray(i * 960, (i + 1) * 960));
+  const oggEncode = (backend: 'wasm' | typeof native) => {
+    setOpusBackend(backend);
+    const enc = new OggOpusEncoder();
+    setOpusBackend(undefined);
+    return () => {
+      for (const f of frames80) sink += enc.push(f).length;
+    };
+  };
+  const evanEnc = new evan.Encoder({ channels: 1, sample_rate: 48000, application: 'audio' });
+  const osEnc1 = new OpusScript(48000, 1, OpusScript.Application.AUDIO);
+  const bufs = packets.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength));
+  summary['backendsEncode'] = interleaved('encode 1 s, 48 kHz mono, 20 ms packets (Ogg: 80 ms pushes, a page each)', [
+    { name: '@evan/opus Encoder (native, raw JS API)', fn: () => { for (const p of packets) sink += evanEnc.encode(p).length; } },
+    { name: 'voicewire OggOpusEncoder, native backend', fn: oggEncode(native) },
+    { name: 'voicewire OggOpusEncoder, wasm backend', fn: oggEncode('wasm') },
+    { name: 'opusscript (wasm, own JS API)', fn: () => { for (const b of bufs) sink += osEnc1.encode(b, 960).length; } },
+  ]);
+  // Decode 10 s per stream, so a stream's set-up (a pooled decoder, its reset) weighs as in a real upload.
+  const TEN_S = audio(10);
+  const ogg = encodeOggOpus(TEN_S);
+  const rawPackets = (() => {
+    const e = new OpusEncoder();
+    const out = Array.from({ length: 500 }, (_, i) => e.encode(TEN_S.subarray(i * 960, (i + 1) * 960)));
+    e.destroy();
+    return out;
+  })();
+  const rawBufs = rawPackets.map((p) => Buffer.from(p));
+  const evanDec = new evan.Decoder({ channels: 1, sample_rate: 48000 });
+  const osDec1 = new OpusScript(48000, 1, OpusScript.Application.AUDIO);
+  const oggDecode = (backend: 'wasm' | typeof native) => () => {
+    setOpusBackend(backend);
+    const d = new OggOpusDecoder();
+    setOpusBackend(undefined);
+    for (const c of d.push(ogg)) sink += c.length;
+    d.flush();
+  };
+  summary['backendsDecode'] = interleaved('decode 10 s, 48 kHz mono, 20 ms packets (Ogg: the whole 10 s file, CRC, pre-skip, trim)', [
+    { name: '@evan/opus Decoder (native, raw JS API)', fn: () => { for (const p of rawPackets) sink += evanDec.decode(p).length; } },
+    { name: 'voicewire OggOpusDecoder, native backend', fn: oggDecode(native) },
+    { name: 'voicewire OggOpusDecoder, wasm backend', fn: oggDecode('wasm') },
+    { name: 'opusscript (wasm, own JS API)', fn: () => { for (const b of rawBufs) sink += osDec1.decode(b).length; } },
+  ]);
+  setOpusBackend('wasm');
+}
 
 // --- encode / decode beside opusscript ------------------------------------------------------------
 

@@ -21,6 +21,13 @@ import { createInt16Resampler, createResampler, type Resampler } from './resampl
 import type { Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
 
+/** Options objects: undefined means the defaults; anything but an object is INVALID_ARGUMENT. */
+function objectOptions<T extends object>(options: T | undefined, what: string): T {
+  if (options === undefined) return {} as T;
+  if (options === null || typeof options !== 'object') throw new VoicewireError('INVALID_ARGUMENT', `${what} options must be an object, got ${describe(options)}`);
+  return options;
+}
+
 // --- encoder -------------------------------------------------------------------------------------
 
 /** PCM an {@link OggOpusEncoder} accepts: Int16 or Float32 samples, or bytes (see `inputEncoding`). */
@@ -111,6 +118,7 @@ export class OggOpusEncoder implements Incremental<OggOpusEncoderInput, Uint8Arr
   private failure: unknown;
 
   constructor(options: OggOpusEncoderOptions = {}) {
+    options = objectOptions(options, 'OggOpusEncoder');
     const packetMs = options.packetDuration ?? 20;
     if (!(OPUS_FRAME_DURATIONS_MS as readonly number[]).includes(packetMs)) {
       throw new VoicewireError('INVALID_ARGUMENT', `OggOpusEncoder packetDuration must be 2.5, 5, 10, 20, 40, 60, 80, 100 or 120 ms, got ${String(packetMs)}`);
@@ -366,6 +374,21 @@ export interface OggOpusDecoderOptions<F extends OggOpusSampleFormat = 'int16'> 
   maxGarbage?: number;
   /** Largest packet reassembled across pages (OpusTags with pictures). Default 16 MiB. */
   maxPacketSize?: number;
+  /**
+   * Most audio one call ({@link OggOpusDecoder.push}, {@link OggOpusDecoder.pull}) decodes, in
+   * samples per channel at the decode rate (the output rate, or 48000 when resampling). Pages that
+   * arrive beyond it are queued (their packets only, linear in the bytes received) and decoded by
+   * later calls: `pull()` until {@link OggOpusDecoder.pending} is 0, or `flush()`. A page is never
+   * split, so a call decodes at most this plus one page (255 × 120 ms = 30.6 s). Bounds the CPU
+   * and memory of one call: 1 MB of 2-byte 120 ms packets is 11 hours of audio (issue 11 §4).
+   * Default Infinity (push decodes everything complete); the STT decoders set 1 s.
+   */
+  maxSamplesPerCall?: number;
+  /**
+   * Most audio decoded in all, samples per channel at the decode rate; a page that would pass it
+   * raises `AUDIO_LIMIT_EXCEEDED` (1008) before it is decoded. Default Infinity.
+   */
+  maxDecodedSamples?: number;
 }
 
 const D_HEAD = 0;
@@ -452,8 +475,19 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
   private readonly resamplerMs: number;
   /** Longest audio page read, 48 kHz samples. */
   private longestPage48 = 0;
+  /** Audio pages read and not yet decoded (an O(1) queue: array and head index). */
+  private queue: ({ group: OggPagePackets; packets: Uint8Array[]; total48: number } | undefined)[] = [];
+  private queueHead = 0;
+  private queued48 = 0;
+  /** An error found after queued pages: raised once they are decoded. */
+  private deferred: unknown;
+  private readonly budget48: number;
+  private readonly cap48: number;
+  /** 48 kHz samples decoded so far (for the cap). */
+  private total48 = 0;
 
   constructor(options: OggOpusDecoderOptions<F> = {}) {
+    options = objectOptions(options, 'OggOpusDecoder');
     const format = options.sampleFormat ?? 'int16';
     if (format !== 'int16' && format !== 'float32') throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder sampleFormat must be 'int16' or 'float32', got ${String(format)}`);
     this.float = format === 'float32';
@@ -481,6 +515,64 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     if (options.maxGarbage !== undefined) readerOptions.maxGarbage = options.maxGarbage;
     if (options.maxPacketSize !== undefined) readerOptions.maxPacketSize = options.maxPacketSize;
     this.reader = new OggPacketReader(readerOptions);
+    const perCall = options.maxSamplesPerCall ?? Infinity;
+    const cap = options.maxDecodedSamples ?? Infinity;
+    for (const [name, v] of [['maxSamplesPerCall', perCall], ['maxDecodedSamples', cap]] as const) {
+      if (typeof v !== 'number' || Number.isNaN(v) || v < 0) throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder ${name} must be a non-negative number, got ${String(v)}`);
+    }
+    this.budget48 = (perCall * 48000) / this.decodeRate;
+    this.cap48 = (cap * 48000) / this.decodeRate;
+  }
+
+  /** Audio read but not decoded yet, samples per channel at the decode rate: call {@link pull} (or `flush`) for it. */
+  get pending(): number {
+    return (this.queued48 * this.decodeRate) / 48000;
+  }
+
+  /**
+   * Decodes the next queued pages, at most `maxSamplesPerCall` (plus one page). Returns [] when
+   * nothing is queued. Raises an error found after the queued pages once they are out.
+   */
+  pull(): OggOpusPcm<F>[] {
+    this.checkUsable();
+    const out: OggOpusPcm<F>[] = [];
+    try {
+      this.drain(out, this.budget48);
+    } catch (err) {
+      return this.fail(err, out);
+    }
+    if (this.deferred !== undefined && this.queueHead === this.queue.length) {
+      const err = this.deferred;
+      this.deferred = undefined;
+      return this.fail(err, out);
+    }
+    return out;
+  }
+
+  /** Decodes queued pages until `budget48` samples are out (a page is never split). */
+  private drain(out: OggOpusPcm<F>[], budget48: number): void {
+    let done = 0;
+    const q = this.queue;
+    while (this.queueHead < q.length && done < budget48) {
+      const item = q[this.queueHead]!;
+      q[this.queueHead++] = undefined;
+      this.queued48 -= item.total48;
+      if (this.total48 + item.total48 > this.cap48) {
+        const limit = Math.floor((this.cap48 * this.decodeRate) / 48000);
+        throw new VoicewireError('AUDIO_LIMIT_EXCEEDED', `the Ogg Opus stream decodes to more than maxDecodedSamples (${limit} samples, ${(this.cap48 / 48000).toFixed(2)} s)`, { details: { offset: item.group.offset, maxDecodedSamples: limit } });
+      }
+      this.total48 += item.total48;
+      this.decodePage(item.group, item.packets, item.total48, out);
+      done += item.total48;
+      if (item.group.eos) this.end();
+    }
+    if (this.queueHead === q.length) {
+      this.queue = [];
+      this.queueHead = 0;
+    } else if (this.queueHead > 1024 && this.queueHead * 2 > q.length) {
+      this.queue = q.slice(this.queueHead);
+      this.queueHead = 0;
+    }
   }
 
   /** Output channels (known once OpusHead is read; 1 before). */
@@ -503,9 +595,24 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
   push(chunk: Uint8Array): OggOpusPcm<F>[] {
     this.checkUsable();
     const out: OggOpusPcm<F>[] = [];
+    if (this.deferred === undefined) {
+      try {
+        for (const group of this.reader.push(chunk)) this.handle(group);
+      } catch (err) {
+        // Raised after the audio queued before it (what was complete is delivered first).
+        this.deferred = err;
+      }
+    } else {
+      toBytes(chunk, 'OggOpusDecoder.push chunk'); // the input after an error is not read, but must still be bytes
+    }
     try {
-      for (const group of this.reader.push(chunk)) this.handle(group, out);
+      this.drain(out, this.budget48);
     } catch (err) {
+      return this.fail(err, out);
+    }
+    if (this.deferred !== undefined && this.queueHead === this.queue.length) {
+      const err = this.deferred;
+      this.deferred = undefined;
       return this.fail(err, out);
     }
     return out;
@@ -522,6 +629,12 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     this.checkUsable();
     const out: OggOpusPcm<F>[] = [];
     try {
+      this.drain(out, Infinity); // bounded by maxDecodedSamples
+      if (this.deferred !== undefined) {
+        const err = this.deferred;
+        this.deferred = undefined;
+        throw err;
+      }
       this.reader.flush();
       if (this.state === D_HEAD) {
         throw new VoicewireError('OGG_NO_OPUS_STREAM', this.reader.offset === 0 ? 'the Ogg Opus input is empty' : `no logical stream starting with OpusHead in ${this.reader.offset} bytes of Ogg input`);
@@ -601,7 +714,7 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     this.onWarning?.({ kind: 'layout', message, offset: group.offset, serial: group.serial });
   }
 
-  private handle(group: OggPagePackets, out: OggOpusPcm<F>[]): void {
+  private handle(group: OggPagePackets): void {
     let packets = group.packets;
     if (this.state === D_HEAD) {
       // RFC 7845 §3: the first page holds exactly one packet, OpusHead, and nothing else.
@@ -626,8 +739,11 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
       packets = packets.slice(1);
     }
     if (this.state === D_AUDIO) {
-      this.decodePage(group, packets, out);
-      if (group.eos) this.end();
+      let total48 = 0;
+      for (const p of packets) total48 += opusPacketDuration(p); // validates every TOC first
+      this.queue.push({ group, packets, total48 });
+      this.queued48 += total48;
+      if (group.eos) this.state = D_DONE; // the decoder is released when this page is decoded
     }
   }
 
@@ -652,11 +768,9 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     if (this.resampler && this.resampler.channels !== this.outChannels) this.resampler = this.makeResampler(this.outChannels);
   }
 
-  private decodePage(group: OggPagePackets, packets: Uint8Array[], out: OggOpusPcm<F>[]): void {
+  private decodePage(group: OggPagePackets, packets: Uint8Array[], total48: number, out: OggOpusPcm<F>[]): void {
     const ch = this.outChannels;
     const rate = this.decodeRate;
-    let total48 = 0;
-    for (const p of packets) total48 += opusPacketDuration(p); // validates every TOC first
     if (total48 > this.longestPage48) this.longestPage48 = total48;
     const total = (total48 * rate) / 48000;
     if (this.scratch.length < total * ch) this.scratch = new Int16Array(Math.max(total * ch, 3840));
@@ -742,6 +856,7 @@ function attachPcm(err: unknown, pcm: Int16Array | Float32Array, sampleRate: num
  * (or pass `allowTruncated: true` to get it as the result).
  */
 export function decodeOggOpus<F extends OggOpusSampleFormat = 'int16'>(bytes: Uint8Array, options: OggOpusDecoderOptions<F> = {}): DecodedOggOpus<F> {
+  options = objectOptions(options, 'decodeOggOpus');
   const dec = new OggOpusDecoder<F>(options);
   const float = options.sampleFormat === 'float32';
   const chunks: OggOpusPcm<F>[] = [];
@@ -786,6 +901,7 @@ export function createOggOpusEncoderStream(
   options: OggOpusEncoderOptions = {},
   streamOptions: WebTransformOptions<OggOpusEncoderInput, Uint8Array> = {},
 ): TransformStream<OggOpusEncoderInput, Uint8Array> {
+  streamOptions = objectOptions(streamOptions, 'createOggOpusEncoderStream stream');
   return toWebTransformStream(guarded(new OggOpusEncoder(options)), streamOptions);
 }
 
@@ -794,5 +910,6 @@ export function createOggOpusDecoderStream<F extends OggOpusSampleFormat = 'int1
   options: OggOpusDecoderOptions<F> = {},
   streamOptions: WebTransformOptions<Uint8Array, OggOpusPcm<F>> = {},
 ): TransformStream<Uint8Array, OggOpusPcm<F>> {
+  streamOptions = objectOptions(streamOptions, 'createOggOpusDecoderStream stream');
   return toWebTransformStream(guarded(new OggOpusDecoder<F>(options)), streamOptions);
 }

@@ -10,8 +10,8 @@
  * ```
  * Header type bits: 0x01 continued packet, 0x02 beginning of stream (BOS), 0x04 end of stream (EOS).
  */
-import { ByteQueue, concatChunks, toBytes } from '../util/bytes.js';
-import { oggCrc32, oggCrc32Zeros } from './crc32.js';
+import { ByteQueue, concatChunks, describe, toBytes } from '../util/bytes.js';
+import { oggCrc32, oggCrc32Prefix, oggCrc32Shift, oggCrc32Zeros } from './crc32.js';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import type { Incremental } from '../util/stream-core.js';
 
@@ -111,6 +111,15 @@ export interface OggPageReaderOptions {
   maxGarbage?: number;
 }
 
+function checkReaderOptions<T extends OggPageReaderOptions>(options: T | null | undefined, what: string): T {
+  const o = checkOptions(options, what);
+  if (o.onWarning !== undefined && typeof o.onWarning !== 'function') throw new VoicewireError('INVALID_ARGUMENT', `${what} onWarning must be a function, got ${describe(o.onWarning)}`);
+  if (o.maxGarbage !== undefined && !(typeof o.maxGarbage === 'number' && o.maxGarbage >= 0 && !Number.isNaN(o.maxGarbage))) {
+    throw new VoicewireError('INVALID_ARGUMENT', `${what} maxGarbage must be a non-negative number, got ${String(o.maxGarbage)}`);
+  }
+  return o;
+}
+
 const S_SYNC = 0;
 const S_HEADER = 1;
 const S_LACING = 2;
@@ -150,8 +159,18 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
   private pageLength = 0;
   private pendingError: VoicewireError | undefined;
   private failure: VoicewireError | undefined;
+  // Lenient mode reads from one contiguous window with prefix CRCs, so that checking a candidate
+  // page costs O(1) whatever its length: resynchronising on crafted garbage (a false "OggS"
+  // every few bytes, each claiming a 64 KB page) stays linear (issue 11 §8: 1 MB took 7.3 s).
+  /** Bytes not yet consumed (from `winAt`); pages are views of it (never overwritten: compaction allocates anew). */
+  private win = new Uint8Array(0);
+  /** `pre[i]` = CRC of `win[0, i)` (no init, no final xor). */
+  private pre = new Uint32Array(1);
+  private winLength = 0;
+  private winAt = 0;
 
   constructor(options: OggPageReaderOptions = {}) {
+    options = checkReaderOptions(options, 'OggPageReader');
     this.strict = options.strict ?? true;
     this.allowTruncated = options.allowTruncated ?? false;
     this.onWarning = options.onWarning;
@@ -165,16 +184,22 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
 
   /** Bytes buffered while waiting for the rest of a page. */
   get buffered(): number {
-    return this.queue.length;
+    return this.strict ? this.queue.length : this.winLength - this.winAt;
   }
 
   /** Pushes bytes; returns every page completed by them, in order. */
   push(chunk: Uint8Array): OggPage[] {
     this.checkUsable();
-    this.queue.push(toBytes(chunk, 'Ogg input'));
+    const bytes = toBytes(chunk, 'Ogg input');
     const out: OggPage[] = [];
     try {
-      this.run(out);
+      if (this.strict) {
+        this.queue.push(bytes);
+        this.run(out);
+      } else {
+        this.append(bytes);
+        this.runLenient(out, false);
+      }
     } catch (err) {
       return this.fail(err as VoicewireError, out);
     }
@@ -189,6 +214,7 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
    */
   flush(): OggPage[] {
     this.checkUsable();
+    if (!this.strict) return this.flushLenient();
     const left = this.queue.length;
     // Strict and synced, the SYNC state only holds a prefix of "OggS" (anything else has raised):
     // the input was cut inside the next page's capture pattern.
@@ -306,15 +332,143 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
     }
   }
 
-  /** Verifies the CRC; returns the page, or undefined when it failed and bad pages are skipped. */
-  private checkPage(bytes: Uint8Array): OggPage | undefined {
+
+  // --- lenient mode -------------------------------------------------------------------------------
+
+  /** Appends bytes to the window (compacting it into a new buffer when full) and extends the prefix CRCs. */
+  private append(bytes: Uint8Array): void {
+    const n = bytes.length;
+    if (n === 0) return;
+    if (this.winLength + n > this.win.length) {
+      const keep = this.winLength - this.winAt;
+      const size = Math.max(2 * (keep + n), 65536);
+      const win = new Uint8Array(size);
+      win.set(this.win.subarray(this.winAt, this.winLength));
+      const pre = new Uint32Array(size + 1);
+      oggCrc32Prefix(win, pre, 0, keep);
+      this.win = win;
+      this.pre = pre;
+      this.winLength = keep;
+      this.winAt = 0;
+    }
+    const at = this.winLength;
+    this.win.set(bytes, at);
+    oggCrc32Prefix(this.win, this.pre, at, at + n);
+    this.winLength = at + n;
+  }
+
+  /** The CRC of the page at `win[i, i + length)` with its CRC field zeroed (RFC 3533 §6), in O(log length). */
+  private windowCrc(i: number, length: number): number {
+    // crc(page) = pre[i + L] ^ pre[i]·x^(8L); zeroing the CRC field xors in field·x^(8(L - 26)).
+    // Both terms share the factor x^(8(L - 26)): one long shift instead of two.
+    const w = this.win;
+    const field = oggCrc32(w, 0, i + 22, i + 26);
+    const head = (oggCrc32Shift(this.pre[i]!, 26) ^ field) >>> 0;
+    return (this.pre[i + length]! ^ oggCrc32Shift(head, length - 26)) >>> 0;
+  }
+
+  /**
+   * Finds and emits pages in the window. A candidate ("OggS", version 0) that is not complete yet
+   * is waited for; at the end of input (`ending`) it is skipped instead, so a false capture
+   * pattern in garbage cannot hide the pages after it (the final EOS page was lost this way).
+   * @returns the window index of the first incomplete candidate skipped while ending, or -1.
+   */
+  private runLenient(out: OggPage[], ending: boolean): number {
+    const w = this.win;
+    const end = this.winLength;
+    let incomplete = -1;
+    let i = this.winAt;
+    for (;;) {
+      while (i + 5 <= end && !(w[i] === 0x4f && w[i + 1] === 0x67 && w[i + 2] === 0x67 && w[i + 3] === 0x53 && w[i + 4] === 0)) i++;
+      if (i + 5 > end) {
+        // No capture pattern in what is left: keep the last 4 bytes (a pattern may straddle pushes).
+        i = Math.max(this.winAt, end - 4);
+        this.lenientSkip(i - this.winAt);
+        return incomplete;
+      }
+      this.lenientSkip(i - this.winAt);
+      let length = -1;
+      if (i + OGG_HEADER_SIZE <= end) {
+        const n = w[i + 26]!;
+        if (i + OGG_HEADER_SIZE + n <= end) {
+          length = OGG_HEADER_SIZE + n;
+          for (let k = 0; k < n; k++) length += w[i + OGG_HEADER_SIZE + k]!;
+          if (i + length > end) length = -1;
+        }
+      }
+      if (length < 0) {
+        if (!ending) return incomplete; // wait for the rest of this page
+        if (incomplete < 0) incomplete = i;
+        i++;
+        continue;
+      }
+      const bytes = w.subarray(i, i + length);
+      const crc = this.windowCrc(i, length);
+      const stored = (w[i + 22]! | (w[i + 23]! << 8) | (w[i + 24]! << 16) | (w[i + 25]! << 24)) >>> 0;
+      if (crc !== stored && this.onWarning === undefined) {
+        i++; // the common case on garbage: no page object, no message
+        continue;
+      }
+      const page = this.checkPage(bytes, crc);
+      if (page === undefined) {
+        i++; // a false capture pattern, or a damaged page: resume the scan one byte further
+        continue;
+      }
+      this.reportGarbage();
+      this.winAt = i + length;
+      this.position += length;
+      this.synced = true;
+      incomplete = -1;
+      out.push(page);
+      i = this.winAt;
+    }
+  }
+
+  private lenientSkip(n: number): void {
+    if (n <= 0) return;
+    this.noteGarbage(n);
+    this.winAt += n;
+    this.position += n;
+  }
+
+  private flushLenient(): OggPage[] {
+    const out: OggPage[] = [];
+    try {
+      const cut = this.runLenient(out, true);
+      const left = this.winLength - this.winAt;
+      if (cut >= 0) {
+        const message = `Ogg input ended inside the page at byte ${this.position - (this.winAt - cut)} (${this.winLength - cut} bytes)`;
+        if (!this.allowTruncated) throw new VoicewireError('OGG_TRUNCATED', message, { details: { offset: this.position, buffered: left } });
+        if (left > 0) this.noteGarbage(left);
+        this.reportGarbage();
+        this.onWarning?.({ kind: 'truncated', message, offset: this.position });
+      } else {
+        if (left > 0) this.noteGarbage(left);
+        this.reportGarbage();
+      }
+    } catch (err) {
+      return this.fail(err as VoicewireError, out);
+    }
+    this.win = new Uint8Array(0);
+    this.winLength = this.winAt = 0;
+    this.state = S_FAILED; // used up: a later call reports INVALID_STATE
+    return out;
+  }
+
+  /** Verifies the CRC (computed here unless given); returns the page, or undefined when it failed and bad pages are skipped. */
+  private checkPage(bytes: Uint8Array, computed?: number): OggPage | undefined {
     const n = bytes[26]!;
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const stored = view.getUint32(22, true);
-    // RFC 3533 §6: the CRC is computed over the whole page with the CRC field set to zero.
-    let crc = oggCrc32(bytes, 0, 0, 22);
-    crc = oggCrc32Zeros(crc);
-    crc = oggCrc32(bytes, crc, 26, bytes.length);
+    let crc: number;
+    if (computed === undefined) {
+      // RFC 3533 §6: the CRC is computed over the whole page with the CRC field set to zero.
+      crc = oggCrc32(bytes, 0, 0, 22);
+      crc = oggCrc32Zeros(crc);
+      crc = oggCrc32(bytes, crc, 26, bytes.length);
+    } else {
+      crc = computed;
+    }
     const serial = view.getUint32(14, true);
     const sequence = view.getUint32(18, true);
     if (crc !== stored) {
@@ -446,6 +600,11 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
   private failure: VoicewireError | undefined;
 
   constructor(options: OggPacketReaderOptions = {}) {
+    options = checkReaderOptions(options, 'OggPacketReader');
+    if (options.select !== undefined && typeof options.select !== 'function') throw new VoicewireError('INVALID_ARGUMENT', `OggPacketReader select must be a function, got ${describe(options.select)}`);
+    if (options.maxPacketSize !== undefined && !(typeof options.maxPacketSize === 'number' && options.maxPacketSize >= 0 && !Number.isNaN(options.maxPacketSize))) {
+      throw new VoicewireError('INVALID_ARGUMENT', `OggPacketReader maxPacketSize must be a non-negative number, got ${String(options.maxPacketSize)}`);
+    }
     this.pages = new OggPageReader(options);
     this.select = options.select;
     this.onWarning = options.onWarning;
@@ -601,7 +760,9 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
         details: { offset: page.offset, serial: page.serial, maxPacketSize: this.maxPacketSize },
       });
     }
-    s.parts.push(part);
+    // A copy: a view would keep the whole pushed chunk alive (a 255-byte part of a 64 KiB chunk
+    // retained 256x what maxPacketSize counted). Copied, retained bytes = counted bytes.
+    s.parts.push(part.slice());
     s.partLength += part.length;
   }
 
@@ -638,6 +799,21 @@ export interface OggPageWriterOptions {
   serial?: number;
 }
 
+/** A granule position: a signed 64-bit bigint, or an integer number from -1 to 2^53 - 1. */
+function checkGranule(granule: unknown, what: string): void {
+  if (typeof granule === 'bigint') {
+    if (granule < -(1n << 63n) || granule >= 1n << 63n) throw new VoicewireError('INVALID_ARGUMENT', `${what} must fit in a signed 64-bit integer, got ${granule}`);
+    return;
+  }
+  if (typeof granule !== 'number' || !Number.isSafeInteger(granule) || granule < -1) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a bigint or an integer ≥ -1, got ${typeof granule === 'number' ? granule : describe(granule)}`);
+}
+
+function checkOptions<T extends object>(options: T | null | undefined, what: string): T {
+  if (options === undefined) return {} as T;
+  if (options === null || typeof options !== 'object') throw new VoicewireError('INVALID_ARGUMENT', `${what} options must be an object, got ${describe(options)}`);
+  return options;
+}
+
 /** Writes a granule position (signed 64-bit little-endian); accepts a number or a bigint. */
 function writeGranule(page: Uint8Array, at: number, granule: bigint | number): void {
   const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
@@ -664,10 +840,21 @@ export function buildOggPage(fields: {
   segments: ArrayLike<number>;
   body: Uint8Array;
 }): Uint8Array {
+  if (fields === null || typeof fields !== 'object') throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage takes an object, got ${describe(fields)}`);
+  if (!(fields.body instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage body must be a Uint8Array, got ${describe(fields.body)}`);
+  if (fields.segments === null || typeof fields.segments !== 'object' || typeof fields.segments.length !== 'number') throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage segments must be an array of lacing values, got ${describe(fields.segments)}`);
+  for (const [name, v, max] of [['headerType', fields.headerType, 0xff], ['serial', fields.serial, 0xffffffff], ['sequence', fields.sequence, 0xffffffff]] as const) {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max) throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage ${name} must be an integer 0–${max}, got ${String(v)}`);
+  }
+  checkGranule(fields.granule, 'buildOggPage granule');
   const n = fields.segments.length;
   if (n > 255) throw new VoicewireError('INVALID_ARGUMENT', `an Ogg page holds at most 255 segments, got ${n}`);
   let sum = 0;
-  for (let i = 0; i < n; i++) sum += fields.segments[i]!;
+  for (let i = 0; i < n; i++) {
+    const v = fields.segments[i];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 255) throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage lacing value ${i} must be an integer 0–255, got ${String(v)}`);
+    sum += v;
+  }
   if (sum !== fields.body.length) throw new VoicewireError('INVALID_ARGUMENT', `lacing values sum to ${sum} but the body has ${fields.body.length} bytes`);
   const page = new Uint8Array(OGG_HEADER_SIZE + n + sum);
   page[0] = 0x4f; // O
@@ -713,7 +900,11 @@ export class OggPageWriter {
   private ended = false;
 
   constructor(options: OggPageWriterOptions = {}) {
-    this.serial = (options.serial ?? Math.floor(Math.random() * 0x100000000)) >>> 0;
+    const o = checkOptions(options, 'OggPageWriter');
+    if (o.serial !== undefined && !(typeof o.serial === 'number' && Number.isInteger(o.serial) && o.serial >= 0 && o.serial <= 0xffffffff)) {
+      throw new VoicewireError('INVALID_ARGUMENT', `OggPageWriter serial must be an integer 0–4294967295, got ${String(o.serial)}`);
+    }
+    this.serial = (o.serial ?? Math.floor(Math.random() * 0x100000000)) >>> 0;
   }
 
   /** Sequence number of the next page. */
@@ -732,6 +923,8 @@ export class OggPageWriter {
    */
   addPacket(data: Uint8Array, granule: bigint | number): Uint8Array[] {
     if (this.ended) throw new VoicewireError('INVALID_STATE', 'OggPageWriter: the stream has ended (EOS written)');
+    if (!(data instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `OggPageWriter.addPacket takes a Uint8Array packet, got ${describe(data)}`);
+    checkGranule(granule, 'OggPageWriter.addPacket granule');
     const need = Math.floor(data.length / 255) + 1;
     const out: Uint8Array[] = [];
     if (this.queue.length > 0 && this.queuedSegments + need > 255 && need <= 255) out.push(...this.flushPage());
@@ -748,6 +941,8 @@ export class OggPageWriter {
    */
   flushPage(options: { eos?: boolean; eosGranule?: bigint | number } = {}): Uint8Array[] {
     if (this.ended) throw new VoicewireError('INVALID_STATE', 'OggPageWriter: the stream has ended (EOS written)');
+    if (options === null || typeof options !== 'object') throw new VoicewireError('INVALID_ARGUMENT', `OggPageWriter.flushPage options must be an object, got ${describe(options)}`);
+    if (options.eosGranule !== undefined) checkGranule(options.eosGranule, 'OggPageWriter.flushPage eosGranule');
     const out: Uint8Array[] = [];
     if (this.queue.length === 0) {
       if (options.eos) {

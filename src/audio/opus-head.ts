@@ -3,7 +3,7 @@
  * comment header "OpusTags". Parsers check every rule of §5 and raise `OPUS_INVALID_HEADER`
  * with the byte at fault; builders write what the parsers accept. Platform-neutral.
  */
-import { toBytes } from '../util/bytes.js';
+import { describe, toBytes } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The identification header (RFC 7845 §5.1). */
@@ -40,6 +40,7 @@ const HEAD_MAGIC = [0x4f, 0x70, 0x75, 0x73, 0x48, 0x65, 0x61, 0x64]; // "OpusHea
 const TAGS_MAGIC = [0x4f, 0x70, 0x75, 0x73, 0x54, 0x61, 0x67, 0x73]; // "OpusTags"
 
 function hasMagic(p: Uint8Array, magic: readonly number[]): boolean {
+  if (!(p instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `an Opus header check takes a Uint8Array packet, got ${describe(p)}`);
   if (p.length < 8) return false;
   for (let i = 0; i < 8; i++) if (p[i] !== magic[i]) return false;
   return true;
@@ -123,6 +124,7 @@ export interface OpusHeadFields {
 
 /** Builds a 19-byte OpusHead packet, version 1, channel mapping family 0 (RFC 7845 §5.1). */
 export function buildOpusHead(fields: OpusHeadFields): Uint8Array {
+  if (fields === null || typeof fields !== 'object') throw new VoicewireError('INVALID_ARGUMENT', `buildOpusHead takes an object, got ${describe(fields)}`);
   const channels = fields.channelCount ?? 1;
   const gain = fields.outputGain ?? 0;
   if (channels !== 1 && channels !== 2) throw new VoicewireError('INVALID_ARGUMENT', `OpusHead channelCount must be 1 or 2, got ${String(channels)}`);
@@ -184,6 +186,11 @@ export function parseOpusTags(packet: Uint8Array): OpusTags {
 
 /** Builds an OpusTags packet (RFC 7845 §5.2) from a vendor string and `"KEY=value"` comments. */
 export function buildOpusTags(tags: { vendor: string; comments?: readonly string[] }): Uint8Array {
+  if (tags === null || typeof tags !== 'object') throw new VoicewireError('INVALID_ARGUMENT', `buildOpusTags takes an object, got ${describe(tags)}`);
+  if (typeof tags.vendor !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `buildOpusTags vendor must be a string, got ${describe(tags.vendor)}`);
+  if (tags.comments !== undefined && !(Array.isArray(tags.comments) && tags.comments.every((c) => typeof c === 'string'))) {
+    throw new VoicewireError('INVALID_ARGUMENT', `buildOpusTags comments must be an array of strings, got ${describe(tags.comments)}`);
+  }
   const vendor = utf8Encoder.encode(tags.vendor);
   const comments = (tags.comments ?? []).map((c) => {
     // §5.2: a comment is "NAME=value" with a name of printable ASCII other than '='.

@@ -1,72 +1,47 @@
 /**
- * Opus (RFC 6716) encoder and decoder over the libopus build that `opusscript` ships
- * (`opusscript/build/opusscript_native_wasm.js`, libopus 1.4), driven through its raw emscripten
- * module instead of opusscript's JavaScript wrapper.
+ * Opus (RFC 6716) encoder and decoder over a libopus backend (see `opus-backend.ts`): the wasm
+ * build that `opusscript` ships (default, and in browsers; `opus-wasm.ts`), or a native libopus
+ * binding that the Node entry registers when it is installed (`src/node/opus-native.ts`).
  *
- * Why not the wrapper: all its instances share one wasm heap, its PCM views use a byte address as
- * a 16-bit index (so the 80th instance's views fall outside the heap), and when the heap grows
- * every view it holds is detached ("detached ArrayBuffer"); it also truncates decoded packets
- * longer than 60 ms and cannot encode frames of 80 ms or more. This wrapper:
- * - loads ONE module instance and reads `HEAPU8`/`HEAPU32` afresh on every call, so heap growth
- *   never leaves a stale view behind;
- * - copies PCM and packets through one scratch area allocated once (calls are synchronous and
- *   never re-entrant, so instances need no buffers of their own);
- * - pools the native `OpusScriptHandler` objects: each holds one libopus encoder AND one decoder,
- *   so an {@link OpusEncoder} and an {@link OpusDecoder} share a handler (half the memory of one
- *   handler each), and a released half is reset (`OPUS_RESET_STATE`) and reused instead of being
- *   freed and re-allocated. Memory is bounded by the peak number of live instances (~85 KB per
- *   handler at 48 kHz mono);
- * - frees explicitly with `destroy()`, and returns instances that were dropped without it to the
- *   pool through a `FinalizationRegistry`.
+ * What this layer adds over a backend, the same for both:
+ * - a cap on live instances per process ({@link setOpusLimits} `maxInstances`, default
+ *   {@link OPUS_DEFAULT_MAX_INSTANCES}): beyond it an encoder or decoder is refused with
+ *   `OPUS_CAPACITY` (close code 1011: the server is full, the client did nothing wrong) before
+ *   libopus is asked, so libopus never runs out of memory (issue: 25,000 wasm decoders filled the
+ *   2 GiB heap and broke Opus for the whole process);
+ * - a pool of released instances per shape, reset (`OPUS_RESET_STATE`) and reused, holding at
+ *   most `poolHighWaterMark` idle instances in all (default {@link OPUS_DEFAULT_POOL_HIGH_WATER_MARK});
+ *   above it a released instance is freed, giving its memory back;
+ * - no crash escapes: a wasm trap or native exception becomes a `VoicewireError`
+ *   (`OPUS_ENCODER_ERROR` / `OPUS_DECODER_ERROR`, close code 1011), and a failed creation
+ *   `OPUS_CAPACITY`; the wasm backend then starts a fresh module for the next instance;
+ * - `destroy()`, and a `FinalizationRegistry` that returns instances dropped without it.
  *
- * The handler's entry points (the only ones the build exports besides malloc/free and
- * opus_strerror) exchange PCM in an odd layout: every 16-bit sample travels as two 16-bit words,
- * low byte then high byte (a quirk of opusscript's C++ glue). We read and write that layout as one
- * 32-bit word per sample: `lo | hi << 16`.
- *
- * Loading: in Node (and in web workers) the module loads synchronously the first time an encoder
- * or decoder is made. In a browser's main thread call `await initOpus({ wasm })` first with the
- * `.wasm` file's URL or bytes. Importing this file loads nothing.
+ * Loading: the wasm module loads synchronously the first time an encoder or decoder is made in
+ * Node and web workers; in a browser's main thread call `await initOpus({ wasm })` first.
  */
-import createOpusscriptModule from 'opusscript/build/opusscript_native_wasm.js';
 import { describe } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import {
+  OPUS_AUTO,
+  OPUS_BITRATE_MAX,
+  OPUS_GET_BITRATE,
+  OPUS_GET_COMPLEXITY,
+  OPUS_GET_GAIN,
+  OPUS_GET_LOOKAHEAD,
+  OPUS_RESET_STATE,
+  OPUS_SET_BITRATE,
+  OPUS_SET_COMPLEXITY,
+  OPUS_SET_GAIN,
+  opusErrorName,
+  type OpusBackend,
+  type OpusBackendDecoder,
+  type OpusBackendEncoder,
+} from './opus-backend.js';
+import { wasmHandlerCount, wasmOpusBackend } from './opus-wasm.js';
 
-// --- the native module ---------------------------------------------------------------------------
-
-interface NativeHandler {
-  _encode(pcmPtr: number, values: number, packetPtr: number, frameSize: number): number;
-  _decode(packetPtr: number, length: number, pcmPtr: number): number;
-  _encoder_ctl(request: number, arg: number): number;
-  _decoder_ctl(request: number, arg: number): number;
-}
-
-interface NativeModule {
-  HEAPU8: Uint8Array;
-  HEAP32: Int32Array;
-  HEAPU32: Uint32Array;
-  _malloc(bytes: number): number;
-  _free(ptr: number): void;
-  _opus_strerror(code: number): number;
-  OpusScriptHandler: {
-    new (sampleRate: number, channels: number, application: number): NativeHandler;
-    destroy_handler(handler: NativeHandler): void;
-  };
-  ready?: Promise<unknown>;
-}
-
-// libopus request codes (opus_defines.h).
-const OPUS_SET_BITRATE = 4002;
-const OPUS_GET_BITRATE = 4003;
-const OPUS_SET_COMPLEXITY = 4010;
-const OPUS_GET_COMPLEXITY = 4011;
-const OPUS_GET_LOOKAHEAD = 4027;
-const OPUS_RESET_STATE = 4028;
-const OPUS_SET_GAIN = 4034;
-const OPUS_GET_GAIN = 4045;
-const OPUS_AUTO = -1000;
-const OPUS_BITRATE_MAX = -1;
-const OPUS_INVALID_PACKET = -4;
+export { initOpus, type OpusInitOptions, type OpusWasmSource } from './opus-wasm.js';
+export type { OpusBackend, OpusBackendDecoder, OpusBackendEncoder } from './opus-backend.js';
 
 /** libopus application codes by name. */
 const APPLICATIONS = { voip: 2048, audio: 2049, lowdelay: 2051 } as const;
@@ -86,144 +61,106 @@ export type OpusFrameDuration = (typeof OPUS_FRAME_DURATIONS_MS)[number];
 /** Largest packet this wrapper accepts for decoding, in bytes (RFC 6716 allows 48 frames of 1275 bytes). */
 export const OPUS_MAX_PACKET_BYTES = 65536;
 
-/** Largest packet libopus writes (opusscript passes 3 × 1276 as the limit). */
-const MAX_ENCODED_BYTES = 1276 * 3;
 /** 120 ms at 48 kHz. */
 const MAX_FRAME = 5760;
-/** PCM scratch: 120 ms × 2 channels × 4 bytes per sample in the handler's layout. */
-const PCM_SCRATCH_BYTES = MAX_FRAME * 2 * 4;
 
-interface Native {
-  mod: NativeModule;
-  pcmPtr: number;
-  packetPtr: number;
-  argPtr: number;
-}
+// --- backend selection -----------------------------------------------------------------------------
 
-let native: Native | undefined;
-let loading: Promise<void> | undefined;
+let backend: OpusBackend | undefined;
+let provider: (() => OpusBackend | undefined) | undefined;
 
-function setUp(mod: NativeModule): Native {
-  // One scratch area for every instance: PCM in/out, packets in/out, a word for GET requests.
-  const pcmPtr = mod._malloc(PCM_SCRATCH_BYTES + OPUS_MAX_PACKET_BYTES + 16);
-  if (pcmPtr === 0) throw new VoicewireError('OPUS_ENCODER_ERROR', 'libopus wasm: out of memory for the scratch buffers');
-  return { mod, pcmPtr, packetPtr: pcmPtr + PCM_SCRATCH_BYTES, argPtr: pcmPtr + PCM_SCRATCH_BYTES + OPUS_MAX_PACKET_BYTES };
-}
-
-function loadSync(): Native {
-  if (native) return native;
-  const arg: Record<string, unknown> = {};
-  let mod: NativeModule;
-  try {
-    // Node and workers: emscripten's glue reads the .wasm beside it and instantiates synchronously.
-    mod = createOpusscriptModule(arg) as NativeModule;
-  } catch (err) {
-    (arg['ready'] as Promise<unknown> | undefined)?.catch(() => undefined);
-    throw new VoicewireError('INVALID_STATE', 'the libopus wasm module cannot load synchronously here: call `await initOpus({ wasm })` first', { cause: err });
-  }
-  if (typeof mod.OpusScriptHandler !== 'function') {
-    mod.ready?.catch(() => undefined);
-    throw new VoicewireError('INVALID_STATE', 'the libopus wasm module is still loading: call `await initOpus()` first');
-  }
-  native = setUp(mod);
-  return native;
-}
-
-/** Where {@link initOpus} gets the `.wasm` from (browsers): its bytes, a compiled module, a URL or a fetch Response. */
-export type OpusWasmSource = ArrayBuffer | Uint8Array | WebAssembly.Module | URL | string | Response | PromiseLike<Response>;
-
-/** Options of {@link initOpus}. */
-export interface OpusInitOptions {
-  /**
-   * The file `opusscript/build/opusscript_native_wasm.wasm`, as bytes, a compiled module, a URL,
-   * or a fetch Response. Default: let emscripten find it beside its JS glue (works in Node).
-   */
-  wasm?: OpusWasmSource;
+/**
+ * Registers where a better backend may come from (the Node entry registers the native libopus
+ * binding). It is asked once, when the first encoder or decoder is made after registration; when
+ * it returns undefined (not installed), the wasm backend is used.
+ */
+export function setOpusBackendProvider(find: (() => OpusBackend | undefined) | undefined): void {
+  if (find !== undefined && typeof find !== 'function') throw new VoicewireError('INVALID_ARGUMENT', `setOpusBackendProvider takes a function, got ${describe(find)}`);
+  provider = find;
+  backend = undefined;
 }
 
 /**
- * Loads the libopus wasm module (once; later calls return the same promise). Needed before the
- * first encoder/decoder only where synchronous loading is impossible (a browser's main thread):
- * the `.wasm` is compiled asynchronously, then instantiated. In Node it is optional.
+ * Chooses the backend for encoders and decoders made from now on: `'wasm'` (opusscript's
+ * libopus), a backend object, or undefined to choose again (the registered provider, else wasm).
+ * Instances already made keep theirs. The instance cap counts both.
  */
-export function initOpus(options: OpusInitOptions = {}): Promise<void> {
-  if (native) return Promise.resolve();
-  if (loading) return loading;
-  const source = options.wasm;
-  loading = (async () => {
-    if (source === undefined) {
-      loadSync();
-      return;
-    }
-    const compiled = await compile(source);
-    // This emscripten glue binds the wasm exports (malloc, free, ...) right after
-    // `instantiateWasm` returns, so the instance must exist by then: instantiate synchronously
-    // from the module compiled above (cheap; only compiling is slow).
-    const arg: Record<string, unknown> = {
-      instantiateWasm(imports: WebAssembly.Imports, done: (instance: WebAssembly.Instance) => void) {
-        const instance = new WebAssembly.Instance(compiled, imports);
-        done(instance);
-        return instance.exports;
-      },
-    };
-    let mod: NativeModule;
-    try {
-      mod = createOpusscriptModule(arg) as NativeModule;
-    } finally {
-      (arg['ready'] as Promise<unknown> | undefined)?.catch(() => undefined);
-    }
-    if (typeof mod.OpusScriptHandler !== 'function') throw new Error('the module did not initialise');
-    native ??= setUp(mod);
-  })().catch((err: unknown) => {
-    loading = undefined;
-    throw err instanceof VoicewireError ? err : new VoicewireError('INVALID_STATE', `the libopus wasm module failed to load: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  });
-  return loading;
+export function setOpusBackend(choice: OpusBackend | 'wasm' | undefined): void {
+  if (choice === 'wasm') backend = wasmOpusBackend;
+  else if (choice === undefined) backend = undefined;
+  else if (typeof choice === 'object' && choice !== null && typeof choice.createEncoder === 'function' && typeof choice.createDecoder === 'function') backend = choice;
+  else throw new VoicewireError('INVALID_ARGUMENT', `setOpusBackend takes 'wasm', a backend object or undefined, got ${describe(choice)}`);
 }
 
-async function compile(source: OpusWasmSource): Promise<WebAssembly.Module> {
-  if (source instanceof WebAssembly.Module) return source;
-  let bytes: ArrayBuffer | Uint8Array;
-  if (source instanceof ArrayBuffer || source instanceof Uint8Array) {
-    bytes = source;
-  } else {
-    const response = typeof source === 'string' || source instanceof URL ? await fetch(source) : await source;
-    if (!response.ok) throw new VoicewireError('INVALID_STATE', `fetching the libopus wasm failed: HTTP ${response.status}`);
-    bytes = new Uint8Array(await response.arrayBuffer());
+/** The backend new encoders and decoders get (resolving the provider on first use). */
+export function opusBackend(): OpusBackend {
+  if (backend) return backend;
+  let found: OpusBackend | undefined;
+  try {
+    found = provider?.();
+  } catch {
+    found = undefined; // a broken optional install falls back to wasm
   }
-  return WebAssembly.compile(bytes as BufferSource);
+  backend = found ?? wasmOpusBackend;
+  return backend;
 }
 
-function strerror(n: Native, code: number): string {
-  const ptr = n.mod._opus_strerror(code);
-  const heap = n.mod.HEAPU8;
-  let end = ptr;
-  while (end < heap.length && heap[end] !== 0) end++;
-  let s = '';
-  for (let i = ptr; i < end; i++) s += String.fromCharCode(heap[i]!);
-  return `${s} (${code})`;
+// --- limits and the pool ---------------------------------------------------------------------------
+
+/** Default of {@link OpusLimits.maxInstances}. */
+export const OPUS_DEFAULT_MAX_INSTANCES = 4096;
+/** Default of {@link OpusLimits.poolHighWaterMark}. */
+export const OPUS_DEFAULT_POOL_HIGH_WATER_MARK = 256;
+
+/** Process-wide Opus limits (see {@link setOpusLimits}). */
+export interface OpusLimits {
+  /**
+   * Most live encoders + decoders in the process (both backends together). Default 4096: each
+   * costs 20–90 KB (wasm: up to ~180 KB per encoder+decoder handler at 48 kHz stereo), so the
+   * wasm heap stays far below its 2 GiB ceiling. Beyond it, creation raises `OPUS_CAPACITY`.
+   */
+  readonly maxInstances: number;
+  /** Most released instances kept for reuse, all shapes together. Default 256; above it they are freed. */
+  readonly poolHighWaterMark: number;
 }
 
-// --- the handler pool ------------------------------------------------------------------------------
+let limits: OpusLimits = { maxInstances: OPUS_DEFAULT_MAX_INSTANCES, poolHighWaterMark: OPUS_DEFAULT_POOL_HIGH_WATER_MARK };
 
-/** One native handler: a libopus encoder and decoder, each half leased independently. */
-interface Slot {
-  readonly handler: NativeHandler;
-  readonly sampleRate: number;
-  readonly channels: number;
-  readonly application: OpusApplication;
+/** Sets the process-wide Opus limits (fields left out keep their value); returns the limits now in force. */
+export function setOpusLimits(next: Partial<OpusLimits> = {}): OpusLimits {
+  if (typeof next !== 'object' || next === null) throw new VoicewireError('INVALID_ARGUMENT', `setOpusLimits takes an object, got ${describe(next)}`);
+  const max = next.maxInstances ?? limits.maxInstances;
+  const hwm = next.poolHighWaterMark ?? limits.poolHighWaterMark;
+  if (!Number.isInteger(max) || max < 0) throw new VoicewireError('INVALID_ARGUMENT', `maxInstances must be a non-negative integer, got ${String(max)}`);
+  if (!Number.isInteger(hwm) || hwm < 0) throw new VoicewireError('INVALID_ARGUMENT', `poolHighWaterMark must be a non-negative integer, got ${String(hwm)}`);
+  limits = { maxInstances: max, poolHighWaterMark: hwm };
+  trimPool();
+  return limits;
+}
+
+interface PooledEncoder {
+  readonly backend: OpusBackend;
+  readonly core: OpusBackendEncoder;
+  readonly key: string;
   readonly lookahead: number;
   readonly defaultComplexity: number;
 }
+interface PooledDecoder {
+  readonly backend: OpusBackend;
+  readonly core: OpusBackendDecoder;
+  readonly key: string;
+}
 
-const encoderPool = new Map<string, Slot[]>();
-const decoderPool = new Map<string, Slot[]>();
-let handlerCount = 0;
+const encoderPool = new Map<string, PooledEncoder[]>();
+const decoderPool = new Map<string, PooledDecoder[]>();
+/** Idle instances in both pools. */
+let pooled = 0;
 let liveEncoders = 0;
 let liveDecoders = 0;
 let finalized = 0;
+let refused = 0;
 
-function poolOf(pools: Map<string, Slot[]>, key: string): Slot[] {
+function listOf<T>(pools: Map<string, T[]>, key: string): T[] {
   let list = pools.get(key);
   if (!list) {
     list = [];
@@ -232,112 +169,183 @@ function poolOf(pools: Map<string, Slot[]>, key: string): Slot[] {
   return list;
 }
 
-function newSlot(n: Native, sampleRate: number, channels: number, application: OpusApplication): Slot {
-  let handler: NativeHandler;
-  try {
-    handler = new n.mod.OpusScriptHandler(sampleRate, channels, APPLICATIONS[application]);
-  } catch (err) {
-    throw new VoicewireError('OPUS_ENCODER_ERROR', `libopus could not create an encoder/decoder (${sampleRate} Hz, ${channels} ch): ${typeof err === 'number' ? strerror(n, err) : String(err)}`, { cause: err });
+/** Frees idle instances until the pool is at its high-water mark (oldest shapes first). */
+function trimPool(): void {
+  for (const pools of [encoderPool, decoderPool] as Map<string, (PooledEncoder | PooledDecoder)[]>[]) {
+    for (const list of pools.values()) {
+      while (pooled > limits.poolHighWaterMark && list.length > 0) {
+        freeQuietly(list.shift()!.core);
+        pooled--;
+      }
+    }
   }
-  handlerCount++;
-  const get = (request: number): number => {
-    const rc = handler._encoder_ctl(request, n.argPtr);
-    if (rc < 0) throw new VoicewireError('OPUS_ENCODER_ERROR', `libopus encoder_ctl(${request}): ${strerror(n, rc)}`);
-    return n.mod.HEAP32[n.argPtr >> 2]!;
-  };
-  return { handler, sampleRate, channels, application, lookahead: get(OPUS_GET_LOOKAHEAD), defaultComplexity: get(OPUS_GET_COMPLEXITY) };
 }
 
-function acquireEncoder(sampleRate: number, channels: number, application: OpusApplication): Slot {
-  const n = loadSync();
-  const slot = poolOf(encoderPool, `${sampleRate}/${channels}/${application}`).pop();
-  if (slot) return slot;
-  const fresh = newSlot(n, sampleRate, channels, application);
-  poolOf(decoderPool, `${sampleRate}/${channels}`).push(fresh); // its decoder half is free
-  return fresh;
+function freeQuietly(core: { free(): void }): void {
+  try {
+    core.free();
+  } catch {
+    // A backend that already failed has nothing left to give back.
+  }
 }
 
-function acquireDecoder(sampleRate: number, channels: number): Slot {
-  const n = loadSync();
-  const slot = poolOf(decoderPool, `${sampleRate}/${channels}`).pop();
-  if (slot) return slot;
-  const fresh = newSlot(n, sampleRate, channels, 'audio');
-  poolOf(encoderPool, `${sampleRate}/${channels}/audio`).push(fresh); // its encoder half is free
-  return fresh;
+/** Wraps anything a backend throws that is not a VoicewireError (a wasm trap, a native exception). */
+function crashed(err: unknown, code: 'OPUS_ENCODER_ERROR' | 'OPUS_DECODER_ERROR' | 'OPUS_CAPACITY', what: string): VoicewireError {
+  if (err instanceof VoicewireError) return err;
+  const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return new VoicewireError(code, `libopus failed in ${what} (${reason}); later requests get a fresh instance`, { cause: err, closeCode: 1011 });
 }
 
-function releaseEncoder(slot: Slot): void {
-  // Back to the state of a new encoder: no audio history, default settings (the application is
-  // fixed per handler, hence part of the pool key).
-  const h = slot.handler;
-  h._encoder_ctl(OPUS_RESET_STATE, 0);
-  h._encoder_ctl(OPUS_SET_BITRATE, OPUS_AUTO);
-  h._encoder_ctl(OPUS_SET_COMPLEXITY, slot.defaultComplexity);
-  poolOf(encoderPool, `${slot.sampleRate}/${slot.channels}/${slot.application}`).push(slot);
+function checkCapacity(what: string): void {
+  if (liveEncoders + liveDecoders >= limits.maxInstances) {
+    refused++;
+    throw new VoicewireError('OPUS_CAPACITY', `${what}: the process already holds ${liveEncoders + liveDecoders} Opus instances, its limit (setOpusLimits maxInstances = ${limits.maxInstances}); try again later`, {
+      details: { live: liveEncoders + liveDecoders, maxInstances: limits.maxInstances },
+    });
+  }
 }
 
-function releaseDecoder(slot: Slot): void {
-  slot.handler._decoder_ctl(OPUS_RESET_STATE, 0);
-  slot.handler._decoder_ctl(OPUS_SET_GAIN, 0);
-  poolOf(decoderPool, `${slot.sampleRate}/${slot.channels}`).push(slot);
+/** An idle instance of this shape that still answers (its backend may have failed since it was pooled). */
+function takeIdle<T extends PooledEncoder | PooledDecoder>(pools: Map<string, T[]>, key: string): T | undefined {
+  const list = pools.get(key);
+  while (list && list.length > 0) {
+    const item = list.pop()!;
+    pooled--;
+    try {
+      item.core.get('lookahead' in item ? OPUS_GET_LOOKAHEAD : OPUS_GET_GAIN);
+      return item;
+    } catch {
+      freeQuietly(item.core);
+    }
+  }
+  return undefined;
 }
 
-/** A lease on one half of a handler; the FinalizationRegistry holds it, never the instance. */
-class Lease {
-  slot: Slot | undefined;
+function acquireEncoder(sampleRate: number, channels: 1 | 2, application: OpusApplication): PooledEncoder {
+  checkCapacity('OpusEncoder');
+  const b = opusBackend();
+  const key = `${b.name}/${sampleRate}/${channels}/${application}`;
+  const idle = takeIdle(encoderPool, key);
+  if (idle) return idle;
+  let core: OpusBackendEncoder;
+  try {
+    core = b.createEncoder(sampleRate, channels, APPLICATIONS[application]);
+  } catch (err) {
+    throw crashed(err, 'OPUS_CAPACITY', `creating an encoder (${sampleRate} Hz, ${channels} ch)`);
+  }
+  try {
+    return { backend: b, core, key, lookahead: core.get(OPUS_GET_LOOKAHEAD), defaultComplexity: core.get(OPUS_GET_COMPLEXITY) };
+  } catch (err) {
+    freeQuietly(core);
+    throw crashed(err, 'OPUS_ENCODER_ERROR', 'a new encoder');
+  }
+}
+
+function acquireDecoder(sampleRate: number, channels: 1 | 2): PooledDecoder {
+  checkCapacity('OpusDecoder');
+  const b = opusBackend();
+  const key = `${b.name}/${sampleRate}/${channels}`;
+  const idle = takeIdle(decoderPool, key);
+  if (idle) return idle;
+  try {
+    return { backend: b, core: b.createDecoder(sampleRate, channels), key };
+  } catch (err) {
+    throw crashed(err, 'OPUS_CAPACITY', `creating a decoder (${sampleRate} Hz, ${channels} ch)`);
+  }
+}
+
+function releaseEncoder(e: PooledEncoder, healthy: boolean): void {
+  if (!healthy || pooled >= limits.poolHighWaterMark) return freeQuietly(e.core);
+  try {
+    // Back to the state of a new encoder: no audio history, default settings.
+    if (e.core.set(OPUS_RESET_STATE, 0) < 0 || e.core.set(OPUS_SET_BITRATE, OPUS_AUTO) < 0 || e.core.set(OPUS_SET_COMPLEXITY, e.defaultComplexity) < 0) return freeQuietly(e.core);
+  } catch {
+    return freeQuietly(e.core);
+  }
+  listOf(encoderPool, e.key).push(e);
+  pooled++;
+}
+
+function releaseDecoder(d: PooledDecoder, healthy: boolean): void {
+  if (!healthy || pooled >= limits.poolHighWaterMark) return freeQuietly(d.core);
+  try {
+    if (d.core.set(OPUS_RESET_STATE, 0) < 0 || d.core.set(OPUS_SET_GAIN, 0) < 0) return freeQuietly(d.core);
+  } catch {
+    return freeQuietly(d.core);
+  }
+  listOf(decoderPool, d.key).push(d);
+  pooled++;
+}
+
+/** A lease on one backend instance; the FinalizationRegistry holds it, never the OpusEncoder/OpusDecoder. */
+class Lease<T extends PooledEncoder | PooledDecoder> {
+  item: T | undefined;
+  /** A crash happened in this instance: free it rather than pool it. */
+  healthy = true;
   constructor(
-    slot: Slot,
+    item: T,
     readonly encoder: boolean,
   ) {
-    this.slot = slot;
+    this.item = item;
     if (encoder) liveEncoders++;
     else liveDecoders++;
   }
 
   release(): void {
-    const slot = this.slot;
-    if (!slot) return;
-    this.slot = undefined;
+    const item = this.item;
+    if (!item) return;
+    this.item = undefined;
     if (this.encoder) {
       liveEncoders--;
-      releaseEncoder(slot);
+      releaseEncoder(item as PooledEncoder, this.healthy);
     } else {
       liveDecoders--;
-      releaseDecoder(slot);
+      releaseDecoder(item as PooledDecoder, this.healthy);
     }
   }
 }
 
 const registry =
   typeof FinalizationRegistry === 'function'
-    ? new FinalizationRegistry<Lease>((lease) => {
-        if (!lease.slot) return;
+    ? new FinalizationRegistry<Lease<PooledEncoder | PooledDecoder>>((lease) => {
+        if (!lease.item) return;
         finalized++;
-        try {
-          lease.release();
-        } catch {
-          // The module itself failed (a wasm trap): nothing left to return the handler to.
-        }
+        lease.release();
       })
     : undefined;
 
-/** Live-instance and memory figures of the shared libopus module. */
+/** Live-instance and memory figures of the Opus layer. */
 export interface OpusStats {
   /** Encoders created and not yet destroyed (or collected). */
   readonly encoders: number;
   /** Decoders created and not yet destroyed (or collected). */
   readonly decoders: number;
-  /** Native handlers allocated (each is one encoder + one decoder; pooled, never freed). */
+  /** Released instances kept for reuse (at most `poolHighWaterMark`). */
+  readonly pooled: number;
+  /** Native wasm handlers allocated (each is one encoder + one decoder; freed when both halves are). */
   readonly handlers: number;
-  /** Instances returned to the pool by the FinalizationRegistry because `destroy()` was not called. */
+  /** Instances returned by the FinalizationRegistry because `destroy()` was not called. */
   readonly finalized: number;
+  /** Creations refused with `OPUS_CAPACITY` by the instance cap. */
+  readonly refused: number;
   /** Size of the wasm heap in bytes (0 before the module is loaded). */
   readonly heapBytes: number;
+  /** Name of the backend new instances get (`'wasm'` or `'native'`). */
+  readonly backend: string;
 }
 
-/** Live-instance counts and heap size of the shared libopus module. */
+/** Live-instance counts, pool size and wasm heap size. */
 export function opusStats(): OpusStats {
-  return { encoders: liveEncoders, decoders: liveDecoders, handlers: handlerCount, finalized, heapBytes: native ? native.mod.HEAPU8.length : 0 };
+  return {
+    encoders: liveEncoders,
+    decoders: liveDecoders,
+    pooled,
+    handlers: wasmHandlerCount(),
+    finalized,
+    refused,
+    heapBytes: wasmOpusBackend.memoryBytes?.() ?? 0,
+    backend: backend?.name ?? (provider ? 'undecided' : 'wasm'),
+  };
 }
 
 // --- packets ---------------------------------------------------------------------------------------
@@ -355,6 +363,8 @@ for (let c = 0; c < 32; c++) {
  * frame-count byte or with 0 frames, or a duration over 120 ms (§3.2.5, [R5]).
  */
 export function opusPacketDuration(packet: Uint8Array, sampleRate: number = 48000): number {
+  if (!(packet instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `opusPacketDuration takes a Uint8Array packet, got ${describe(packet)}`);
+  if (typeof sampleRate !== 'number' || !(sampleRate > 0) || sampleRate === Infinity) throw new VoicewireError('INVALID_ARGUMENT', `opusPacketDuration sampleRate must be a positive number, got ${String(sampleRate)}`);
   if (packet.length === 0) throw new VoicewireError('OPUS_INVALID_PACKET', 'an Opus packet has at least one byte (RFC 6716 §3.4 [R1])');
   const toc = packet[0]!;
   const frame = FRAME_SIZE_48K[toc >> 3]!;
@@ -402,6 +412,7 @@ export interface OpusEncoderOptions {
  * A libopus encoder (RFC 6716). {@link encode} takes exactly one frame of 2.5, 5, 10, 20, 40, 60,
  * 80, 100 or 120 ms (interleaved when stereo) and returns one packet. Call {@link destroy} when
  * done; an encoder dropped without it is reclaimed by a FinalizationRegistry.
+ * @throws `OPUS_CAPACITY` (1011) when the process holds `maxInstances` instances ({@link setOpusLimits}).
  */
 export class OpusEncoder {
   /** Input sample rate. */
@@ -415,21 +426,27 @@ export class OpusEncoder {
    * 48 kHz for `voip`/`audio` (6.5 ms), 120 for `lowdelay` (2.5 ms). An Ogg Opus stream's pre-skip.
    */
   readonly lookahead: number;
-  private lease: Lease;
+  /** The backend this encoder runs on (`'wasm'` or `'native'`). */
+  readonly backend: string;
+  private lease: Lease<PooledEncoder>;
 
   constructor(options: OpusEncoderOptions = {}) {
-    this.sampleRate = checkRate(options.sampleRate ?? 48000, 'OpusEncoder');
-    this.channels = checkChannels(options.channels ?? 1, 'OpusEncoder');
-    const app = options.application ?? 'audio';
-    if (!Object.hasOwn(APPLICATIONS, app)) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder application must be 'voip', 'audio' or 'lowdelay', got ${String(app)}`);
+    const o = checkOptions(options, 'OpusEncoder');
+    this.sampleRate = checkRate(o.sampleRate ?? 48000, 'OpusEncoder');
+    this.channels = checkChannels(o.channels ?? 1, 'OpusEncoder');
+    const app = o.application ?? 'audio';
+    if (typeof app !== 'string' || !Object.hasOwn(APPLICATIONS, app)) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder application must be 'voip', 'audio' or 'lowdelay', got ${String(app)}`);
     this.application = app;
-    const slot = acquireEncoder(this.sampleRate, this.channels, app);
-    this.lease = new Lease(slot, true);
+    if (o.bitrate !== undefined) bitrateValue(o.bitrate);
+    if (o.complexity !== undefined) checkComplexity(o.complexity);
+    const item = acquireEncoder(this.sampleRate, this.channels, app);
+    this.lease = new Lease(item, true);
     registry?.register(this, this.lease, this);
-    this.lookahead = slot.lookahead;
+    this.lookahead = item.lookahead;
+    this.backend = item.backend.name;
     try {
-      if (options.bitrate !== undefined) this.setBitrate(options.bitrate);
-      if (options.complexity !== undefined) this.setComplexity(options.complexity);
+      if (o.bitrate !== undefined) this.setBitrate(o.bitrate);
+      if (o.complexity !== undefined) this.setComplexity(o.complexity);
     } catch (err) {
       this.destroy();
       throw err;
@@ -438,17 +455,12 @@ export class OpusEncoder {
 
   /** True once {@link destroy} was called. */
   get destroyed(): boolean {
-    return this.lease.slot === undefined;
+    return this.lease.item === undefined;
   }
 
   /** Sets the target bitrate (`OPUS_SET_BITRATE`): bit/s 500–512000, `'auto'` or `'max'`. */
   setBitrate(bitrate: number | 'auto' | 'max'): void {
-    let v: number;
-    if (bitrate === 'auto') v = OPUS_AUTO;
-    else if (bitrate === 'max') v = OPUS_BITRATE_MAX;
-    else if (Number.isInteger(bitrate) && bitrate >= 500 && bitrate <= 512000) v = bitrate;
-    else throw new VoicewireError('INVALID_ARGUMENT', `Opus bitrate must be an integer 500–512000, 'auto' or 'max', got ${String(bitrate)}`);
-    this.ctl(OPUS_SET_BITRATE, v);
+    this.ctl(OPUS_SET_BITRATE, bitrateValue(bitrate));
   }
 
   /** The bitrate libopus is using, bit/s (`OPUS_GET_BITRATE`; resolves `'auto'`). */
@@ -458,8 +470,7 @@ export class OpusEncoder {
 
   /** Sets the complexity 0–10 (`OPUS_SET_COMPLEXITY`). */
   setComplexity(complexity: number): void {
-    if (!Number.isInteger(complexity) || complexity < 0 || complexity > 10) throw new VoicewireError('INVALID_ARGUMENT', `Opus complexity must be an integer 0–10, got ${String(complexity)}`);
-    this.ctl(OPUS_SET_COMPLEXITY, complexity);
+    this.ctl(OPUS_SET_COMPLEXITY, checkComplexity(complexity));
   }
 
   /** The complexity in use. */
@@ -470,20 +481,20 @@ export class OpusEncoder {
   /**
    * Encodes one frame: `pcm.length / channels` samples per channel must be a valid Opus frame size
    * (2.5–120 ms). Int16 samples are used as they are; Float32 samples (nominal ±1) are scaled by
-   * 32767, rounded and clamped (the build's entry point takes 16-bit PCM). Returns a new packet.
+   * 32767, rounded and clamped (NaN → 0). Returns a new packet.
    */
   encode(pcm: Int16Array | Float32Array): Uint8Array {
-    const n = this.native();
-    const len = this.encodeToScratch(n, pcm);
-    return n.mod.HEAPU8.slice(n.packetPtr, n.packetPtr + len);
+    return this.run(pcm).slice();
   }
 
-  /** Like {@link encode}, writing the packet into `out` at `offset`; returns its length. */
+  /** Like {@link encode}, writing the packet into `out` at `offset` (an integer, default 0); returns its length. */
   encodeInto(pcm: Int16Array | Float32Array, out: Uint8Array, offset = 0): number {
-    const n = this.native();
-    const len = this.encodeToScratch(n, pcm);
-    if (offset < 0 || offset + len > out.length) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder.encodeInto: ${len} bytes do not fit at offset ${offset} of ${out.length}`);
-    out.set(n.mod.HEAPU8.subarray(n.packetPtr, n.packetPtr + len), offset);
+    if (!(out instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder.encodeInto writes into a Uint8Array, got ${describe(out)}`);
+    checkOffset(offset, 'OpusEncoder.encodeInto');
+    const packet = this.run(pcm);
+    const len = packet.length;
+    if (offset + len > out.length) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder.encodeInto: ${len} bytes do not fit at offset ${offset} of ${out.length}`);
+    out.set(packet, offset);
     return len;
   }
 
@@ -492,58 +503,81 @@ export class OpusEncoder {
     this.ctl(OPUS_RESET_STATE, 0);
   }
 
-  /** Returns the native encoder to the pool. Idempotent; any later call raises `INVALID_STATE`. */
+  /** Returns the encoder to the pool (or frees it above the high-water mark). Idempotent; any later call raises `INVALID_STATE`. */
   destroy(): void {
-    if (!this.lease.slot) return;
+    if (!this.lease.item) return;
     registry?.unregister(this);
     this.lease.release();
   }
 
-  private native(): Native {
-    if (!this.lease.slot || !native) throw new VoicewireError('INVALID_STATE', 'OpusEncoder used after destroy()');
-    return native;
+  private core(): OpusBackendEncoder {
+    const item = this.lease.item;
+    if (!item) throw new VoicewireError('INVALID_STATE', 'OpusEncoder used after destroy()');
+    return item.core;
   }
 
-  private encodeToScratch(n: Native, pcm: Int16Array | Float32Array): number {
-    const total = pcm.length;
-    const frame = total / this.channels;
+  /** Validates and encodes; the packet is a backend view, valid until the next backend call. */
+  private run(pcm: Int16Array | Float32Array): Uint8Array {
+    const core = this.core();
     if (!(pcm instanceof Int16Array || pcm instanceof Float32Array)) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder.encode takes an Int16Array or Float32Array, got ${describe(pcm)}`);
+    const frame = pcm.length / this.channels;
     if (!isFrameSize(frame, this.sampleRate)) {
       throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder.encode: ${frame} samples per channel is not an Opus frame at ${this.sampleRate} Hz (2.5, 5, 10, 20, 40, 60, 80, 100 or 120 ms)`);
     }
-    // Views are taken here, after anything that could have grown the heap.
-    const heap = n.mod.HEAPU32;
-    const base = n.pcmPtr >> 2;
-    if (pcm instanceof Int16Array) {
-      for (let i = 0; i < total; i++) {
-        const s = pcm[i]!;
-        heap[base + i] = (s & 0xff) | ((s & 0xff00) << 8);
-      }
-    } else {
-      for (let i = 0; i < total; i++) {
-        let v = pcm[i]! * 32767;
-        v = v >= 32767 ? 32767 : v <= -32768 ? -32768 : v;
-        const s = (v + (v >= 0 ? 0.5 : -0.5)) | 0; // NaN becomes 0
-        heap[base + i] = (s & 0xff) | ((s & 0xff00) << 8);
-      }
+    try {
+      return core.encode(pcm, frame);
+    } catch (err) {
+      throw this.crash(err, 'opus_encode');
     }
-    const len = this.lease.slot!.handler._encode(n.pcmPtr, total, n.packetPtr, frame);
-    if (len < 0) throw new VoicewireError('OPUS_ENCODER_ERROR', `libopus opus_encode: ${strerror(n, len)}`);
-    return len;
+  }
+
+  private crash(err: unknown, what: string): VoicewireError {
+    if (!(err instanceof VoicewireError)) this.lease.healthy = false;
+    return crashed(err, 'OPUS_ENCODER_ERROR', what);
   }
 
   private ctl(request: number, value: number): void {
-    const n = this.native();
-    const rc = this.lease.slot!.handler._encoder_ctl(request, value);
-    if (rc < 0) throw new VoicewireError('OPUS_ENCODER_ERROR', `libopus encoder_ctl(${request}, ${value}): ${strerror(n, rc)}`);
+    const core = this.core();
+    let rc: number;
+    try {
+      rc = core.set(request, value);
+    } catch (err) {
+      throw this.crash(err, `encoder_ctl(${request})`);
+    }
+    if (rc < 0) throw new VoicewireError('OPUS_ENCODER_ERROR', `libopus encoder_ctl(${request}, ${value}): ${opusErrorName(rc)}`);
   }
 
   private get(request: number): number {
-    const n = this.native();
-    const rc = this.lease.slot!.handler._encoder_ctl(request, n.argPtr);
-    if (rc < 0) throw new VoicewireError('OPUS_ENCODER_ERROR', `libopus encoder_ctl(${request}): ${strerror(n, rc)}`);
-    return n.mod.HEAP32[n.argPtr >> 2]!;
+    const core = this.core();
+    try {
+      return core.get(request);
+    } catch (err) {
+      throw this.crash(err, `encoder_ctl(${request})`);
+    }
   }
+}
+
+function checkOptions<T extends object>(options: T | null | undefined, what: string): T {
+  if (options === undefined || options === null) return {} as T;
+  if (typeof options !== 'object') throw new VoicewireError('INVALID_ARGUMENT', `${what} options must be an object, got ${describe(options)}`);
+  return options;
+}
+
+function checkOffset(offset: unknown, what: string): number {
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) throw new VoicewireError('INVALID_ARGUMENT', `${what}: offset must be a non-negative integer, got ${String(offset)}`);
+  return offset;
+}
+
+function bitrateValue(bitrate: unknown): number {
+  if (bitrate === 'auto') return OPUS_AUTO;
+  if (bitrate === 'max') return OPUS_BITRATE_MAX;
+  if (typeof bitrate === 'number' && Number.isInteger(bitrate) && bitrate >= 500 && bitrate <= 512000) return bitrate;
+  throw new VoicewireError('INVALID_ARGUMENT', `Opus bitrate must be an integer 500–512000, 'auto' or 'max', got ${String(bitrate)}`);
+}
+
+function checkComplexity(complexity: unknown): number {
+  if (typeof complexity !== 'number' || !Number.isInteger(complexity) || complexity < 0 || complexity > 10) throw new VoicewireError('INVALID_ARGUMENT', `Opus complexity must be an integer 0–10, got ${String(complexity)}`);
+  return complexity;
 }
 
 function isFrameSize(frame: number, rate: number): boolean {
@@ -569,22 +603,29 @@ export interface OpusDecoderOptions {
  * A libopus decoder. {@link decode} takes one packet of any duration (2.5–120 ms; packets longer
  * than 60 ms are decoded whole) and returns interleaved 16-bit PCM. Call {@link destroy} when
  * done; a decoder dropped without it is reclaimed by a FinalizationRegistry.
+ * @throws `OPUS_CAPACITY` (1011) when the process holds `maxInstances` instances ({@link setOpusLimits}).
  */
 export class OpusDecoder {
   /** Output sample rate. */
   readonly sampleRate: OpusSampleRate;
   /** Output channels. */
   readonly channels: 1 | 2;
-  private lease: Lease;
+  /** The backend this decoder runs on (`'wasm'` or `'native'`). */
+  readonly backend: string;
+  private lease: Lease<PooledDecoder>;
 
   constructor(options: OpusDecoderOptions = {}) {
-    this.sampleRate = checkRate(options.sampleRate ?? 48000, 'OpusDecoder');
-    this.channels = checkChannels(options.channels ?? 1, 'OpusDecoder');
-    this.lease = new Lease(acquireDecoder(this.sampleRate, this.channels), false);
+    const o = checkOptions(options, 'OpusDecoder');
+    this.sampleRate = checkRate(o.sampleRate ?? 48000, 'OpusDecoder');
+    this.channels = checkChannels(o.channels ?? 1, 'OpusDecoder');
+    if (o.gain !== undefined) checkGain(o.gain);
+    const item = acquireDecoder(this.sampleRate, this.channels);
+    this.lease = new Lease(item, false);
+    this.backend = item.backend.name;
     registry?.register(this, this.lease, this);
-    if (options.gain !== undefined) {
+    if (o.gain !== undefined) {
       try {
-        this.setGain(options.gain);
+        this.setGain(o.gain);
       } catch (err) {
         this.destroy();
         throw err;
@@ -594,54 +635,61 @@ export class OpusDecoder {
 
   /** True once {@link destroy} was called. */
   get destroyed(): boolean {
-    return this.lease.slot === undefined;
+    return this.lease.item === undefined;
   }
 
   /** Sets the output gain, Q7.8 dB (-32768..32767; RFC 7845 §5.1 "Output Gain"). */
   setGain(q78: number): void {
-    if (!Number.isInteger(q78) || q78 < -32768 || q78 > 32767) throw new VoicewireError('INVALID_ARGUMENT', `Opus gain must be a Q7.8 integer in -32768..32767, got ${String(q78)}`);
-    const n = this.native();
-    const rc = this.lease.slot!.handler._decoder_ctl(OPUS_SET_GAIN, q78);
-    if (rc < 0) throw new VoicewireError('OPUS_DECODER_ERROR', `libopus decoder_ctl(OPUS_SET_GAIN): ${strerror(n, rc)}`);
+    checkGain(q78);
+    const core = this.core();
+    let rc: number;
+    try {
+      rc = core.set(OPUS_SET_GAIN, q78);
+    } catch (err) {
+      throw this.crash(err, 'decoder_ctl(OPUS_SET_GAIN)');
+    }
+    if (rc < 0) throw new VoicewireError('OPUS_DECODER_ERROR', `libopus decoder_ctl(OPUS_SET_GAIN): ${opusErrorName(rc)}`);
   }
 
   /** The output gain in use, Q7.8 dB. */
   getGain(): number {
-    const n = this.native();
-    const rc = this.lease.slot!.handler._decoder_ctl(OPUS_GET_GAIN, n.argPtr);
-    if (rc < 0) throw new VoicewireError('OPUS_DECODER_ERROR', `libopus decoder_ctl(OPUS_GET_GAIN): ${strerror(n, rc)}`);
-    return n.mod.HEAP32[n.argPtr >> 2]!;
+    const core = this.core();
+    try {
+      return core.get(OPUS_GET_GAIN);
+    } catch (err) {
+      throw this.crash(err, 'decoder_ctl(OPUS_GET_GAIN)');
+    }
   }
 
   /** Decodes one packet into a new interleaved Int16Array. */
   decode(packet: Uint8Array): Int16Array {
-    const n = this.native();
-    const samples = this.check(packet);
-    const out = new Int16Array(samples * this.channels);
-    this.run(n, packet, out, 0);
+    const core = this.core();
+    const out = new Int16Array(this.check(packet) * this.channels);
+    this.run(core, packet, out, 0);
     return out;
   }
 
   /** Decodes one packet into a new interleaved Float32Array (16-bit samples / 32768). */
   decodeFloat(packet: Uint8Array): Float32Array {
-    const n = this.native();
-    const samples = this.check(packet);
-    const out = new Float32Array(samples * this.channels);
-    this.run(n, packet, out, 0);
+    const core = this.core();
+    const out = new Float32Array(this.check(packet) * this.channels);
+    this.run(core, packet, out, 0);
     return out;
   }
 
   /**
-   * Decodes one packet into `out` starting at element `offset` (interleaved). Returns the samples
-   * per channel written. `out` must have room for the packet's duration
-   * ({@link opusPacketDuration} × channels).
-   * @throws `OPUS_INVALID_PACKET` for a malformed packet, `INVALID_ARGUMENT` when `out` is too small.
+   * Decodes one packet into `out` starting at element `offset` (a non-negative integer, default
+   * 0; interleaved). Returns the samples per channel written. `out` must have room for the
+   * packet's duration ({@link opusPacketDuration} × channels).
+   * @throws `OPUS_INVALID_PACKET` for a malformed packet, `INVALID_ARGUMENT` for a bad `out` or `offset`.
    */
   decodeInto(packet: Uint8Array, out: Int16Array | Float32Array, offset = 0): number {
-    const n = this.native();
+    const core = this.core();
+    if (!(out instanceof Int16Array || out instanceof Float32Array)) throw new VoicewireError('INVALID_ARGUMENT', `OpusDecoder.decodeInto writes into an Int16Array or Float32Array, got ${describe(out)}`);
+    checkOffset(offset, 'OpusDecoder.decodeInto');
     const values = this.check(packet) * this.channels;
-    if (offset < 0 || offset + values > out.length) throw new VoicewireError('INVALID_ARGUMENT', `OpusDecoder.decodeInto: ${values} samples do not fit at offset ${offset} of ${out.length}`);
-    return this.run(n, packet, out, offset);
+    if (offset + values > out.length) throw new VoicewireError('INVALID_ARGUMENT', `OpusDecoder.decodeInto: ${values} samples do not fit at offset ${offset} of ${out.length}`);
+    return this.run(core, packet, out, offset);
   }
 
   /** Validates a packet; returns its duration in samples per channel at the output rate. */
@@ -651,47 +699,46 @@ export class OpusDecoder {
     return opusPacketDuration(packet, this.sampleRate);
   }
 
-  /** Copies the packet in, decodes, converts the handler's PCM layout out. Views are fresh here. */
-  private run(n: Native, packet: Uint8Array, out: Int16Array | Float32Array, offset: number): number {
-    n.mod.HEAPU8.set(packet, n.packetPtr);
-    const got = this.lease.slot!.handler._decode(n.packetPtr, packet.length, n.pcmPtr);
-    if (got < 0) {
-      throw new VoicewireError(got === OPUS_INVALID_PACKET ? 'OPUS_INVALID_PACKET' : 'OPUS_DECODER_ERROR', `libopus opus_decode: ${strerror(n, got)}`);
+  private run(core: OpusBackendDecoder, packet: Uint8Array, out: Int16Array | Float32Array, offset: number): number {
+    try {
+      return core.decode(packet, out, offset);
+    } catch (err) {
+      throw this.crash(err, 'opus_decode');
     }
-    const count = got * this.channels;
-    const heap = n.mod.HEAPU32;
-    const base = n.pcmPtr >> 2;
-    if (out instanceof Int16Array) {
-      for (let i = 0; i < count; i++) {
-        const v = heap[base + i]!;
-        out[offset + i] = (v & 0xff) | ((v >>> 8) & 0xff00);
-      }
-    } else {
-      for (let i = 0; i < count; i++) {
-        const v = heap[base + i]!;
-        out[offset + i] = (((v & 0xff) | ((v >>> 8) & 0xff00)) << 16 >> 16) / 32768;
-      }
-    }
-    return got;
+  }
+
+  private crash(err: unknown, what: string): VoicewireError {
+    if (!(err instanceof VoicewireError)) this.lease.healthy = false;
+    return crashed(err, 'OPUS_DECODER_ERROR', what);
   }
 
   /** Clears the decoder's history (`OPUS_RESET_STATE`), keeping the gain. */
   reset(): void {
-    this.native();
-    this.lease.slot!.handler._decoder_ctl(OPUS_RESET_STATE, 0);
+    const core = this.core();
+    try {
+      core.set(OPUS_RESET_STATE, 0);
+    } catch (err) {
+      throw this.crash(err, 'decoder_ctl(OPUS_RESET_STATE)');
+    }
   }
 
-  /** Returns the native decoder to the pool. Idempotent; any later call raises `INVALID_STATE`. */
+  /** Returns the decoder to the pool (or frees it above the high-water mark). Idempotent; any later call raises `INVALID_STATE`. */
   destroy(): void {
-    if (!this.lease.slot) return;
+    if (!this.lease.item) return;
     registry?.unregister(this);
     this.lease.release();
   }
 
-  private native(): Native {
-    if (!this.lease.slot || !native) throw new VoicewireError('INVALID_STATE', 'OpusDecoder used after destroy()');
-    return native;
+  private core(): OpusBackendDecoder {
+    const item = this.lease.item;
+    if (!item) throw new VoicewireError('INVALID_STATE', 'OpusDecoder used after destroy()');
+    return item.core;
   }
+}
+
+function checkGain(q78: unknown): number {
+  if (typeof q78 !== 'number' || !Number.isInteger(q78) || q78 < -32768 || q78 > 32767) throw new VoicewireError('INVALID_ARGUMENT', `Opus gain must be a Q7.8 integer in -32768..32767, got ${String(q78)}`);
+  return q78;
 }
 
 /**

@@ -3,6 +3,8 @@
  * (the ffmpeg bridge). Everything from the core entry is re-exported for convenience.
  */
 export * from '../index.js';
+import { registerNativeOpus } from './opus-native.js';
+registerNativeOpus(); // Opus on the native libopus when @evan/opus is installed (optional dependency), else wasm
 export { CoreTransform, toNodeTransform } from './transform.js';
 export type { NodeTransformOptions } from './transform.js';
 export { createFfmpegDecoderStream, decodeWithFfmpeg, isFfmpegAvailable } from './ffmpeg.js';
@@ -16,3 +18,4 @@ export * from './ogg-opus.js';
 export * from './protocol.js';
 export * from './pipelines.js';
 export * from './ws-session.js';
+export { nativeOpusBackend, registerNativeOpus } from './opus-native.js';

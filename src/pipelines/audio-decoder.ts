@@ -57,6 +57,18 @@ export interface AudioDecoderOptions {
   allowTruncated?: boolean;
   /** Called when the source becomes known: at creation for raw formats, after the header for WAV and Ogg (once per stream). */
   onInfo?: (info: AudioSourceInfo) => void;
+  /**
+   * Most Ogg Opus audio one `push`/`pull` decodes, samples at the Opus decode rate; the rest is
+   * queued for {@link AudioDecoder.pull} (see `OggOpusDecoder` `maxSamplesPerCall`). Raw and WAV
+   * output is proportional to the input and needs no bound. Default Infinity.
+   */
+  maxSamplesPerPush?: number;
+  /**
+   * Most audio decoded since creation, seconds of source audio (all streams together); past it
+   * `push`/`pull`/`flush` raise `AUDIO_LIMIT_EXCEEDED` (1008). For Ogg Opus it is checked before
+   * each page is decoded, so the CPU is bounded too. Default Infinity.
+   */
+  maxDecodedSeconds?: number;
 }
 
 /** An incremental decoder (see {@link createAudioDecoder}). */
@@ -80,6 +92,14 @@ export interface AudioDecoder extends Incremental<Uint8Array, Int16Array> {
   reset(): void;
   /** Frees the libopus decoder. Idempotent. */
   destroy(): void;
+  /**
+   * Decodes the next piece of queued Ogg Opus audio (at most `maxSamplesPerPush`); [] when none.
+   * Call it until {@link pending} is 0 (yielding to the event loop between calls) to get audio
+   * that one `push` brought but did not decode.
+   */
+  pull(): Int16Array[];
+  /** Audio received but not decoded yet (Ogg Opus beyond `maxSamplesPerPush`), samples. */
+  readonly pending: number;
   /** The source, once known (at once for raw formats, after the header for WAV/Ogg). */
   readonly info: AudioSourceInfo | null;
   /** Samples output since the stream started. */
@@ -116,9 +136,19 @@ class AudioDecoderImpl implements AudioDecoder {
   private headLength = 0;
   private carry = -1;
   private failure: unknown;
+  private readonly perPush: number;
+  private readonly maxSeconds: number;
+  /** Seconds decoded by finished streams. */
+  private pastSeconds = 0;
 
   constructor(options: AudioDecoderOptions) {
     if (typeof options !== 'object' || options === null) throw new VoicewireError('INVALID_ARGUMENT', `createAudioDecoder: options must be an object, got ${describe(options)}`);
+    this.perPush = options.maxSamplesPerPush ?? Infinity;
+    this.maxSeconds = options.maxDecodedSeconds ?? Infinity;
+    for (const [name, v] of [['maxSamplesPerPush', this.perPush], ['maxDecodedSeconds', this.maxSeconds]] as const) {
+      if (typeof v !== 'number' || Number.isNaN(v) || v < 0) throw new VoicewireError('INVALID_ARGUMENT', `createAudioDecoder: ${name} must be a non-negative number, got ${String(v)}`);
+    }
+    if (options.onInfo !== undefined && typeof options.onInfo !== 'function') throw new VoicewireError('INVALID_ARGUMENT', `createAudioDecoder: onInfo must be a function, got ${describe(options.onInfo)}`);
     this.format = options.format === undefined ? null : parseAudioFormat(options.format, { direction: options.direction ?? 'stt-input' });
     const rate = options.opusSampleRate ?? 48000;
     if (![8000, 12000, 16000, 24000, 48000].includes(rate)) {
@@ -135,6 +165,7 @@ class AudioDecoderImpl implements AudioDecoder {
 
   /** A new stream: raw formats are known at once. */
   private begin(): void {
+    if (this.info !== null && this.info.sampleRate > 0) this.pastSeconds += this.samplesOut / this.info.sampleRate;
     this.mode = this.initialMode;
     this.info = null;
     this.samplesOut = 0;
@@ -210,7 +241,8 @@ class AudioDecoderImpl implements AudioDecoder {
     const named = this.format?.container;
     if (isOgg || (!isWav && named === 'ogg')) {
       this.mode = M_OGG;
-      this.ogg = new OggOpusDecoder({ sampleRate: this.opusRate, channels: 1, allowTruncated: this.allowTruncated });
+      const left = Math.max(0, Math.floor((this.maxSeconds - this.pastSeconds) * this.opusRate));
+      this.ogg = new OggOpusDecoder({ sampleRate: this.opusRate, channels: 1, allowTruncated: this.allowTruncated, maxSamplesPerCall: this.perPush, maxDecodedSamples: left });
     } else if (isWav || named === 'wav') {
       this.mode = M_WAV;
       this.wav = createWavDecoder({ output: 'int16', mono: true, allowTruncated: this.allowTruncated });
@@ -241,7 +273,32 @@ class AudioDecoderImpl implements AudioDecoder {
 
   private emit(pcm: Int16Array, out: Int16Array[]): void {
     this.samplesOut += pcm.length;
+    const rate = this.info?.sampleRate ?? 0;
+    if (this.maxSeconds !== Infinity && rate > 0 && this.pastSeconds + this.samplesOut / rate > this.maxSeconds) {
+      throw new VoicewireError('AUDIO_LIMIT_EXCEEDED', `the input decodes to more than maxDecodedSeconds (${this.maxSeconds} s)`, { details: { maxDecodedSeconds: this.maxSeconds } });
+    }
     out.push(pcm);
+  }
+
+  get pending(): number {
+    return this.ogg?.pending ?? 0;
+  }
+
+  pull(): Int16Array[] {
+    if (this.mode === M_FAILED) {
+      throw new VoicewireError('INVALID_STATE', 'AudioDecoder used after an error; flush() starts a new stream', { cause: this.failure });
+    }
+    const out: Int16Array[] = [];
+    if (this.mode !== M_OGG || this.ogg === null) return out;
+    try {
+      for (const pcm of this.ogg.pull()) this.oggPcm(pcm, out);
+    } catch (err) {
+      this.mode = M_FAILED;
+      this.failure = err;
+      this.release();
+      throw err;
+    }
+    return out;
   }
 
   private wavEvents(events: readonly WavDecoderEvent<Int16Array>[], out: Int16Array[]): void {

@@ -42,6 +42,19 @@ export interface SttAudioDecoderOptions {
   allowTruncated?: boolean;
   /** Called when the source is known (see {@link AudioDecoderOptions.onInfo}). */
   onInfo?: (info: AudioSourceInfo) => void;
+  /**
+   * Most Ogg Opus audio one `push` (or `pull`) decodes, samples at 24 kHz. Default 24000 (1 s):
+   * 1 MB of crafted Ogg Opus holds 11 hours of audio (issue 11 §4), so a push decodes at most
+   * this (plus one page) and queues the rest: call {@link SttAudioDecoder.pull} while
+   * {@link SttAudioDecoder.pending} > 0, yielding to the event loop between calls.
+   */
+  maxSamplesPerPush?: number;
+  /**
+   * Most source audio this decoder decodes, seconds (all streams together): past it `push`,
+   * `pull` and `flush` raise `AUDIO_LIMIT_EXCEEDED` (close code 1008), for Ogg Opus before the
+   * page is decoded. A server sets it from its session-duration limit. Default Infinity.
+   */
+  maxDecodedSeconds?: number;
 }
 
 /** The delay each stage adds, ms. */
@@ -76,6 +89,10 @@ export interface SttAudioDecoder {
   reset(): void;
   /** Frees libopus. Idempotent. */
   destroy(): void;
+  /** Decodes and frames the next piece of queued Ogg Opus audio (at most `maxSamplesPerPush`); [] when nothing is queued. */
+  pull(): Int16Array[];
+  /** Ogg Opus audio received but not decoded yet, samples at 24 kHz: call {@link pull} until it is 0. */
+  readonly pending: number;
   /** Audio in the frames emitted so far, seconds (frames × 0.08): the `step` message's `total_duration_s`. */
   readonly total_duration_s: number;
   /** Frames emitted since creation. */
@@ -99,7 +116,9 @@ class SttPcmPipeline {
 
   constructor(format: string | undefined, options: SttAudioDecoderOptions) {
     this.quality = options.quality ?? 'high';
-    const decOptions: AudioDecoderOptions = { direction: 'stt-input', opusSampleRate: 24000 };
+    if (typeof options !== 'object' || options === null) throw new VoicewireError('INVALID_ARGUMENT', `createSttAudioDecoder: options must be an object, got ${describe(options)}`);
+    const decOptions: AudioDecoderOptions = { direction: 'stt-input', opusSampleRate: 24000, maxSamplesPerPush: options.maxSamplesPerPush ?? STT_SAMPLE_RATE };
+    if (options.maxDecodedSeconds !== undefined) decOptions.maxDecodedSeconds = options.maxDecodedSeconds;
     if (format !== undefined) decOptions.format = format;
     decOptions.allowTruncated = options.allowTruncated ?? true;
     if (options.onInfo !== undefined) decOptions.onInfo = options.onInfo;
@@ -108,6 +127,10 @@ class SttPcmPipeline {
 
   push(bytes: Uint8Array, out: Int16Array[]): void {
     this.resample(this.decoder.push(bytes), out);
+  }
+
+  pull(out: Int16Array[]): void {
+    this.resample(this.decoder.pull(), out);
   }
 
   private resample(parts: readonly Int16Array[], out: Int16Array[]): void {
@@ -160,7 +183,9 @@ class SttPcmPipeline {
 }
 
 function invalidAudio(err: unknown, what: string): VoicewireError {
-  if (err instanceof VoicewireError && (err.code === 'PROTOCOL_INVALID_AUDIO' || err.code === 'INVALID_STATE')) return err;
+  // The server's own failures (a full process: OPUS_CAPACITY; a libopus crash; 1011) and the
+  // per-request cap keep their code: they are not the client's audio being undecodable.
+  if (err instanceof VoicewireError && (err.code === 'PROTOCOL_INVALID_AUDIO' || err.code === 'INVALID_STATE' || err.code === 'AUDIO_LIMIT_EXCEEDED' || err.closeCode === 1011)) return err;
   const reason = err instanceof Error ? err.message : String(err);
   return new VoicewireError('PROTOCOL_INVALID_AUDIO', `${what}: ${reason}`, { cause: err, details: { code: err instanceof VoicewireError ? err.code : undefined } });
 }
@@ -215,6 +240,20 @@ class SttAudioDecoderImpl implements SttAudioDecoder {
     }
     const pcm: Int16Array[] = [];
     this.pipe.push(bytes, pcm);
+    return this.frame(pcm, false);
+  }
+
+  get pending(): number {
+    return this.pipe.decoder.pending;
+  }
+
+  pull(): Int16Array[] {
+    const pcm: Int16Array[] = [];
+    try {
+      this.pipe.pull(pcm);
+    } catch (err) {
+      throw invalidAudio(err, 'STT audio cannot be decoded');
+    }
     return this.frame(pcm, false);
   }
 
@@ -309,9 +348,15 @@ export function createSttAudioDecoder(format?: string, options: SttAudioDecoderO
  * An STT input decoder in the shape the protocol server's `createInputDecoder` option takes
  * (`SttInputDecoder` of sessions/server.ts): `push(bytes)` → 24 kHz PCM of any length (the
  * server frames it), `drain()` on a `flush` message (the resampler's tail), `end()` at the end.
+ * Ogg Opus beyond `maxSamplesPerPush` (default 1 s) per push is queued: the server calls `pull()`
+ * while `pending` > 0, yielding between calls; `end()` decodes what is left (bounded by
+ * `maxDecodedSeconds`, which the server sets from its session-duration limit).
  */
-export function createSttInputDecoder(format: string): { push(bytes: Uint8Array): Int16Array; drain(): Int16Array; end(): Int16Array } {
-  const pipe = new SttPcmPipeline(format, {});
+export function createSttInputDecoder(
+  format: string,
+  options: Pick<SttAudioDecoderOptions, 'maxSamplesPerPush' | 'maxDecodedSeconds'> = {},
+): { push(bytes: Uint8Array): Int16Array; pull(): Int16Array; readonly pending: number; drain(): Int16Array; end(): Int16Array } {
+  const pipe = new SttPcmPipeline(format, options);
   const one = (parts: Int16Array[]): Int16Array => {
     if (parts.length === 1) return parts[0]!;
     return concatChunks(parts, (n) => new Int16Array(n));
@@ -321,6 +366,14 @@ export function createSttInputDecoder(format: string): { push(bytes: Uint8Array)
       const out: Int16Array[] = [];
       pipe.push(bytes, out);
       return one(out);
+    },
+    pull() {
+      const out: Int16Array[] = [];
+      pipe.pull(out);
+      return one(out);
+    },
+    get pending() {
+      return pipe.decoder.pending;
     },
     drain() {
       const out: Int16Array[] = [];

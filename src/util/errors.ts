@@ -60,12 +60,14 @@ export const ERROR_CODES = {
   OPUS_ENCODER_ERROR: { description: 'libopus rejected an encoder call.' },
   OPUS_DECODER_ERROR: { description: 'libopus rejected a decoder call.' },
   OPUS_UNSUPPORTED: { description: 'The Opus stream needs the multistream decoder this libopus build lacks (more than one stream or more than 2 channels).' },
+  OPUS_CAPACITY: { description: 'The process holds its limit of live Opus encoders and decoders (setOpusLimits maxInstances, default 4096), or libopus could not allocate one: the server is busy, not the client at fault; retry later.', closeCode: 1011 },
 
   // --- external tools (ffmpeg bridge) -------------------------------------------------------
   FFMPEG_NOT_FOUND: { description: 'This input needs ffmpeg, and ffmpeg is not installed.' },
   FFMPEG_FAILED: { description: 'ffmpeg exited with an error while converting the input.' },
 
   // --- audio pipelines ----------------------------------------------------------------------
+  AUDIO_LIMIT_EXCEEDED: { description: 'A request decoded more audio than its cap (the STT decoder\'s maxDecodedSeconds, the Ogg Opus decoder\'s maxDecodedSamples; the server sets it from the session-duration limit).', closeCode: 1008 },
   AUDIO_FORMAT_UNDETECTED: { description: 'No format was named and the bytes start with neither RIFF/RF64 (WAV) nor OggS (Ogg Opus); name the format (in Node, other containers go through ffmpeg).' },
 
   // --- text tags --------------------------------------------------------------------------

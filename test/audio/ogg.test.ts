@@ -326,6 +326,31 @@ describe('OggPageWriter', () => {
     expectError(() => w.addPacket(new Uint8Array(1), 1), 'INVALID_STATE');
   });
 
+  it('addPacket(5), addPacket({}) and other bad arguments are INVALID_ARGUMENT at once (issue 11 §12: flushPage looped until the heap was exhausted)', () => {
+    const w = new OggPageWriter({ serial: 1 });
+    for (const bad of [5, {}, null, undefined, 'abc', [1, 2, 3], new Int16Array(4)]) expectError(() => w.addPacket(bad as never, 0), 'INVALID_ARGUMENT');
+    for (const g of [NaN, 0.5, -2, Infinity, '3', {}, null, 2n ** 63n]) expectError(() => w.addPacket(new Uint8Array(1), g as never), 'INVALID_ARGUMENT');
+    expect(w.flushPage()).toEqual([]); // nothing was queued by the bad calls
+    for (const o of [5, 'x', null]) expectError(() => new OggPageWriter(o as never), 'INVALID_ARGUMENT');
+    for (const serial of [-1, 2 ** 32, 1.5, NaN, '1']) expectError(() => new OggPageWriter({ serial: serial as never }), 'INVALID_ARGUMENT');
+    expectError(() => w.flushPage(null as never), 'INVALID_ARGUMENT');
+    expectError(() => w.flushPage({ eos: true, eosGranule: NaN }), 'INVALID_ARGUMENT');
+    for (const o of [5, 'x', null]) {
+      expectError(() => new OggPageReader(o as never), 'INVALID_ARGUMENT');
+      expectError(() => new OggPacketReader(o as never), 'INVALID_ARGUMENT');
+    }
+    expectError(() => new OggPacketReader({ select: 5 as never }), 'INVALID_ARGUMENT');
+    expectError(() => new OggPageReader({ onWarning: 'x' as never }), 'INVALID_ARGUMENT');
+    expectError(() => new OggPageReader({ maxGarbage: NaN }), 'INVALID_ARGUMENT');
+    expectError(() => new OggPageReader().push(5 as never), 'INVALID_ARGUMENT');
+    const page = { headerType: 0, granule: 0, serial: 1, sequence: 0, segments: [1], body: new Uint8Array(1) };
+    expect(buildOggPage(page).length).toBe(29);
+    for (const bad of [{ segments: [256], body: new Uint8Array(256) }, { segments: [0.5], body: new Uint8Array(0) }, { body: [1] }, { segments: null }, { headerType: 256 }, { serial: -1 }, { sequence: NaN }, { granule: NaN }]) {
+      expectError(() => buildOggPage({ ...page, ...bad } as never), 'INVALID_ARGUMENT');
+    }
+    expectError(() => buildOggPage(null as never), 'INVALID_ARGUMENT');
+  });
+
   it('buildOggPage rejects more than 255 segments or lacing that does not match the body', () => {
     expectError(() => buildOggPage({ headerType: 0, granule: 0, serial: 1, sequence: 0, segments: new Array<number>(256).fill(0), body: new Uint8Array(0) }), 'INVALID_ARGUMENT');
     expectError(() => buildOggPage({ headerType: 0, granule: 0, serial: 1, sequence: 0, segments: [3], body: new Uint8Array(2) }), 'INVALID_ARGUMENT');
@@ -463,6 +488,27 @@ describe('OggPacketReader', () => {
     expect(r.push(TAGS2).length).toBe(1); // the OpusHead page, then the error is raised next
     expectError(() => r.flush(), 'OGG_PACKET_TOO_LARGE', /maxPacketSize \(60000 bytes\)/);
     expect(readPackets([TAGS2], { maxPacketSize: 70_000 }).length).toBe(4);
+  });
+
+  it('keeps a copy of each continued part, not a view of the pushed chunk (issue 11 §5: 32,000 chunks retained 2 GB for 8 MB counted)', () => {
+    // One 100 KB packet over two pages; each page pushed inside a 64 KiB chunk that the caller reuses.
+    const w = new OggPageWriter({ serial: 3 });
+    const packet = new Uint8Array(100_000).map((_, i) => (i * 7) & 0xff);
+    const pages = [...w.addPacket(packet, 1), ...w.flushPage({ eos: true })];
+    expect(pages.length).toBe(2);
+    const r = new OggPacketReader();
+    const chunk = new Uint8Array(65536);
+    const got: Uint8Array[] = [];
+    for (const page of pages) {
+      // The page is pushed as a view of a bigger buffer, which is overwritten once push returns.
+      chunk.set(page);
+      for (const g of r.push(chunk.subarray(0, page.length))) got.push(...g.packets);
+      chunk.fill(0xee);
+    }
+    r.flush();
+    expect(got.length).toBe(1);
+    expect(got[0]!.length).toBe(packet.length);
+    expect(got[0]!.every((b, i) => b === packet[i])).toBe(true);
   });
 
   it('fuzz: mutated streams raise only VoicewireError', () => {
