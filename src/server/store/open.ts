@@ -6,7 +6,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { VoicewireError } from '../../util/errors.js';
+import { VoicewireError, isVoicewireError } from '../../util/errors.js';
+import { PostgresStore } from './postgres-store.js';
 import { SqliteStore } from './sqlite-store.js';
 import type { Store } from './store.js';
 
@@ -65,13 +66,28 @@ export function resolveStoreLocation(options: OpenStoreOptions): StoreLocation {
  * server and a CLI started on an older file both upgrade it, once).
  *
  * @throws VoicewireError `STORE_UNAVAILABLE` when it cannot be opened (folder not creatable, file not a
- * database, schema newer than this version) and for Postgres, which is not built yet;
- * `INVALID_ARGUMENT` for a malformed `--store`.
+ * database, schema newer than this version; Postgres refusing the connection or not answering
+ * within the connection timeout); `INVALID_ARGUMENT` for a malformed `--store`.
  */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const where = resolveStoreLocation(options);
   if (where.kind === 'postgres') {
-    throw new VoicewireError('STORE_UNAVAILABLE', '--store postgres://…: the Postgres store is not built yet (issue 16); use the embedded SQLite store (--data DIR or --store sqlite:PATH)');
+    // Pool and timeouts at their documented defaults (postgres-store.ts, README "Storage").
+    let pg: PostgresStore;
+    try {
+      pg = new PostgresStore(where.url);
+    } catch (err) {
+      // pg parses the URL here; its message may quote the URL, which may hold a password.
+      if (isVoicewireError(err)) throw err;
+      throw new VoicewireError('INVALID_ARGUMENT', '--store: not a valid postgres:// URL');
+    }
+    try {
+      await pg.migrate();
+    } catch (err) {
+      await pg.close().catch(() => undefined);
+      throw err;
+    }
+    return pg;
   }
   if (where.path !== ':memory:') {
     try {
