@@ -496,20 +496,34 @@ export class PostgresStore implements Store {
     } catch (err) {
       throw wrap(err, what);
     }
+    // A checked-out connection has no pool listener: the server dropping it between two of our
+    // queries would emit an unhandled 'error' (a crash). The failing query reports it instead.
     let broken: Error | undefined;
+    const onError = (err: Error): void => {
+      broken ??= err;
+    };
+    client.on('error', onError);
     try {
       await client.query(begin);
       const result = await fn(client);
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      try {
-        await client.query('ROLLBACK');
-      } catch (rollbackError) {
-        broken = rollbackError as Error; // the connection is gone or wedged: destroy it on release
+      if (err instanceof pg.DatabaseError || err instanceof VoicewireError) {
+        // The server answered (or our own check refused): the connection is sound, undo and reuse it.
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          broken ??= rollbackError as Error;
+        }
+      } else {
+        // Lost, refused or timed out: a ROLLBACK would wait for the same dead server. Destroying the
+        // connection ends the transaction server-side.
+        broken ??= err instanceof Error ? err : new Error(String(err));
       }
       throw wrap(err, what);
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }

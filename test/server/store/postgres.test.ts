@@ -131,7 +131,8 @@ describe.skipIf(!hasPostgres())(needsPostgres('PostgresStore'), () => {
 
     it('a server that stops answering (processes frozen): ping rejects STORE_UNAVAILABLE by the client-side timeouts, then recovers', async () => {
       const store = await freshStore({ connectionTimeoutMs: 1000, queryTimeoutMs: 1500 });
-      await store.ping();
+      await Promise.all([store.ping(), store.ping()]); // two idle pooled connections when it freezes
+      expect(store.poolStats().idle).toBe(2);
       // The cluster's own processes, by id: the postmaster (first line of postmaster.pid) and its children.
       const postmaster = Number(readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
       const children = readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
@@ -139,10 +140,15 @@ describe.skipIf(!hasPostgres())(needsPostgres('PostgresStore'), () => {
       for (const pid of pids) process.kill(pid, 'SIGSTOP');
       try {
         const t = performance.now();
-        expect(await codeOf(store.ping())).toBe('STORE_UNAVAILABLE'); // the idle connection: query timeout
+        expect(await codeOf(store.ping())).toBe('STORE_UNAVAILABLE'); // an idle connection: query timeout
         const first = performance.now() - t;
-        expect(first).toBeGreaterThan(900);
+        expect(first).toBeGreaterThan(1400);
         expect(first).toBeLessThan(4000);
+        // A transaction on the other: one query timeout, no second wait for a ROLLBACK that cannot answer.
+        const t1 = performance.now();
+        expect(await codeOf(store.listVoices('x', { includeCatalog: true, limit: null, offset: 0 }))).toBe('STORE_UNAVAILABLE');
+        expect(performance.now() - t1).toBeLessThan(2800);
+        expect(store.poolStats().total).toBe(0); // both timed-out connections were destroyed, not pooled
         const t2 = performance.now();
         expect(await codeOf(store.ping())).toBe('STORE_UNAVAILABLE'); // a new connection: connection timeout
         expect(performance.now() - t2).toBeLessThan(4000);
