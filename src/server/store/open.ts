@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { VoicewireError, isVoicewireError } from '../../util/errors.js';
-import { PostgresStore } from './postgres-store.js';
+import type { PostgresStore } from './postgres-store.js';
 import { SqliteStore } from './sqlite-store.js';
 import type { Store } from './store.js';
 
@@ -72,10 +72,12 @@ export function resolveStoreLocation(options: OpenStoreOptions): StoreLocation {
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const where = resolveStoreLocation(options);
   if (where.kind === 'postgres') {
+    // Loaded on demand: a SQLite deployment never loads the pg driver.
+    const { PostgresStore: Postgres } = await import('./postgres-store.js');
     // Pool and timeouts at their documented defaults (postgres-store.ts, README "Storage").
     let pg: PostgresStore;
     try {
-      pg = new PostgresStore(where.url);
+      pg = new Postgres(where.url);
     } catch (err) {
       // pg parses the URL here; its message may quote the URL, which may hold a password.
       if (isVoicewireError(err)) throw err;
