@@ -1,7 +1,7 @@
 /**
  * A throwaway Postgres cluster for tests: Debian's `postgresql` binaries (`initdb`, `pg_ctl`),
  * `initdb` into a temp dir, the server on 127.0.0.1 at a free port (its Unix socket in the temp
- * dir too), `fsync=off` (a test cluster need not survive a power cut), stopped and removed at the
+ * dir too), `fsync=off` unless `durable` (a test cluster need not survive a power cut), stopped and removed at the
  * end. Postgres refuses to run as root, so as root the cluster runs as the `postgres` user
  * (`runuser`), in a temp dir it owns. CI installs `postgresql` (.ci/run); locally, tests use
  * `describe.skipIf(!hasPostgres())(needsPostgres('title'), …)` so a skip says why in its name.
@@ -79,8 +79,14 @@ export interface PostgresCluster {
   destroy(): void;
 }
 
+/** Options of {@link startPostgres}. */
+export interface StartPostgresOptions {
+  /** Keep Postgres' own durability (fsync, synchronous commit) as a real server has it: for benchmarks. Default false (tests). */
+  durable?: boolean;
+}
+
 /** Starts a cluster with one database, `voicewire_test`. Takes about a second or two. */
-export async function startPostgres(): Promise<PostgresCluster> {
+export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresCluster> {
   const bin = postgresBin();
   if (bin === null) throw new Error('Postgres binaries not found (install Debian postgresql)');
   const dir = mkdtempSync(join(tmpdir(), 'vw-pg-'));
@@ -99,8 +105,9 @@ export async function startPostgres(): Promise<PostgresCluster> {
   };
   const port = await freePort();
   // C locale: byte order, as SQLite sorts; --no-sync: a test cluster need not be durable.
-  run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-locale', '--no-sync']);
-  const serverOptions = [`-p ${port}`, "-c listen_addresses='127.0.0.1'", `-k ${dir}`, '-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off', '-c max_connections=60'].join(' ');
+  run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-locale', ...(options.durable ? [] : ['--no-sync'])]);
+  const fast = options.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off'];
+  const serverOptions = [`-p ${port}`, "-c listen_addresses='127.0.0.1'", `-k ${dir}`, ...fast, '-c max_connections=60'].join(' ');
   let running = false;
   const start = (): void => {
     run('pg_ctl', ['start', '-w', '-t', '20', '-D', data, '-l', log, '-o', serverOptions]);
