@@ -8,6 +8,8 @@
  *     costs on top of the driver);
  *   - SqliteStore, synchronous=FULL: an fsync per commit (what durability against power loss
  *     would cost: the fsync blocks the event loop, the driver being synchronous);
+ *   - PostgresStore: a local throwaway cluster over a Unix socket (fsync on), when Postgres is
+ *     installed: what one round trip per operation costs an instance on a shared database;
  *   - MemoryStore: no I/O at all (the floor).
  * Peers run in interleaved rounds; the summary gives the median over rounds of each peer's p50
  * and p99 and the median of per-round p50 ratios against SqliteStore, with their spread.
@@ -19,6 +21,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import Database from 'libsql';
 import { MemoryStore } from '../src/server/store/memory-store.js';
 import { SqliteStore } from '../src/server/store/sqlite-store.js';
+import { PostgresStore } from '../src/server/store/postgres-store.js';
+import { canRunPostgres, startCluster } from '../test/server/store/pg-cluster.js';
 import type { Store, VoiceRecord } from '../src/server/store/store.js';
 import { machine, save } from './util.js';
 
@@ -122,8 +126,11 @@ const peers: Peer[] = [
   await storePeer('SqliteStore (WAL, synchronous=NORMAL)', SqliteStore.open(join(dir, 'store.db'))),
   await directPeer(),
   await storePeer('SqliteStore, synchronous=FULL', SqliteStore.open(join(dir, 'full.db'), { synchronous: 'FULL' })),
-  await storePeer('MemoryStore', new MemoryStore()),
 ];
+const cluster = canRunPostgres() ? await startCluster({ fsync: true }) : undefined;
+if (cluster) peers.push(await storePeer('PostgresStore (local, Unix socket)', PostgresStore.open(await cluster.createDatabase('bench'))));
+else console.log('PostgresStore: skipped, Postgres is not installed (apt-get install postgresql)');
+peers.push(await storePeer('MemoryStore', new MemoryStore()));
 
 const ops = ['debit', 'lookup', 'insertVoice'] as const;
 const labels: Record<(typeof ops)[number], string> = { debit: 'debit (UPDATE ... RETURNING + usage row, one transaction)', lookup: `key lookup by hash (${KEYS} keys)`, insertVoice: 'insert voice' };
@@ -160,4 +167,5 @@ for (const op of ops) {
   groups.push({ group: labels[op], unit: 'us', rows });
 }
 save('store', groups);
+cluster?.stop();
 rmSync(dir, { recursive: true, force: true });

@@ -107,7 +107,9 @@ export class PostgresStore implements Store {
       if (!Number.isSafeInteger(value) || (value as number) < min) throw new VoicewireError('INVALID_ARGUMENT', `${name} must be an integer >= ${min}, got ${String(value)}`);
     }
     try {
-      new URL(url);
+      // pg's own parser (libpq's URL forms, e.g. `postgres://user@/db?host=/run/postgresql` for a
+      // Unix socket), run now so a malformed URL fails here, not on the first query. No connection.
+      new pg.Client({ connectionString: url });
     } catch {
       // Never quote the URL: it may hold a password.
       throw new VoicewireError('INVALID_ARGUMENT', 'postgres: not a valid postgres:// URL');
@@ -129,6 +131,11 @@ export class PostgresStore implements Store {
     // An idle pooled connection that the server drops (restart, failover) emits 'error'; the pool
     // discards it and opens a new one on the next call. Without a listener Node would crash.
     this.pool.on('error', () => undefined);
+  }
+
+  /** Same as `new PostgresStore(url, options)` (the factory form SqliteStore.open has). */
+  static open(url: string, options: PostgresStoreOptions = {}): PostgresStore {
+    return new PostgresStore(url, options);
   }
 
   async migrate(): Promise<void> {

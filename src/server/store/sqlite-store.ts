@@ -15,7 +15,7 @@
  * before the next (a debit is atomic by construction); across processes (the `voicewire keys`
  * CLI beside a running server) every write takes the file's write lock up front (BEGIN IMMEDIATE)
  * and waits up to `busyTimeoutMs` for it. That wait blocks the event loop, which is why it is short
- * and why only rare operator commands share the file with the server.
+ * and why only rare operator commands share the file with the server (many instances: postgres-store.ts).
  */
 import { chmodSync, existsSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';

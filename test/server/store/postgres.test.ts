@@ -173,7 +173,7 @@ describe.skipIf(!hasPostgres())(needsPostgres('PostgresStore'), () => {
       expect(() => new PostgresStore(cluster.url(), { statementTimeoutMs: -1 })).toThrow(/statementTimeoutMs/);
     });
 
-    it('openStore(postgres://…) migrates and returns a PostgresStore; a second open sees the same data', async () => {
+    it('openStore(postgres://…) migrates and returns a PostgresStore; a second open, over TCP or the Unix socket, sees the same data', async () => {
       const url = await freshSchemaUrl();
       const first = await openStore({ store: url });
       expect(first).toBeInstanceOf(PostgresStore);
@@ -183,6 +183,11 @@ describe.skipIf(!hasPostgres())(needsPostgres('PostgresStore'), () => {
       const again = await openStore({ store: url.replace(/^postgres:/, 'postgresql:') });
       expect((await again.getOrganizationByName('persisted'))?.remainingCredits).toBe(10);
       await again.close();
+      // libpq's Unix-socket form: no host in the authority, the socket's folder as `host`.
+      const search = new URL(url).searchParams.get('options')!;
+      const socket = await openStore({ store: `postgres://postgres@/voicewire_test?host=${encodeURIComponent(cluster.dir)}&port=${cluster.port}&options=${encodeURIComponent(search)}` });
+      expect(await socket.countOrganizations()).toBe(1);
+      await socket.close();
     });
 
     it('migrations apply once each, in order; a newer schema is refused; a failing one leaves the previous version whole', async () => {
