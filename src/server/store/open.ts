@@ -1,13 +1,13 @@
 /**
  * Opens the server's store from the command line's `--data DIR` / `--store URL`
  * (VOICEWIRE_DATA / VOICEWIRE_STORE, resolved by the caller's config). The embedded SQLite file in
- * DATA is the default; `postgres://…` selects Postgres (many instances on one database). The server and the `voicewire keys` CLI
+ * DATA is the default; `postgres://…` selects Postgres. The server and the `voicewire keys` CLI
  * both get their store here, so both see the same file and the same schema.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { VoicewireError } from '../../util/errors.js';
-import { PostgresStore } from './postgres-store.js';
+import { VoicewireError, isVoicewireError } from '../../util/errors.js';
+import type { PostgresStore } from './postgres-store.js';
 import { SqliteStore } from './sqlite-store.js';
 import type { Store } from './store.js';
 
@@ -66,12 +66,31 @@ export function resolveStoreLocation(options: OpenStoreOptions): StoreLocation {
  * server and a CLI started on an older file both upgrade it, once).
  *
  * @throws VoicewireError `STORE_UNAVAILABLE` when it cannot be opened (folder not creatable, file not a
- * database, Postgres not answering, schema newer than this version); `INVALID_ARGUMENT` for a
- * malformed `--store`.
+ * database, schema newer than this version; Postgres refusing the connection or not answering
+ * within the connection timeout); `INVALID_ARGUMENT` for a malformed `--store`.
  */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const where = resolveStoreLocation(options);
-  if (where.kind === 'postgres') return migrated(PostgresStore.open(where.url));
+  if (where.kind === 'postgres') {
+    // Loaded on demand: a SQLite deployment never loads the pg driver.
+    const { PostgresStore: Postgres } = await import('./postgres-store.js');
+    // Pool and timeouts at their documented defaults (postgres-store.ts, README "Storage").
+    let pg: PostgresStore;
+    try {
+      pg = new Postgres(where.url);
+    } catch (err) {
+      // pg parses the URL here; its message may quote the URL, which may hold a password.
+      if (isVoicewireError(err)) throw err;
+      throw new VoicewireError('INVALID_ARGUMENT', '--store: not a valid postgres:// URL');
+    }
+    try {
+      await pg.migrate();
+    } catch (err) {
+      await pg.close().catch(() => undefined);
+      throw err;
+    }
+    return pg;
+  }
   if (where.path !== ':memory:') {
     try {
       // 0700: the folder holds key hashes and usage, the operator's only.
@@ -80,10 +99,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
       throw new VoicewireError('STORE_UNAVAILABLE', `cannot create the data folder ${dirname(where.path)}: ${(cause as Error).message}`, { cause });
     }
   }
-  return migrated(SqliteStore.open(where.path, where.synchronous ? { synchronous: where.synchronous } : {}));
-}
-
-async function migrated(store: Store): Promise<Store> {
+  const store = SqliteStore.open(where.path, where.synchronous ? { synchronous: where.synchronous } : {});
   try {
     await store.migrate();
   } catch (err) {

@@ -1,8 +1,13 @@
 /**
- * The Postgres schema: the same versions and tables as sqlite-migrations.ts, in Postgres types
- * (BIGINT credits and epoch milliseconds, BOOLEAN, JSONB, DOUBLE PRECISION). Times the store
- * compares are kept, as in SQLite, both as the caller's ISO text and as `*_ms`. `seq` on api_keys
- * gives listings the insertion order SQLite's rowid gives.
+ * The Postgres schema, as versioned migrations: the same versions and the same tables and columns
+ * as sqlite-migrations.ts, in Postgres types (BIGINT credits and epoch milliseconds, BOOLEAN,
+ * JSONB, DOUBLE PRECISION). Each runs once, in order, inside the transaction that records it in
+ * `schema_migrations` (Postgres DDL is transactional, so a failed step leaves the previous
+ * version whole). Never edit a migration that has shipped: add the next one, to both lists.
+ *
+ * Differences from SQLite, each for a reason: `api_keys.seq` stands in for SQLite's rowid (listings
+ * in insertion order); `usage.id` is an identity column; the text columns listings sort on are
+ * `COLLATE "C"` so the order is bytewise, as in SQLite, whatever the database's locale.
  */
 import type { Migration } from './sqlite-migrations.js';
 
@@ -13,9 +18,10 @@ export const POSTGRES_MIGRATIONS: readonly Migration[] = [
     sql: `
 CREATE TABLE organizations (
   id                 TEXT PRIMARY KEY,
-  name               TEXT NOT NULL CONSTRAINT organizations_name_key UNIQUE,
+  name               TEXT NOT NULL UNIQUE,
   region             TEXT,
   allocated_credits  BIGINT NOT NULL CHECK (allocated_credits >= 0),
+  -- service-api.md §2.5; the CHECK is the last line of defence behind the debit's WHERE.
   remaining_credits  BIGINT NOT NULL CHECK (remaining_credits >= 0),
   billing_period     TEXT NOT NULL,
   next_rollover_date TEXT NOT NULL,
@@ -25,27 +31,28 @@ CREATE TABLE organizations (
 
 CREATE TABLE api_keys (
   id         TEXT PRIMARY KEY,
-  org_id     TEXT NOT NULL CONSTRAINT api_keys_org_fk REFERENCES organizations(id),
+  seq        BIGINT GENERATED ALWAYS AS IDENTITY,
+  org_id     TEXT NOT NULL REFERENCES organizations(id),
   hash       TEXT NOT NULL UNIQUE,
   admin      BOOLEAN NOT NULL,
-  revoked    BOOLEAN NOT NULL DEFAULT false,
+  revoked    BOOLEAN NOT NULL DEFAULT FALSE,
   prefix     TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  seq        BIGSERIAL
+  created_at TEXT COLLATE "C" NOT NULL
 );
 CREATE INDEX api_keys_by_org ON api_keys (org_id);
 
+-- service-api.md §2.6: a token row holds the key's id and the expiry, never the key.
 CREATE TABLE tokens (
   hash       TEXT PRIMARY KEY,
-  key_id     TEXT NOT NULL CONSTRAINT tokens_key_fk REFERENCES api_keys(id),
+  key_id     TEXT NOT NULL REFERENCES api_keys(id),
   expires_at TEXT NOT NULL,
   expires_ms BIGINT NOT NULL
 );
 CREATE INDEX tokens_by_expiry ON tokens (expires_ms);
 
 CREATE TABLE usage (
-  id      BIGSERIAL PRIMARY KEY,
-  org_id  TEXT NOT NULL CONSTRAINT usage_org_fk REFERENCES organizations(id),
+  id      BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  org_id  TEXT NOT NULL REFERENCES organizations(id),
   key_id  TEXT,
   kind    TEXT NOT NULL CHECK (kind IN ('tts', 'stt')),
   units   DOUBLE PRECISION NOT NULL,
@@ -56,8 +63,8 @@ CREATE TABLE usage (
 CREATE INDEX usage_by_org_time ON usage (org_id, at_ms);
 
 CREATE TABLE voices (
-  uid          TEXT PRIMARY KEY,
-  org_id       TEXT CONSTRAINT voices_org_fk REFERENCES organizations(id),
+  uid          TEXT COLLATE "C" PRIMARY KEY,
+  org_id       TEXT REFERENCES organizations(id),
   name         TEXT NOT NULL,
   description  TEXT NOT NULL,
   language     TEXT NOT NULL,
@@ -66,13 +73,13 @@ CREATE TABLE voices (
   tags         JSONB NOT NULL,
   is_pro_clone BOOLEAN NOT NULL,
   params       JSONB NOT NULL,
-  created_at   TEXT NOT NULL
+  created_at   TEXT COLLATE "C" NOT NULL
 );
-CREATE INDEX voices_by_org ON voices (org_id, created_at COLLATE "C", uid COLLATE "C");
+CREATE INDEX voices_by_org ON voices (org_id, created_at, uid);
 
 CREATE TABLE candidates (
   embedding_id TEXT PRIMARY KEY,
-  org_id       TEXT NOT NULL CONSTRAINT candidates_org_fk REFERENCES organizations(id),
+  org_id       TEXT NOT NULL REFERENCES organizations(id),
   language     TEXT NOT NULL,
   prompt       TEXT NOT NULL,
   params       JSONB NOT NULL,
@@ -82,15 +89,15 @@ CREATE TABLE candidates (
 CREATE INDEX candidates_by_expiry ON candidates (expires_ms);
 
 CREATE TABLE dictionaries (
-  uid         TEXT PRIMARY KEY,
-  org_id      TEXT NOT NULL CONSTRAINT dictionaries_org_fk REFERENCES organizations(id),
+  uid         TEXT COLLATE "C" PRIMARY KEY,
+  org_id      TEXT NOT NULL REFERENCES organizations(id),
   name        TEXT NOT NULL,
   language    TEXT NOT NULL,
   description TEXT NOT NULL,
   rules       JSONB NOT NULL,
-  created_at  TEXT NOT NULL
+  created_at  TEXT COLLATE "C" NOT NULL
 );
-CREATE INDEX dictionaries_by_org ON dictionaries (org_id, created_at COLLATE "C", uid COLLATE "C");
+CREATE INDEX dictionaries_by_org ON dictionaries (org_id, created_at, uid);
 `,
   },
 ];
