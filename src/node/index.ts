@@ -3,6 +3,7 @@
  * (the ffmpeg bridge). Everything from the core entry is re-exported for convenience.
  */
 export * from '../index.js';
+export { bufferBase64 } from './base64.js'; // registers Buffer's base64 with the core on import
 export { CoreTransform, toNodeTransform } from './transform.js';
 export type { NodeTransformOptions } from './transform.js';
 export * from './framer.js';
