@@ -5,12 +5,15 @@
  *   every case, in a rotating order, so a burst of load from other processes hits all cases alike;
  * - a sample is a batch of calls calibrated (once, before the rounds) to last about `sampleMs`, so
  *   timer resolution does not matter;
+ * - time is this process's CPU time (`process.cpuUsage`, user + system, µs resolution), not wall
+ *   time: with 8 people on 2 cores a sample's wall time is mostly time spent descheduled, which
+ *   says nothing about the code (BENCH_CLOCK=wall measures wall time instead);
  * - the figure reported for a peer is the MEDIAN OF PER-ROUND RATIOS (its time over the reference
  *   case's time in the same round), with the 10th–90th percentile spread of those ratios;
  * - rounds stop at `rounds` or when the group's time budget runs out (at least `minRounds`).
  *
  * Usage: `runGroup(name, [{ name: 'voicewire', fn }, { name: 'peer', fn }], audioSeconds?)`. The
- * first case is the reference. Environment: BENCH_ROUNDS (default 60), BENCH_SAMPLE_MS (default 4),
+ * first case is the reference. Environment: BENCH_ROUNDS (default 60), BENCH_SAMPLE_MS (default 10),
  * BENCH_GROUP_S (time budget per group, default 6 s) keep a suite within about a minute.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -77,15 +80,23 @@ export interface GroupOptions {
   rounds?: number;
   /** Fewest rounds even past the budget. Default 15. */
   minRounds?: number;
-  /** Target duration of one sample (a batch of calls), ms. Default BENCH_SAMPLE_MS or 4. */
+  /** Target duration of one sample (a batch of calls), ms. Default BENCH_SAMPLE_MS or 10. */
   sampleMs?: number;
   /** Time budget of the group, s (calibration and warm-up included). Default BENCH_GROUP_S or 6. */
   budgetS?: number;
 }
 
-function now(): number {
-  return performance.now();
+const CPU_CLOCK = (process.env.BENCH_CLOCK ?? 'cpu') !== 'wall';
+
+/** Milliseconds on the bench clock: this process's CPU time, or wall time with BENCH_CLOCK=wall. */
+export function now(): number {
+  if (!CPU_CLOCK) return performance.now();
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
+
+/** Which clock {@link now} reads. */
+export const CLOCK = CPU_CLOCK ? 'process CPU time' : 'wall time';
 
 /** Calls per sample so that one sample lasts about `ms` (at least 1). Also warms the JIT. */
 function calibrate(fn: () => void, ms: number): number {
@@ -106,14 +117,14 @@ function calibrate(fn: () => void, ms: number): number {
 export function runGroup(group: string, cases: Case[], audioSeconds?: number, options: GroupOptions = {}): GroupResult {
   const maxRounds = options.rounds ?? Number(process.env.BENCH_ROUNDS ?? 60);
   const minRounds = Math.min(maxRounds, options.minRounds ?? 15);
-  const sampleMs = options.sampleMs ?? Number(process.env.BENCH_SAMPLE_MS ?? 4);
+  const sampleMs = options.sampleMs ?? Number(process.env.BENCH_SAMPLE_MS ?? 10);
   const budgetMs = (options.budgetS ?? Number(process.env.BENCH_GROUP_S ?? 6)) * 1000;
-  const start = now();
+  const start = performance.now();
   const reps = cases.map((c) => calibrate(c.fn, sampleMs));
   for (const [k, c] of cases.entries()) for (let i = 0; i < reps[k]!; i++) c.fn(); // one warm sample each
   const times = cases.map(() => [] as number[]); // µs per call, by round
   let rounds = 0;
-  while (rounds < maxRounds && (rounds < minRounds || now() - start < budgetMs)) {
+  while (rounds < maxRounds && (rounds < minRounds || performance.now() - start < budgetMs)) {
     for (let j = 0; j < cases.length; j++) {
       const k = (j + rounds) % cases.length; // rotate who goes first
       const fn = cases[k]!.fn;
@@ -158,7 +169,7 @@ export function fmtRatio(m: number, lo: number, hi: number): string {
 }
 
 export function printGroup(g: GroupResult): void {
-  console.log(`\n${g.group}${g.rounds !== undefined ? `  [${g.rounds} interleaved rounds]` : ''}`);
+  console.log(`\n${g.group}${g.rounds !== undefined ? `  [${g.rounds} interleaved rounds, ${CLOCK}]` : ''}`);
   const ref = g.results[0]!;
   for (const r of g.results) {
     const rt = r.realtime !== undefined ? `  ${r.realtime.toFixed(0).padStart(8)}x realtime` : '';

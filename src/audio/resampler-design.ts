@@ -55,36 +55,29 @@ export interface ResamplerQualitySpec {
 }
 
 /**
- * The three settings, with what they guarantee and measure (2 s tones at −6 dBFS, sine fit; worst
+ * The four settings, with what they guarantee and measure (2 s tones at −6 dBFS, sine fit; worst
  * case over the pairs of the six service rates in bench/quality.ts and test/audio/resampler.test.ts).
  * "Nyquist" is the lower of the two Nyquist frequencies; "folds back" means an alias (when
  * downsampling) or an image (when upsampling) of content near the Nyquist.
  *
- * - `high` (default): designed for 126 dB, flat to 0.9× Nyquist (gain within ±0.00001 dB),
- *   −6 dB AT the Nyquist, stopband from 1.1×. Guarantees: the band 0–0.9× is flat and free of
- *   aliases and images of everything at or above 1.1× (a tone at 1.1× comes out ≤ −132 dBFS, at
- *   1.25× ≤ −144 dBFS); SNR of a 1 kHz tone ≥ 139.9 dB; images of tones up to 0.9× ≥ 125.7 dB
- *   down. NOT guaranteed: content between 1.0× and 1.1× Nyquist folds back into 0.9×–1.0× (the
- *   top 10 % of the output band), attenuated only by the transition band. Measured 48k→24k: a
- *   tone at 1.017× (12.2 kHz) aliases at −11 dB re the tone, 1.05× at −30 dB, 1.083× at −70 dB;
- *   24k→48k: an input tone at 0.95× (11.4 kHz) leaves an image at 1.05× only −30 dB down. (sox
- *   `rate`: −149 / −161 / −182 dB and −130 dB; speexdsp q5 instead rolls off early, −1.8 dB at
- *   0.9×, and lets a tone at 1.05× through at −101 dB.) 88 taps per output when upsampling, 168
- *   for 2:1 (a half-band filter: half of them zero, skipped), 248 for 3:1.
- * - `fast`: designed for 96 dB, flat to 0.85× Nyquist (±0.0002 dB), −6 dB at the Nyquist,
- *   stopband from 1.15×. Guarantees: 0–0.85× is flat and free of aliases and images of everything
- *   at or above 1.15× (≤ −106 dBFS); SNR of a 1 kHz tone ≥ 105.9 dB; images ≥ 101 dB. Content
- *   between 1.0× and 1.15× folds back into 0.85×–1.0× (at 1.05×: −16.5 dB). About half the taps
- *   of `high`, 1.5–1.8× its speed.
- * - `best` (sox's default `rate` class: 125 dB, nothing aliases): designed for 126 dB, flat to
- *   0.9× Nyquist (±0.00001 dB), −6 dB at 0.95× (sox: −3 dB at 0.95×, flat to ~0.92×), stopband
- *   from 1.0×. Guarantees: nothing at or above the Nyquist folds back (tones at 1.0×–1.05× come
- *   out ≤ −134 dBFS, at 1.25× ≤ −145 dBFS; upsampling, the image of a tone at 0.95×–0.99× of the
- *   input's Nyquist is ≥ 128 dB down); SNR of a 1 kHz tone ≥ 137.5 dB; images of tones up to 0.9×
- *   ≥ 133.9 dB down. Twice the taps of `high` and no zero taps (168 per output when upsampling,
- *   336 for 2:1, 496 for 3:1), so 1.5–2.5× slower than `high`: about the speed of speexdsp q5 on
- *   24k→8k, 48k→24k and 24k→16k, several times it on 44.1k→24k and 22.05k→48k. Its look-ahead
- *   (the stream's delay) is twice `high`'s: 3.5 ms at 48k→24k, 10.3 ms at 48k→8k.
+ * - `high` (default): alias-free (issue 12 §2). Minimax design for 104 dB, passband ripple
+ *   ±0.007 dB to 0.9×, stopband from 1.0× (a Kaiser 104 dB window where the minimax prototype
+ *   would exceed {@link MAX_REMEZ_TAPS}). Guarantees: tones at 1.0005×–1.5× come out ≤ −100 dBFS
+ *   (measured ≤ −107.7 dBFS for −6 dBFS tones; 24k→16k is the worst, two alias paths add up);
+ *   upsampling, images of tones at 0.9×–0.999× of the input Nyquist ≥ 100 dB down; gain within
+ *   ±0.01 dB to 0.9× (measured ±0.0067 dB); 1 kHz SNR ≥ 105 dB. Taps per output: 200 for 2:1,
+ *   296 for 3:1, 584 for 6:1, 152 for 24k→16k — about 1.25× speexdsp q5's, which is not
+ *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×).
+ * - `best` (sox's default `rate` class: 125 dB): Kaiser 126 dB, flat to 0.9× (±0.00001 dB),
+ *   −6 dB at 0.95×, stopband from 1.0×: tones at 1.0×–1.05× ≤ −134 dBFS, at 1.25× ≤ −145 dBFS;
+ *   images ≥ 128 dB down; SNR ≥ 137.5 dB. 336 taps for 2:1, 496 for 3:1.
+ * - `folding` (what `high` was before 0.2): Kaiser 126 dB, flat to 0.9× (±0.00001 dB), −6 dB AT
+ *   the Nyquist, stopband from 1.1×. Content between 1.0× and 1.1× folds back into 0.9×–1.0×
+ *   (48k→24k: a tone at 1.017× aliases at −11 dB, 1.05× at −30 dB, 1.083× at −70 dB; 24k→48k:
+ *   an input tone at 0.95× leaves an image at 1.05× only −30 dB down); at 1.1× and above ≤ −132
+ *   dBFS. A half-band filter at 2:1 (84 non-zero taps), 88 taps per output when upsampling.
+ * - `fast`: Kaiser 96 dB, flat to 0.85× (±0.0002 dB), −6 dB at the Nyquist, stopband from 1.15×;
+ *   folds like `folding` between 1.0× and 1.15× (at 1.05×: −16.5 dB). Half the taps of `folding`.
  */
 export const RESAMPLER_QUALITIES: { readonly [Q in ResamplerQuality]: ResamplerQualitySpec } = {
   high: { attenuationDb: 104, passband: 0.9, stopband: 1, passbandRippleDb: 0.007 },

@@ -563,15 +563,12 @@ class Int16Resampler extends CoreResampler implements Resampler<Int16Array> {
  * Creates a streaming Float32 resampler. Output sample `k` of the stream is emitted as soon as
  * the input it needs has arrived (see {@link Resampler.delay}); pushes plus `flush()` concatenate
  * to exactly `resample(wholeInput, from, to)`, bit for bit, however the input is chunked.
- * Default quality `'high'`; see {@link ResampleOptions.quality}.
+ * Default quality `'high'` (alias-free); see {@link ResampleOptions.quality}.
  *
- * Speed: every pair of the six service rates (and any pair whose reduced ratio `L/M` has
- * `L × taps ≤ 2^22`, `MAX_TABLE_COEFS` in resampler-design.ts) runs on a phase table built once per process.
- * Pairs with a huge `L` — e.g. 48000 → 47999 (`L` = 47999) — have none: each output's
- * coefficients are computed on the spot (~5 µs per output): about 363 ms of CPU per second of
- * 48 kHz audio with `'high'` (under 3× realtime, against thousands× for table pairs), twice that
- * with `'best'` (whose kernel is twice as long). `'fast'`'s shorter kernel still fits a table
- * for 48000 → 47999, so it keeps full speed there. Prefer rates with a large common divisor.
+ * Speed: every pair of the six service rates runs on a phase table built once per process.
+ * Ratios whose reduced `L` exceeds 1024 phases (48000 → 47999) or whose table would exceed 1 M
+ * coefficients run on an interpolated table (two dot products per output, in JS): at most about
+ * twice the work per input sample of a table pair, whatever the rates (see `resamplerCost`).
  *
  * @example
  * const r = createResampler({ from: 48000, to: 24000 });
