@@ -2,7 +2,7 @@
  * NDJSON decode of 100k STT `step` lines (service-api.md §4.4: vad with three horizons, step_idx,
  * step_duration_s, total_duration_s) fed in random chunks of 1 B to 64 KB, beside split2 +
  * JSON.parse in a Node stream pipeline (the usual Node way). The stream cases are asynchronous,
- * so they are timed here (interleaved runs, median) rather than by benchmark.js; the synchronous
+ * so they are timed here (interleaved runs, median of per-round ratios) rather than by runGroup; the synchronous
  * core runs in the same loop for a like-for-like ratio.
  */
 import { Readable, Writable } from 'node:stream';
@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import split2 from 'split2';
 import { createNdjsonDecoder, createNdjsonDecoderStream } from '../src/text/ndjson.js';
 import { createNdjsonDecoderTransform } from '../src/node/ndjson.js';
-import { median, printGroup, quantile, save, type GroupResult } from './util.js';
+import { median, now, printGroup, quantile, save, type GroupResult } from './util.js';
 
 const LINES = 100_000;
 const text =
@@ -89,9 +89,9 @@ async function main(): Promise<void> {
     for (let j = 0; j < cases.length; j++) {
       const k = (j + r) % cases.length;
       count = 0;
-      const t0 = performance.now();
+      const t0 = now();
       await cases[k]!.run();
-      const dt = performance.now() - t0;
+      const dt = now() - t0;
       if (count !== LINES) throw new Error(`${cases[k]!.name} decoded ${count} lines`);
       if (r >= 2) times[k]!.push(dt);
     }
