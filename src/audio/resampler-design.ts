@@ -71,7 +71,7 @@ export interface ResamplerQualitySpec {
  * - `best` (sox's default `rate` class: 125 dB): Kaiser 126 dB, flat to 0.9× (±0.00001 dB),
  *   −6 dB at 0.95×, stopband from 1.0×: tones at 1.0×–1.05× ≤ −134 dBFS, at 1.25× ≤ −145 dBFS;
  *   images ≥ 128 dB down; SNR ≥ 137.5 dB. 336 taps for 2:1, 496 for 3:1.
- * - `folding` (what `high` was before 0.2): Kaiser 126 dB, flat to 0.9× (±0.00001 dB), −6 dB AT
+ * - `folding` (`high` in 0.1.0): Kaiser 126 dB, flat to 0.9× (±0.00001 dB), −6 dB AT
  *   the Nyquist, stopband from 1.1×. Content between 1.0× and 1.1× folds back into 0.9×–1.0×
  *   (48k→24k: a tone at 1.017× aliases at −11 dB, 1.05× at −30 dB, 1.083× at −70 dB; 24k→48k:
  *   an input tone at 0.95× leaves an image at 1.05× only −30 dB down); at 1.1× and above ≤ −132

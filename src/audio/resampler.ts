@@ -30,7 +30,7 @@ export interface ResampleOptions {
    * `'high'` (default: alias-free, ≥ 100 dB stopband from 1.0× the lower Nyquist, flat ±0.01 dB to
    * 0.9×), `'best'` (alias-free, ≥ 125 dB from 1.0×, flat to 0.9×), `'folding'` (≥ 125 dB from
    * 1.1×, flat to 0.9×; content between 1.0× and 1.1× folds back into 0.9×–1.0× at up to −6 dB;
-   * what `'high'` meant before 0.2) or `'fast'` (≥ 96 dB from 1.15×, flat to 0.85×, folds like
+   * `'high'` in 0.1.0) or `'fast'` (≥ 96 dB from 1.15×, flat to 0.85×, folds like
    * `'folding'`). What each guarantees and measures: {@link RESAMPLER_QUALITIES}.
    */
   quality?: ResamplerQuality;
