@@ -418,13 +418,25 @@ class PolyphaseCore {
       const r1 = q === rows ? r0 : r0 + taps;
       for (let c = 0; c < C; c++) {
         const x0 = c * cap + base;
-        let a = 0;
-        let b = 0;
-        for (let j = 0; j < taps; j++) {
-          const x = hist[x0 + j]!;
-          a += tab[r0 + j]! * x;
-          b += tab[r1 + j]! * x;
+        // Four partial sums per row (taps is a multiple of 8): breaks the add dependency chain.
+        let a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0; // prettier-ignore
+        for (let j = 0; j < taps; j += 4) {
+          const x = x0 + j;
+          const u0 = hist[x]!;
+          const u1 = hist[x + 1]!;
+          const u2 = hist[x + 2]!;
+          const u3 = hist[x + 3]!;
+          a0 += tab[r0 + j]! * u0;
+          a1 += tab[r0 + j + 1]! * u1;
+          a2 += tab[r0 + j + 2]! * u2;
+          a3 += tab[r0 + j + 3]! * u3;
+          b0 += tab[r1 + j]! * u0;
+          b1 += tab[r1 + j + 1]! * u1;
+          b2 += tab[r1 + j + 2]! * u2;
+          b3 += tab[r1 + j + 3]! * u3;
         }
+        const a = a0 + a1 + (a2 + a3);
+        const b = b0 + b1 + (b2 + b3);
         out[(at + k) * C + c] = a + (b - a) * t;
       }
       const s = phase + f.down;
