@@ -92,7 +92,7 @@ for (const { label, preset, chunks } of scenarios) {
   );
   groups.push(g);
   const [ours, peer] = g.results;
-  summary.push(`${label}: ${chunks.length} chunks, ${frames} frames; voicewire ${((ours!.medianUs * 1000) / frames).toFixed(0)} ns/frame, concat framer ${((peer!.medianUs * 1000) / frames).toFixed(0)} ns/frame (${(ours!.hz / peer!.hz).toFixed(1)}x)`);
+  summary.push(`${label}: ${chunks.length} chunks, ${frames} frames; voicewire ${((ours!.medianUs * 1000) / frames).toFixed(0)} ns/frame, concat framer ${((peer!.medianUs * 1000) / frames).toFixed(0)} ns/frame (voicewire ${peer!.refSpeedup.toFixed(1)}x, p10-p90 ${peer!.refSpeedupP10.toFixed(1)}-${peer!.refSpeedupP90.toFixed(1)})`);
 }
 console.log('\nSummary');
 for (const s of summary) console.log(`  ${s}`);

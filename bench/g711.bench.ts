@@ -14,7 +14,7 @@
  * - alawmulaw, which always allocates its output (its only form).
  *
  * Two measurements:
- * 1. benchmark.js (`runGroup`): each case runs alone for BENCH_TIME s (default 1), median printed.
+ * 1. `runGroup` (bench/util.ts): interleaved rounds, medians of per-round ratios with p10–p90.
  *    Its per-call overhead is measured on a case that does only the harness work (pick a frame,
  *    read one byte) and printed beside the 80 ms cost; it is a few ns against ~0.4-3 µs.
  * 2. Interleaved best of N: rounds of all cases of a group, each timed over a batch of calls
@@ -145,11 +145,11 @@ for (const { label, samples, seconds, count } of sizes) {
       { name: 'voicewire (new output)', fn: op.alloc },
       { name: 'alawmulaw (new output)', fn: op.peer },
     ];
-    // 1. benchmark.js, with the harness-only case last for its per-call overhead.
+    // 1. runGroup, with the harness-only case last for its per-call overhead.
     const g = runGroup(op.group, [...cases, { name: 'harness only (no codec call)', fn: op.harness }], seconds);
     groups.push(g);
     const [bjOurs, bjAlloc, bjPeer, bjHarness] = g.results;
-    console.log(`  benchmark.js overhead per call: ${(1e6 / bjHarness!.hz).toFixed(3)} us (${((100 * bjOurs!.hz) / bjHarness!.hz).toFixed(1)}% of voicewire's call)`);
+    console.log(`  harness overhead per call: ${(1e6 / bjHarness!.hz).toFixed(3)} us (${((100 * bjOurs!.hz) / bjHarness!.hz).toFixed(1)}% of voicewire's call)`);
 
     // 2. Interleaved best of N.
     const best = bestOf(cases, samples);
@@ -160,14 +160,14 @@ for (const { label, samples, seconds, count } of sizes) {
 
     const x = (ours: number, peer: number): string => `${(ours / peer).toFixed(1)}x`;
     summary.push(
-      `${op.group.padEnd(38)} preallocated ${x(results[0]!.msps, results[2]!.msps).padStart(5)} (benchmark.js ${x(bjOurs!.hz, bjPeer!.hz).padStart(5)}), ` +
+      `${op.group.padEnd(38)} preallocated ${x(results[0]!.msps, results[2]!.msps).padStart(5)} (runGroup ${x(bjOurs!.hz, bjPeer!.hz).padStart(5)}), ` +
         `new output ${x(results[1]!.msps, results[2]!.msps).padStart(5)} (${x(bjAlloc!.hz, bjPeer!.hz).padStart(5)}); ` +
         `voicewire ${results[0]!.msps.toFixed(0)} M samples/s, alawmulaw ${results[2]!.msps.toFixed(0)}`,
     );
   }
 }
 
-console.log('\nSummary: voicewire / alawmulaw throughput, interleaved best of N (benchmark.js means in parentheses). Goal: >= 5x');
+console.log('\nSummary: voicewire / alawmulaw throughput, interleaved best of N (runGroup medians in parentheses). Goal: >= 5x');
 for (const r of summary) console.log(`  ${r}`);
 if (sink === 0.5) console.log(sink);
 save('g711', { groups, interleaved });

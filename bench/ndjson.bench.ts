@@ -2,7 +2,7 @@
  * NDJSON decode of 100k STT `step` lines (service-api.md §4.4: vad with three horizons, step_idx,
  * step_duration_s, total_duration_s) fed in random chunks of 1 B to 64 KB, beside split2 +
  * JSON.parse in a Node stream pipeline (the usual Node way). The stream cases are asynchronous,
- * so they are timed here (interleaved runs, median) rather than by benchmark.js; the synchronous
+ * so they are timed here (interleaved runs, median of per-round ratios) rather than by runGroup; the synchronous
  * core runs in the same loop for a like-for-like ratio.
  */
 import { Readable, Writable } from 'node:stream';
@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import split2 from 'split2';
 import { createNdjsonDecoder, createNdjsonDecoderStream } from '../src/text/ndjson.js';
 import { createNdjsonDecoderTransform } from '../src/node/ndjson.js';
-import { printGroup, save, type GroupResult } from './util.js';
+import { median, now, printGroup, quantile, save, type GroupResult } from './util.js';
 
 const LINES = 100_000;
 const text =
@@ -81,27 +81,43 @@ const cases: { name: string; run: () => Promise<void> | void }[] = [
 ];
 
 async function main(): Promise<void> {
-  const runs = Number(process.env.BENCH_RUNS ?? 9);
+  // Interleaved rounds (rotating order), two warm-up rounds; figures are medians of per-round
+  // ratios with their p10-p90 (bench/util.ts explains why).
+  const runs = Number(process.env.BENCH_RUNS ?? 15);
   const times = cases.map(() => [] as number[]);
   for (let r = 0; r < runs + 2; r++) {
-    for (let k = 0; k < cases.length; k++) {
+    for (let j = 0; j < cases.length; j++) {
+      const k = (j + r) % cases.length;
       count = 0;
-      const t0 = performance.now();
+      const t0 = now();
       await cases[k]!.run();
-      const dt = performance.now() - t0;
+      const dt = now() - t0;
       if (count !== LINES) throw new Error(`${cases[k]!.name} decoded ${count} lines`);
-      if (r >= 2) times[k]!.push(dt); // two warm-up rounds
+      if (r >= 2) times[k]!.push(dt);
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-  const ref = median(times[0]!);
+  const ref = times[0]!;
   const group: GroupResult = {
     group: `ndjson: ${LINES / 1000}k step lines (${(bytes.length / 1e6).toFixed(1)} MB) in ${chunks.length} random chunks`,
+    rounds: runs,
     results: cases.map((c, k) => {
-      const m = median(times[k]!);
-      const mean = times[k]!.reduce((a, b) => a + b, 0) / times[k]!.length;
-      const sd = Math.sqrt(times[k]!.reduce((a, b) => a + (b - mean) ** 2, 0) / times[k]!.length);
-      return { name: c.name, hz: 1000 / m, rme: (100 * sd) / mean, meanUs: mean * 1000, medianUs: m * 1000, ratio: ref / m };
+      const t = times[k]!;
+      const m = median(t);
+      const faster = t.map((x, r) => ref[r]! / x);
+      const slower = t.map((x, r) => x / ref[r]!);
+      return {
+        name: c.name,
+        hz: 1000 / m,
+        rme: ((quantile(t, 0.9) - quantile(t, 0.1)) / 2 / m) * 100,
+        meanUs: (t.reduce((a, b) => a + b, 0) / t.length) * 1000,
+        medianUs: m * 1000,
+        ratio: median(faster),
+        ratioP10: quantile(faster, 0.1),
+        ratioP90: quantile(faster, 0.9),
+        refSpeedup: median(slower),
+        refSpeedupP10: quantile(slower, 0.1),
+        refSpeedupP90: quantile(slower, 0.9),
+      };
     }),
   };
   printGroup(group);

@@ -28,9 +28,9 @@ import { resampleInt16, type ResamplerQuality } from '../src/audio/resampler.js'
 import { createSttAudioDecoder } from '../src/pipelines/stt-audio-decoder.js';
 import { createTtsAudioEncoder } from '../src/pipelines/tts-audio-encoder.js';
 import { decodeWav, encodeWav } from '../src/audio/wav.js';
-import { machine, save, saveFile } from './util.js';
+import { machine, median, now, quantile, save, saveFile } from './util.js';
 
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 9);
 const FRAMES = 750; // 60 s
 /** Untimed rounds over all frames per case first, so every path is measured at V8's top tier. */
 const WARMUP_ROUNDS = 2;
@@ -306,7 +306,10 @@ function timeRound<I>(make: () => FrameFn<I>, inputs: I[], each: number[] | null
   const fn = make();
   const t0 = process.hrtime.bigint();
   if (each === null) {
+    // Whole rounds on the process's CPU clock (bench/util.ts: descheduled time is not ours), ns.
+    const c0 = now();
     for (const x of inputs) fn(x);
+    return (now() - c0) * 1e6;
   } else {
     for (const x of inputs) {
       const a = process.hrtime.bigint();
@@ -337,6 +340,9 @@ interface PathResult {
   voicewireFast?: Stats;
   /** Peer mean / voicewire mean: how many times faster voicewire is per frame. */
   speedup: number;
+  /** p10 and p90 of the per-round ratio (peer's round time / voicewire's). */
+  speedupP10: number;
+  speedupP90: number;
   speedupFast?: number;
 }
 
@@ -345,15 +351,23 @@ function compare<I>(path: string, vw: () => FrameFn<I>, peer: () => FrameFn<I>, 
   for (let w = 0; w < WARMUP_ROUNDS; w++) for (const c of cases) timeRound(c, inputs, null);
   const each = cases.map(() => [] as number[]);
   const totals = cases.map(() => [] as number[]);
-  for (let r = 0; r < ROUNDS; r++) cases.forEach((c, i) => measure(c, inputs, each[i]!, totals[i]!)); // interleaved
+  // Interleaved rounds, rotating who goes first; the speedup is the median of per-round ratios.
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let j = 0; j < cases.length; j++) {
+      const i = (j + r) % cases.length;
+      measure(cases[i]!, inputs, each[i]!, totals[i]!);
+    }
+  }
   const [a, b, c] = cases.map((_, i) => stats(each[i]!, totals[i]!));
-  const result: PathResult = { path, voicewire: a!, peer: b!, speedup: b!.meanUs / a!.meanUs };
+  const per = (k: number) => totals[1]!.map((t, r) => t / totals[k]![r]!);
+  const sp = per(0);
+  const result: PathResult = { path, voicewire: a!, peer: b!, speedup: median(sp), speedupP10: quantile(sp, 0.1), speedupP90: quantile(sp, 0.9) };
   if (c) {
     result.voicewireFast = c;
-    result.speedupFast = b!.meanUs / c.meanUs;
+    result.speedupFast = median(per(2));
   }
   const f = (s: Stats) => `${s.medianUs.toFixed(1).padStart(7)} µs median ${s.p99Us.toFixed(1).padStart(7)} p99 ${s.meanUs.toFixed(1).padStart(7)} mean ${String(s.streamsPerCore).padStart(6)}/core`;
-  console.log(`${path.padEnd(16)} voicewire ${f(a!)} | peer ${f(b!)} | ${result.speedup.toFixed(2)}x${c ? ` | fast ${c.meanUs.toFixed(1)} µs mean, ${result.speedupFast!.toFixed(2)}x` : ''}`);
+  console.log(`${path.padEnd(16)} voicewire ${f(a!)} | peer ${f(b!)} | ${result.speedup.toFixed(2)}x (p10-p90 ${result.speedupP10.toFixed(2)}-${result.speedupP90.toFixed(2)})${c ? ` | fast ${c.meanUs.toFixed(1)} µs mean, ${result.speedupFast!.toFixed(2)}x` : ''}`);
   return result;
 }
 

@@ -2,7 +2,8 @@
  * Protocol hot paths (protocol-notes.md "Performance facts"):
  * - the TTS `audio` message of an 80 ms frame at 48 kHz (7680 bytes): hand-built line vs
  *   JSON.stringify (with Node's Buffer base64, the usual server code);
- * - base64 of that frame: voicewire's platform-neutral table vs Node's Buffer vs btoa;
+ * - base64 of that frame: voicewire (the Node entry registers Buffer's codec; the decoder also
+ *   checks the input is strict base64) vs Node's Buffer vs its own JS fallback vs btoa;
  * - parsing an STT `audio` client message: validated parse vs bare JSON.parse;
  * - whole sessions through the runners with a no-op scripted engine: 1 s of STT audio in (12.5
  *   frames: parse, decode, frame, step out) and 1 s of TTS audio out (12.5 frames + words), as
@@ -17,7 +18,8 @@ import {
   encodeBase64,
   parseSttClientMessage,
   serializeTtsAudioMessage,
-} from '../src/index.js';
+} from '../src/node/index.js'; // the Node entry: Buffer's base64 registered with the core
+import { decodeBase64Js, encodeBase64Js } from '../src/util/base64.js';
 import { runGroup, save, type GroupResult } from './util.js';
 
 const frame = new Uint8Array(7680);
@@ -30,6 +32,7 @@ const groups: GroupResult[] = [];
 groups.push(
   runGroup('TTS audio message, 80 ms at 48 kHz (7680 bytes), bytes → JSON line', [
     { name: 'voicewire serializeTtsAudioMessage', fn: () => (sink += serializeTtsAudioMessage(frame, fields).length) },
+    { name: 'Buffer base64 + template string', fn: () => (sink += `{"type":"audio","audio":"${Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString('base64')}","start_s":${fields.start_s},"stop_s":${fields.stop_s},"stream_id":${fields.stream_id},"client_req_id":${JSON.stringify(fields.client_req_id)}}`.length) },
     { name: 'JSON.stringify + Buffer base64', fn: () => (sink += JSON.stringify({ type: 'audio', audio: Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString('base64'), ...fields }).length) },
   ], 0.08),
 );
@@ -43,6 +46,7 @@ groups.push(
   runGroup('base64 encode 7680 bytes', [
     { name: 'voicewire encodeBase64', fn: () => (sink += encodeBase64(frame).length) },
     { name: 'Buffer.toString(base64)', fn: () => (sink += Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString('base64').length) },
+    { name: 'voicewire JS fallback (no native codec)', fn: () => (sink += encodeBase64Js(frame).length) },
     { name: 'btoa(String.fromCharCode)', fn: () => (sink += btoa(String.fromCharCode.apply(null, frame as unknown as number[])).length) },
   ], 0.08),
 );
@@ -50,6 +54,7 @@ groups.push(
   runGroup('base64 decode 10240 characters', [
     { name: 'voicewire decodeBase64', fn: () => (sink += decodeBase64(b64).length) },
     { name: 'Buffer.from(base64)', fn: () => (sink += Buffer.from(b64, 'base64').length) },
+    { name: 'voicewire JS fallback (no native codec)', fn: () => (sink += decodeBase64Js(b64).length) },
     { name: 'atob + charCodeAt loop', fn: () => {
       const s = atob(b64);
       const out = new Uint8Array(s.length);

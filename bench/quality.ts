@@ -149,6 +149,13 @@ export interface QualityFigures {
   passbandDevDb: number;
   /** Upsampling only: tone over images, worst of 1 kHz and the passband edge, dB. */
   imageRejectionDb: number | null;
+  /**
+   * Alias-freedom from 1.0× the lower Nyquist (issue 12 §2), worst case, dBFS for −6 dBFS tones:
+   * downsampling, the output level of tones at 1.0005×, 1.01×, 1.03×, 1.05×, 1.1×, 1.25× and 1.5×
+   * the output Nyquist (those below the input Nyquist); upsampling, the image level (dB re the
+   * tone, minus 6 dB for −6 dBFS) of input tones at 0.9×, 0.95×, 0.99× and 0.999× the input Nyquist.
+   */
+  stopbandDbfs: number;
   /** Lag of the output against the ideal `k/to` timing, from the fitted phase, output samples. */
   lagSamples: number;
   /** Output length minus round(N·to/from), for N = 2 s of input. */
@@ -211,8 +218,21 @@ export function measureQuality(fn: ResampleFn, from: number, to: number, passban
     }
   }
 
+  let stopbandDbfs = -Infinity;
+  if (to < from) {
+    for (const k of [1.0005, 1.01, 1.03, 1.05, 1.1, 1.25, 1.5]) {
+      const f = k * (to / 2);
+      if (f >= from / 2) continue;
+      const t = run(f);
+      stopbandDbfs = Math.max(stopbandDbfs, dbfsOfRms(rms(t.y, t.start, t.end)));
+    }
+  } else {
+    for (const k of [0.9, 0.95, 0.99, 0.999]) stopbandDbfs = Math.max(stopbandDbfs, imageLevelDb(fn, k * (from / 2), from, to) - 6);
+  }
+
   const n = from * seconds;
   return {
+    stopbandDbfs,
     from,
     to,
     snr1kDb: fit1.snrDb,

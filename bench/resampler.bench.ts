@@ -1,13 +1,14 @@
 /**
  * Resampler speed and quality, side by side in one process:
- *  - voicewire `'high'`, `'fast'` and `'best'`, streaming 80 ms chunks into a preallocated
- *    output (`push(chunk, out)`: no allocation per push);
+ *  - voicewire `'high'` (default, alias-free), `'best'`, `'folding'` and `'fast'`, streaming 80 ms
+ *    chunks into a preallocated output (`push(chunk, out)`: no allocation per push);
  *  - speexdsp quality 5 (`@echogarden/speex-resampler-wasm`, its SIMD build), streaming 80 ms chunks;
  *  - `wave-resampler` (sinc method), one-shot over the same audio (its only mode);
  *  - `sox` as a process (default `rate` quality), 60 s of audio per run, timed by hand; the
  *    process start is measured on its own (an empty input) and reported apart.
- * Speed groups: 24k→8k, 48k→24k, 24k→16k, 44.1k→24k, 22.05k→48k (10 s of audio per call,
- * realtime factor = seconds of audio per second). Quality: the same sine-fit yardstick
+ * Speed groups: 48k→24k, 24k→16k, 24k→8k, 48k→8k, 44.1k→24k, 22.05k→48k (2 s of audio per call,
+ * realtime factor = seconds of audio per CPU second; the figure to quote is the median of
+ * per-round ratios against speexdsp q5, see bench/util.ts). BENCH_SOX=1 adds the sox timings. Quality: the same sine-fit yardstick
  * (bench/quality.ts) for every peer, saved to bench/results/resampler-quality.json. Then the
  * frequency-response plot bench/results/resampler-response.svg (voicewire high/fast/best, sox,
  * speexdsp q5), measured by passing tones through each.
@@ -16,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import waveResampler from 'wave-resampler';
 import { createResampler, resample, resamplerBackend, type ResamplerQuality } from '../src/audio/resampler.js';
 import { measureQuality, responseDb, type QualityFigures, type ResampleFn } from './quality.js';
-import { machine, runGroup, save, saveFile, type GroupResult } from './util.js';
+import { fmtRatio, machine, runGroup, save, saveFile, type GroupResult } from './util.js';
 
 // ---------------------------------------------------------------------------------------------
 // Peers
@@ -165,44 +166,50 @@ function soxTiming(from: number, to: number, seconds = 60): { spawnMs: number; r
 }
 
 const SPEED_PAIRS: [number, number][] = [
-  [24000, 8000],
   [48000, 24000],
   [24000, 16000],
+  [24000, 8000],
+  [48000, 8000],
   [44100, 24000],
   [22050, 48000],
 ];
 
 const speex = await loadSpeex();
 console.log(`voicewire resampler backend: ${resamplerBackend()}`);
-const seconds = 10;
+const seconds = 2;
 const groups: GroupResult[] = [];
 const soxRows: { pair: string; spawnMs: number; runMs: number; realtimeWithSpawn: number; realtimeWithoutSpawn: number }[] = [];
 for (const [from, to] of SPEED_PAIRS) {
   const x = audio(from, seconds);
   const chunks = chunked(x, from);
-  const hi = createResampler({ from, to });
-  const fast = createResampler({ from, to, quality: 'fast' });
-  const best = createResampler({ from, to, quality: 'best' });
   const sp = new Speex(speex, from, to, 5, chunks[0]!.length);
-  const stream = (r: typeof hi) => {
+  const stream = (quality: ResamplerQuality) => {
+    const r = createResampler({ from, to, quality });
     const out = new Float32Array(r.maxOutputLength(chunks[0]!.length));
     return (): void => {
       for (const c of chunks) r.push(c, out);
       r.flush(out);
     };
   };
+  // speexdsp first: every ratio printed is per round against it.
   const g = runGroup(
     `${from} -> ${to} Hz, ${seconds} s mono float in 80 ms chunks (wave-resampler: one-shot)`,
     [
-      { name: 'voicewire high', fn: stream(hi) },
-      { name: 'voicewire fast', fn: stream(fast) },
-      { name: 'voicewire best', fn: stream(best) },
       { name: 'speexdsp q5 (wasm SIMD)', fn: () => chunks.forEach((c) => sp.process(c)) },
+      { name: 'voicewire high (default)', fn: stream('high') },
+      { name: 'voicewire best', fn: stream('best') },
+      { name: 'voicewire folding', fn: stream('folding') },
+      { name: 'voicewire fast', fn: stream('fast') },
       { name: 'wave-resampler sinc', fn: () => void waveFn(x, from, to) },
     ],
     seconds,
   );
+  const speed = (k: number) => g.results[k]!;
+  console.log(`  voicewire speed / speexdsp q5 speed (median of per-round ratios, p10-p90): ` +
+    ['high', 'best', 'folding', 'fast'].map((q, i) => `${q} ${fmtRatio(speed(i + 1).ratio, speed(i + 1).ratioP10, speed(i + 1).ratioP90)}`).join(', '));
   sp.destroy();
+  groups.push(g);
+  if (process.env.BENCH_SOX !== '1') continue;
   const st = soxTiming(from, to);
   const row = {
     pair: `${from}->${to}`,
@@ -212,13 +219,10 @@ for (const [from, to] of SPEED_PAIRS) {
     realtimeWithoutSpawn: 60 / (Math.max(1e-3, st.runMs - st.spawnMs) / 1000),
   };
   soxRows.push(row);
-  const ref = g.results[0]!;
   console.log(
-    `  ${'sox (process, 60 s)'.padEnd(34)} ${st.runMs.toFixed(1).padStart(10)} ms/run, spawn ${st.spawnMs.toFixed(1)} ms  ` +
-      `${row.realtimeWithSpawn.toFixed(0)}x realtime (${row.realtimeWithoutSpawn.toFixed(0)}x without spawn)  ` +
-      `voicewire is ${(ref.realtime! / row.realtimeWithoutSpawn).toFixed(2)}x sox without spawn`,
+    `  ${'sox (process, 60 s, wall time)'.padEnd(34)} ${st.runMs.toFixed(1).padStart(10)} ms/run, spawn ${st.spawnMs.toFixed(1)} ms  ` +
+      `${row.realtimeWithSpawn.toFixed(0)}x realtime (${row.realtimeWithoutSpawn.toFixed(0)}x without spawn)`,
   );
-  groups.push(g);
 }
 save('resampler', { groups, sox: soxRows });
 
@@ -233,11 +237,13 @@ const QUALITY_PAIRS: [number, number][] = [
   [24000, 16000],
   [44100, 24000],
   [22050, 48000],
+  [24000, 48000],
   [8000, 24000],
   [16000, 48000],
 ];
 const peers: { name: string; fn: ResampleFn; passband?: number }[] = [
   { name: 'voicewire high', fn: voicewireFn('high') },
+  { name: 'voicewire folding', fn: voicewireFn('folding') },
   // 'fast' is designed flat to 0.85x Nyquist: measured against its own band edge.
   { name: 'voicewire fast', fn: voicewireFn('fast'), passband: 0.85 },
   { name: 'voicewire best', fn: voicewireFn('best') },
@@ -249,7 +255,7 @@ const quality: Record<string, QualityFigures[]> = {};
 const f1 = (v: number | null): string => (v === null ? '—' : v < -200 ? '< -200' : v.toFixed(1));
 console.log('\nquality (2 s tones at −6 dBFS, sine fit over the middle second)');
 console.log(
-  `  ${'resampler'.padEnd(22)} ${'pair'.padEnd(12)} ${'SNR 1k'.padStart(8)} ${'alias'.padStart(8)} ${'alias1.1'.padStart(8)} ${'al1.05'.padStart(8)} ${'images'.padStart(8)} ${'img.95'.padStart(8)} ${'pb dev'.padStart(8)} ${'lag'.padStart(8)} len`,
+  `  ${'resampler'.padEnd(22)} ${'pair'.padEnd(12)} ${'SNR 1k'.padStart(8)} ${'alias'.padStart(8)} ${'alias1.1'.padStart(8)} ${'al1.05'.padStart(8)} ${'images'.padStart(8)} ${'img.95'.padStart(8)} ${'pb dev'.padStart(8)} ${'stop≥1.0'.padStart(8)} ${'lag'.padStart(8)} len`,
 );
 for (const p of peers) {
   quality[p.name] = [];
@@ -259,7 +265,7 @@ for (const p of peers) {
     console.log(
       `  ${p.name.padEnd(22)} ${`${from}->${to}`.padEnd(12)} ${f1(m.snr1kDb).padStart(8)} ${f1(m.aliasDbfs).padStart(8)} ${f1(m.aliasEdgeDbfs).padStart(8)} ${f1(m.aliasNearDbfs).padStart(8)} ` +
         `${f1(m.imageRejectionDb).padStart(8)} ${f1(m.imageNearDb).padStart(8)} ` +
-        `${m.passbandDevDb.toFixed(4).padStart(8)} ${m.lagSamples.toFixed(2).padStart(8)} ${m.lengthError}`,
+        `${m.passbandDevDb.toFixed(4).padStart(8)} ${f1(m.stopbandDbfs).padStart(8)} ${m.lagSamples.toFixed(2).padStart(8)} ${m.lengthError}`,
     );
   }
 }
@@ -269,7 +275,7 @@ saveFile(
     {
       machine: machine(),
       date: new Date().toISOString(),
-      method: '2 s tones at -6 dBFS; least-squares sine fit over the middle second; alias: tone at 1.25x the output Nyquist (dBFS); aliasEdge: tone at 1.1x the output Nyquist, whose alias lands at 0.9x (dBFS); aliasNear: tone at 1.05x the output Nyquist, whose alias lands at 0.95x (dBFS; folds back when the -6 dB point is at the Nyquist); images: worst of 1 kHz and 0.9x the input Nyquist (dB); imageNear: image at 1.05x the input Nyquist of a tone at 0.95x, relative to the tone (dB); alias probes are null where the probe tone would be above the input Nyquist; passband: worst |gain| of 4 tones up to 0.9x the lower Nyquist (voicewire fast: 0.85x, its design edge, also for aliasEdge and images); -600 dBFS = exact zero output',
+      method: '2 s tones at -6 dBFS; least-squares sine fit over the middle second; alias: tone at 1.25x the output Nyquist (dBFS); aliasEdge: tone at 1.1x the output Nyquist, whose alias lands at 0.9x (dBFS); aliasNear: tone at 1.05x the output Nyquist, whose alias lands at 0.95x (dBFS; folds back when the -6 dB point is at the Nyquist); images: worst of 1 kHz and 0.9x the input Nyquist (dB); imageNear: image at 1.05x the input Nyquist of a tone at 0.95x, relative to the tone (dB); alias probes are null where the probe tone would be above the input Nyquist; passband: worst |gain| of 4 tones up to 0.9x the lower Nyquist (voicewire fast: 0.85x, its design edge, also for aliasEdge and images); stopband: worst output (dBFS) of tones at 1.0005x-1.5x the output Nyquist, or worst image (dB re tone - 6) of input tones at 0.9x-0.999x the input Nyquist: alias-free means <= -100; -600 dBFS = exact zero output',
       quality,
     },
     null,
@@ -287,6 +293,7 @@ const freqs: number[] = [];
 for (let f = 100; f < PLOT_FROM / 2; f += f < 6500 || f > 9500 ? 200 : 40) freqs.push(f);
 const curves = [
   { name: "voicewire 'high'", color: '#d62728', db: responseDb(voicewireFn('high'), PLOT_FROM, PLOT_TO, freqs) },
+  { name: "voicewire 'folding'", color: '#8c564b', db: responseDb(voicewireFn('folding'), PLOT_FROM, PLOT_TO, freqs) },
   { name: "voicewire 'fast'", color: '#ff9896', db: responseDb(voicewireFn('fast'), PLOT_FROM, PLOT_TO, freqs) },
   { name: "voicewire 'best'", color: '#9467bd', db: responseDb(voicewireFn('best'), PLOT_FROM, PLOT_TO, freqs) },
   { name: 'sox rate (default)', color: '#1f77b4', db: responseDb(soxFn, PLOT_FROM, PLOT_TO, freqs) },

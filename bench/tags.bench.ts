@@ -22,7 +22,7 @@
  * - `naive per-piece indexOf + regex`: what clients without a streaming parser write (same events
  *   out, regex exec per tag); not split-safe either (the read-aloud bug).
  *
- * Two measurements: benchmark.js groups (each case runs alone, ~1 s), and an interleaved best of N
+ * Two measurements: runGroup (bench/util.ts: interleaved rounds, per-round ratios), and an interleaved best of N
  * after a warm-up over every input (cases share each round's machine load; the figures to quote on
  * a busy machine), with the linearity check.
  */
@@ -175,7 +175,7 @@ const references = [
   { name: 'naive per-piece indexOf + regex', fn: naivePerPiece },
 ];
 
-// 1. benchmark.js: the parser beside the references, dense and typical text, both piece sizes.
+// 1. runGroup: the parser beside the references, dense and typical text, both piece sizes.
 for (const { label, pieceSize, ps } of inputs) {
   groups.push(
     runGroup(`tags: ${label} in ${pieceSize}-char pieces`, [

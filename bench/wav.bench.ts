@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import * as wavefileNs from 'wavefile';
 import { createWavDecoder, decodeWav, encodeWav, type PcmEncoding } from '../src/index.js';
 import { float32ToInt16, int16ToFloat32 } from '../src/audio/pcm.js';
-import { runGroup, save, type GroupResult } from './util.js';
+import { fmtRatio, runGroup, save, type GroupResult } from './util.js';
 
 // wavefile's `main` is a UMD bundle: under Node its namespace arrives as `default`.
 const { WaveFile } = ((wavefileNs as unknown as { default?: typeof wavefileNs }).default ?? wavefileNs) as typeof wavefileNs;
@@ -71,7 +71,9 @@ for (const { rate, encoding, peerType } of inputs) {
     const g = runGroup(`WAV decode ${encoding} mono ${rate / 1000} kHz, ${label}`, cases, seconds);
     groups.push(g);
     const peer = g.results[g.results.length - 1]!;
-    ratios.push(`${g.group}: int16 ${(g.results[0]!.hz / peer.hz).toFixed(1)}x, float32 ${(g.results[1]!.hz / peer.hz).toFixed(1)}x wavefile`);
+    // Per-round ratios against wavefile: (wavefile's time / ours) in the same round.
+    const f = g.results[1]!;
+    ratios.push(`${g.group}: int16 ${fmtRatio(peer.refSpeedup, peer.refSpeedupP10, peer.refSpeedupP90)}, float32 ${(peer.refSpeedup / f.refSpeedup).toFixed(1)}x wavefile`);
   }
 }
 

@@ -8,7 +8,7 @@ const y = resample(tone(48000, 1), 48000, 8000);        // exactly round(N·to/f
 console.log(`one-shot: ${y.length} samples`);
 
 const input = tone(24000, 1);
-const r = createResampler({ from: 24000, to: 16000 });  // channels?, quality: 'high' | 'fast' | 'best'
+const r = createResampler({ from: 24000, to: 16000 });  // channels?, quality: 'high' | 'best' | 'folding' | 'fast'
 const out: number[] = [];
 for (let i = 0; i < input.length; i += 1920) out.push(...r.push(input.subarray(i, i + 1920))); // 80 ms chunks
 out.push(...r.flush());                                  // the tail; r.reset() on barge-in

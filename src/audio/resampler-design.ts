@@ -10,20 +10,31 @@
  * Nyquist, folds back (downsampling: an alias at `2 − f`; upsampling: an image at `2 − f` of the
  * input's Nyquist). So the stopband edge decides what can fold back:
  *
- * - `'high'` and `'fast'` put the cutoff AT the Nyquist (stopband 1.1× / 1.15×): content between
- *   1.0× and the stopband edge folds back into the band between the passband edge and the
- *   Nyquist, at up to −6 dB (the top 10 % / 15 % of the band is not alias-free). This makes the 2:1 filter a half-band filter
- *   (every other tap zero) and the upsamplers copy every L-th output, which is why they are fast.
- * - `'best'` puts the stopband edge at the Nyquist (sox's `rate` class): nothing above the Nyquist
- *   folds back at all; it costs twice the taps of `'high'`.
+ * - `'high'` (the default) and `'best'` put the stopband edge AT the Nyquist (sox's `rate`
+ *   class, like soxr and libsamplerate): nothing above the Nyquist folds back. `'high'` is a
+ *   minimax (Parks–McClellan, remez.ts) design for 102 dB with ±0.007 dB passband ripple, which
+ *   is about 25 % shorter than a Kaiser window for the same stopband; `'best'` is a 126 dB Kaiser.
+ * - `'folding'` and `'fast'` put the cutoff AT the Nyquist (stopband 1.1× / 1.15×): content
+ *   between 1.0× and the stopband edge folds back into the band between the passband edge and the
+ *   Nyquist, at up to −6 dB (the top 10 % / 15 % of the band is not alias-free). This makes the
+ *   2:1 filter a half-band filter (every other tap zero) and the upsamplers copy every L-th
+ *   output, which is why they are fast.
+ *
+ * Phase tables are bounded (issue 11 §6: a WAV header picks the rates): a reduced ratio `L/M`
+ * with at most {@link MAX_PHASES} phases and a table of at most {@link MAX_TABLE_COEFS} gets the
+ * exact table; any other gets a table of at most 1024 rows at fractional offsets `q/P` of an
+ * input sample, each output interpolating linearly between the two rows around its exact offset
+ * (as speexdsp does): the error of that interpolation is below (π·r/P)²/8 (r = the lower rate over
+ * the input rate), under −107 dB, and the cost per input sample stays within 2× of a table's.
  *
  * The Kaiser length and β come from Kaiser's formulas (J. F. Kaiser, "Nonrecursive digital filter
  * design using the I0-sinh window function", 1974): β = 0.1102·(A − 8.7),
  * N − 1 = (A − 7.95) / (2.285·Δω), with Δω the transition width `stopband − passband`.
  */
+import { remezLowpass } from './remez.js';
 
-/** A resampler quality setting: `'high'` (default), `'fast'` or `'best'`. */
-export type ResamplerQuality = 'high' | 'fast' | 'best';
+/** A resampler quality setting: `'high'` (default, alias-free), `'best'`, `'folding'` or `'fast'`. */
+export type ResamplerQuality = 'high' | 'fast' | 'best' | 'folding';
 
 /** What a quality setting designs for. */
 export interface ResamplerQualitySpec {
@@ -36,44 +47,43 @@ export interface ResamplerQualitySpec {
    * is attenuated by `attenuationDb`. 1 means nothing above the Nyquist folds back.
    */
   readonly stopband: number;
+  /**
+   * Minimax design (remez.ts) with this passband ripple, dB (± around unity), where the
+   * prototype is short enough (≤ {@link MAX_REMEZ_TAPS}); else, and when absent, a Kaiser window.
+   */
+  readonly passbandRippleDb?: number;
 }
 
 /**
- * The three settings, with what they guarantee and measure (2 s tones at −6 dBFS, sine fit; worst
+ * The four settings, with what they guarantee and measure (2 s tones at −6 dBFS, sine fit; worst
  * case over the pairs of the six service rates in bench/quality.ts and test/audio/resampler.test.ts).
  * "Nyquist" is the lower of the two Nyquist frequencies; "folds back" means an alias (when
  * downsampling) or an image (when upsampling) of content near the Nyquist.
  *
- * - `high` (default): designed for 126 dB, flat to 0.9× Nyquist (gain within ±0.00001 dB),
- *   −6 dB AT the Nyquist, stopband from 1.1×. Guarantees: the band 0–0.9× is flat and free of
- *   aliases and images of everything at or above 1.1× (a tone at 1.1× comes out ≤ −132 dBFS, at
- *   1.25× ≤ −144 dBFS); SNR of a 1 kHz tone ≥ 139.9 dB; images of tones up to 0.9× ≥ 125.7 dB
- *   down. NOT guaranteed: content between 1.0× and 1.1× Nyquist folds back into 0.9×–1.0× (the
- *   top 10 % of the output band), attenuated only by the transition band. Measured 48k→24k: a
- *   tone at 1.017× (12.2 kHz) aliases at −11 dB re the tone, 1.05× at −30 dB, 1.083× at −70 dB;
- *   24k→48k: an input tone at 0.95× (11.4 kHz) leaves an image at 1.05× only −30 dB down. (sox
- *   `rate`: −149 / −161 / −182 dB and −130 dB; speexdsp q5 instead rolls off early, −1.8 dB at
- *   0.9×, and lets a tone at 1.05× through at −101 dB.) 88 taps per output when upsampling, 168
- *   for 2:1 (a half-band filter: half of them zero, skipped), 248 for 3:1.
- * - `fast`: designed for 96 dB, flat to 0.85× Nyquist (±0.0002 dB), −6 dB at the Nyquist,
- *   stopband from 1.15×. Guarantees: 0–0.85× is flat and free of aliases and images of everything
- *   at or above 1.15× (≤ −106 dBFS); SNR of a 1 kHz tone ≥ 105.9 dB; images ≥ 101 dB. Content
- *   between 1.0× and 1.15× folds back into 0.85×–1.0× (at 1.05×: −16.5 dB). About half the taps
- *   of `high`, 1.5–1.8× its speed.
- * - `best` (sox's default `rate` class: 125 dB, nothing aliases): designed for 126 dB, flat to
- *   0.9× Nyquist (±0.00001 dB), −6 dB at 0.95× (sox: −3 dB at 0.95×, flat to ~0.92×), stopband
- *   from 1.0×. Guarantees: nothing at or above the Nyquist folds back (tones at 1.0×–1.05× come
- *   out ≤ −134 dBFS, at 1.25× ≤ −145 dBFS; upsampling, the image of a tone at 0.95×–0.99× of the
- *   input's Nyquist is ≥ 128 dB down); SNR of a 1 kHz tone ≥ 137.5 dB; images of tones up to 0.9×
- *   ≥ 133.9 dB down. Twice the taps of `high` and no zero taps (168 per output when upsampling,
- *   336 for 2:1, 496 for 3:1), so 1.5–2.5× slower than `high`: about the speed of speexdsp q5 on
- *   24k→8k, 48k→24k and 24k→16k, several times it on 44.1k→24k and 22.05k→48k. Its look-ahead
- *   (the stream's delay) is twice `high`'s: 3.5 ms at 48k→24k, 10.3 ms at 48k→8k.
+ * - `high` (default): alias-free (issue 12 §2). Minimax design for 104 dB, passband ripple
+ *   ±0.007 dB to 0.9×, stopband from 1.0× (a Kaiser 104 dB window where the minimax prototype
+ *   would exceed {@link MAX_REMEZ_TAPS}). Guarantees: tones at 1.0005×–1.5× come out ≤ −100 dBFS
+ *   (measured ≤ −107.7 dBFS for −6 dBFS tones; 24k→16k is the worst, two alias paths add up);
+ *   upsampling, images of tones at 0.9×–0.999× of the input Nyquist ≥ 100 dB down; gain within
+ *   ±0.01 dB to 0.9× (measured ±0.0067 dB); 1 kHz SNR ≥ 105 dB. Taps per output: 200 for 2:1,
+ *   296 for 3:1, 584 for 6:1, 152 for 24k→16k — about 1.25× speexdsp q5's, which is not
+ *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×).
+ * - `best` (sox's default `rate` class: 125 dB): Kaiser 126 dB, flat to 0.9× (±0.00001 dB),
+ *   −6 dB at 0.95×, stopband from 1.0×: tones at 1.0×–1.05× ≤ −134 dBFS, at 1.25× ≤ −145 dBFS;
+ *   images ≥ 128 dB down; SNR ≥ 137.5 dB. 336 taps for 2:1, 496 for 3:1.
+ * - `folding` (`high` in 0.1.0): Kaiser 126 dB, flat to 0.9× (±0.00001 dB), −6 dB AT
+ *   the Nyquist, stopband from 1.1×. Content between 1.0× and 1.1× folds back into 0.9×–1.0×
+ *   (48k→24k: a tone at 1.017× aliases at −11 dB, 1.05× at −30 dB, 1.083× at −70 dB; 24k→48k:
+ *   an input tone at 0.95× leaves an image at 1.05× only −30 dB down); at 1.1× and above ≤ −132
+ *   dBFS. A half-band filter at 2:1 (84 non-zero taps), 88 taps per output when upsampling.
+ * - `fast`: Kaiser 96 dB, flat to 0.85× (±0.0002 dB), −6 dB at the Nyquist, stopband from 1.15×;
+ *   folds like `folding` between 1.0× and 1.15× (at 1.05×: −16.5 dB). Half the taps of `folding`.
  */
 export const RESAMPLER_QUALITIES: { readonly [Q in ResamplerQuality]: ResamplerQualitySpec } = {
-  high: { attenuationDb: 126, passband: 0.9, stopband: 1.1 },
-  fast: { attenuationDb: 96, passband: 0.85, stopband: 1.15 },
+  high: { attenuationDb: 104, passband: 0.9, stopband: 1, passbandRippleDb: 0.007 },
   best: { attenuationDb: 126, passband: 0.9, stopband: 1 },
+  folding: { attenuationDb: 126, passband: 0.9, stopband: 1.1 },
+  fast: { attenuationDb: 96, passband: 0.85, stopband: 1.15 },
 };
 
 /** One designed polyphase filter bank. */
@@ -121,6 +131,14 @@ export interface PolyphaseFilter {
   readonly attenuationDb: number;
   /** Decimation by 2 (a half-band filter): the same taps split into branches that skip the zeros, else null. */
   readonly decimator: DecimatorBranches | null;
+  /** The minimax prototype (`2K + 1` taps at `up ×` the input rate, centre at K), or null for a Kaiser design. */
+  readonly proto: Float64Array | null;
+  /**
+   * For ratios without an exact table: `rows + 1` rows (`taps` each) at input-sample offsets
+   * `q / rows`, q = 0 … rows; an output at exact offset `p / up` interpolates rows ⌊p·rows/up⌋
+   * and the next. Null with an exact table.
+   */
+  readonly interp: { readonly rows: number; readonly coefs: Float32Array } | null;
 }
 
 /**
@@ -141,8 +159,16 @@ export interface DecimatorBranches {
   readonly branches: readonly { readonly first: number; readonly count: number; readonly pad: number; readonly filter: PolyphaseFilter }[];
 }
 
-/** Largest phase table kept in memory (4 M coefficients, 16 MB); larger ones are computed per output. */
-export const MAX_TABLE_COEFS = 1 << 22;
+/** Largest phase table (1 M coefficients, 4 MB; its design costs at most ~0.1 s, once per ratio). */
+export const MAX_TABLE_COEFS = 1 << 20;
+/** Most phases of an exact table; ratios with more get the interpolated table. */
+export const MAX_PHASES = 1024;
+/** Most rows of an interpolated table (fewer when `taps` is long: rows × taps ≤ {@link MAX_TABLE_COEFS}). */
+export const MAX_INTERP_ROWS = 1024;
+/** Longest minimax prototype designed (remez.ts, ~0.2 s at this length); longer ones use a Kaiser window. */
+export const MAX_REMEZ_TAPS = 1201;
+/** Coefficients smaller than this are stored as 0 (−240 dB: keeps products out of the slow denormal range). */
+const TINY_COEF = 1e-12;
 
 /** Greatest common divisor of two positive integers. */
 export function gcd(a: number, b: number): number {
@@ -184,10 +210,12 @@ export function kaiserHalfLength(a: number, width: number): number {
 }
 
 const cache = new Map<string, PolyphaseFilter>();
+/** Designs kept (most recently used); a hostile stream of rates cannot grow memory past it. */
+const CACHE_SIZE = 32;
 
 /**
- * The polyphase filter for `from → to` at `quality`, designed on first use and cached. `from` and
- * `to` are positive integers (checked by the caller).
+ * The polyphase filter for `from → to` at `quality`, designed on first use and cached (the
+ * {@link CACHE_SIZE} most recently used). `from` and `to` are positive integers (checked by the caller).
  */
 export function designPolyphaseFilter(from: number, to: number, quality: ResamplerQuality): PolyphaseFilter {
   const g = gcd(from, to);
@@ -197,9 +225,63 @@ export function designPolyphaseFilter(from: number, to: number, quality: Resampl
   let f = cache.get(key);
   if (f === undefined) {
     f = build(up, down, RESAMPLER_QUALITIES[quality]);
-    cache.set(key, f);
+    if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  } else {
+    cache.delete(key);
   }
+  cache.set(key, f);
   return f;
+}
+
+/** What one design costs to run: a deterministic proxy for CPU per input sample (issue 11 §6). */
+export interface ResamplerCost {
+  /** Phases of the exact table, or rows of the interpolated one. */
+  readonly phases: number;
+  readonly interpolated: boolean;
+  /** Taps per output (multiply-adds of one dot product). */
+  readonly taps: number;
+  /** Multiply-adds per input frame: taps × dot products per output × outputs per input (half-band: half the taps). */
+  readonly macsPerInput: number;
+  /** Coefficients held in the tables. */
+  readonly tableCoefs: number;
+}
+
+/** The {@link ResamplerCost} of `from → to` at `quality` (designs the filter if needed). */
+export function resamplerCost(from: number, to: number, quality: ResamplerQuality): ResamplerCost {
+  const f = designPolyphaseFilter(from, to, quality);
+  const dots = f.interp !== null ? 2 : 1;
+  const taps = f.decimator !== null ? f.decimator.branches.reduce((n, b) => n + b.count, 1) : f.taps;
+  return {
+    phases: f.interp !== null ? f.interp.rows : f.up,
+    interpolated: f.interp !== null,
+    taps,
+    macsPerInput: (taps * dots * f.up) / f.down,
+    tableCoefs: f.interp !== null ? f.interp.coefs.length : f.coefs!.length,
+  };
+}
+
+/** The shortest minimax prototype (remez.ts) meeting `spec` at the ratio, or null beyond {@link MAX_REMEZ_TAPS}. */
+function designEquiripple(up: number, down: number, spec: ResamplerQualitySpec): Float64Array | null {
+  // Prototype rate: up × the input rate; the lower Nyquist in cycles per prototype sample.
+  const nyq = 0.5 / Math.max(up, down);
+  const fp = spec.passband * nyq;
+  const fs = spec.stopband * nyq;
+  const dp = Math.pow(10, spec.passbandRippleDb! / 20) - 1;
+  const ds = Math.pow(10, -spec.attenuationDb / 20);
+  // Kaiser's length estimate for equiripple filters; then lengthened until the ripple is met.
+  let n = Math.ceil((-20 * Math.log10(Math.sqrt(dp * ds)) - 13) / (14.6 * (fs - fp))) + 1;
+  for (let tries = 0; tries < 8; tries++) {
+    n |= 1;
+    if (n > MAX_REMEZ_TAPS) return null;
+    const r = remezLowpass((n - 1) / 2, fp, fs, dp / ds);
+    if (r.converged && r.delta <= dp) {
+      // Gain `up` (each phase sees 1/up of the taps): every row then sums to about 1.
+      for (let i = 0; i < r.h.length; i++) r.h[i]! *= up;
+      return r.h;
+    }
+    n = Math.ceil(n * 1.02) + 2;
+  }
+  return null;
 }
 
 function build(up: number, down: number, spec: ResamplerQualitySpec): PolyphaseFilter {
@@ -207,19 +289,32 @@ function build(up: number, down: number, spec: ResamplerQualitySpec): PolyphaseF
   // c·r·sinc(c·r·τ)·kaiser(τ/half), c the cutoff (fraction of the lower Nyquist): −6 dB at c×
   // the lower Nyquist, unity gain at DC.
   const r = Math.min(1, up / down);
-  // Transition band passband … stopband (× the lower Nyquist), its width in cycles per input sample.
-  const width = ((spec.stopband - spec.passband) / 2) * r;
-  const half = kaiserHalfLength(spec.attenuationDb, width);
-  const taps = (2 * half + 7) & ~7;
-  const beta = kaiserBeta(spec.attenuationDb);
   // Cutoff as an exact fraction (to 1/1000): 1/1 when the band plan is symmetric around the Nyquist.
   let cutNum = Math.round(((spec.passband + spec.stopband) / 2) * 1000);
   let cutDen = 1000;
   const g = gcd(cutNum, cutDen);
   cutNum /= g;
   cutDen /= g;
-  const partial = { up, down, half, taps, beta, attenuationDb: spec.attenuationDb, cutNum, cutDen };
-  if (up * taps > MAX_TABLE_COEFS) return { ...partial, coefs: null, step: null, next: null, copy: null, decimator: null };
+  const beta = kaiserBeta(spec.attenuationDb);
+  // A minimax prototype where the exact table holds it; its half-length covers |m| ≤ K at m/up.
+  const proto = spec.passbandRippleDb !== undefined && up <= MAX_PHASES ? designEquiripple(up, down, spec) : null;
+  let half: number;
+  if (proto !== null) {
+    half = Math.floor((proto.length - 1) / 2 / up) + 1;
+  } else {
+    // Transition band passband … stopband (× the lower Nyquist), its width in cycles per input sample.
+    const width = ((spec.stopband - spec.passband) / 2) * r;
+    half = kaiserHalfLength(spec.attenuationDb, width);
+  }
+  const taps = (2 * half + 7) & ~7;
+  const partial = { up, down, half, taps, beta, attenuationDb: spec.attenuationDb, cutNum, cutDen, proto };
+  if (up > MAX_PHASES || up * taps > MAX_TABLE_COEFS) {
+    // No exact table: rows at q/rows of an input sample, interpolated per output (issue 11 §6).
+    const rows = Math.max(2, Math.min(MAX_INTERP_ROWS, Math.floor(MAX_TABLE_COEFS / taps) - 1));
+    const coefs = new Float32Array((rows + 1) * taps);
+    for (let q = 0; q <= rows; q++) kernelRow(partial, q, rows, coefs.subarray(q * taps, (q + 1) * taps));
+    return { ...partial, coefs: null, step: null, next: null, copy: null, decimator: null, interp: { rows, coefs } };
+  }
   const coefs = new Float32Array(up * taps);
   for (let p = 0; p < up; p++) fillPhaseRow(partial, p, coefs.subarray(p * taps, (p + 1) * taps));
   const step = new Int32Array(up);
@@ -229,10 +324,10 @@ function build(up: number, down: number, spec: ResamplerQualitySpec): PolyphaseF
     step[p] = Math.floor(t / up);
     next[p] = t % up;
   }
-  const f: PolyphaseFilter = { ...partial, coefs, step, next, copy: unitRows(coefs, up, taps), decimator: null };
+  const f: PolyphaseFilter = { ...partial, coefs, step, next, copy: unitRows(coefs, up, taps), decimator: null, interp: null };
   // Only M = 2 pays: for M = 3 the two remaining branches cost as much as the zeros they skip.
-  // Only a cutoff at the Nyquist (1/1) gives the half-band's zero taps.
-  return up === 1 && down === 2 && cutNum === cutDen ? { ...f, decimator: splitDecimator(f) } : f;
+  // Only a Kaiser cutoff at the Nyquist (1/1) gives the half-band's zero taps.
+  return up === 1 && down === 2 && cutNum === cutDen && proto === null ? { ...f, decimator: splitDecimator(f) } : f;
 }
 
 /** The {@link PolyphaseFilter.copy} table: which rows are a single tap of exactly 1. */
@@ -275,7 +370,7 @@ function splitDecimator(f: PolyphaseFilter): DecimatorBranches {
     const coefs = new Float32Array(taps);
     for (let i = 0; i < count; i++) coefs[pad + i] = row[first + i * M]!;
     const filter: PolyphaseFilter = {
-      up: 1, down: 1, half: 0, taps, coefs, step: Int32Array.of(1), next: Int32Array.of(0), copy: null, beta: f.beta, attenuationDb: f.attenuationDb, cutNum: 1, cutDen: 1, decimator: null, // prettier-ignore
+      up: 1, down: 1, half: 0, taps, coefs, step: Int32Array.of(1), next: Int32Array.of(0), copy: null, beta: f.beta, attenuationDb: f.attenuationDb, cutNum: 1, cutDen: 1, decimator: null, proto: null, interp: null, // prettier-ignore
     };
     branches.push({ first, count, pad, filter });
   }
@@ -284,40 +379,64 @@ function splitDecimator(f: PolyphaseFilter): DecimatorBranches {
 
 const rowScratch: { buf: Float64Array } = { buf: new Float64Array(256) };
 
+type RowSpec = { readonly up: number; readonly down: number; readonly half: number; readonly taps: number; readonly beta: number; readonly cutNum: number; readonly cutDen: number; readonly proto: Float64Array | null };
+
 /**
- * Writes the `taps` coefficients of phase `p` into `dst` (computed in float64, normalised to
- * unity DC gain, stored as float32). The one definition of the kernel: the cached tables are
- * filled by it, and the huge-ratio path calls it per output, so both give identical values.
+ * Writes the `taps` coefficients of phase `p` (offset p/up of an input sample) into `dst`. The
+ * one definition of an exact table's rows.
  */
-export function fillPhaseRow(
-  f: { readonly up: number; readonly down: number; readonly half: number; readonly taps: number; readonly beta: number; readonly cutNum: number; readonly cutDen: number },
-  p: number,
-  dst: Float32Array,
-): void {
-  const { up, down, half, taps, beta, cutNum, cutDen } = f;
+export function fillPhaseRow(f: RowSpec, p: number, dst: Float32Array): void {
+  kernelRow(f, p, f.up, dst);
+}
+
+/**
+ * Writes the row at input-sample offset `num / den` (0 ≤ num ≤ den) into `dst`: tap j holds the
+ * kernel at `τ = taps − half − 1 − j + num/den`, computed in float64, normalised to unity DC gain,
+ * stored as float32 (coefficients under {@link TINY_COEF} as 0). A minimax design reads its
+ * prototype (then `den` must be `up`); a Kaiser design evaluates its window and sinc, with the
+ * sinc's zeros exact when the offset is a fraction of `up`.
+ */
+function kernelRow(f: RowSpec, num0: number, den: number, dst: Float32Array): void {
+  const { up, down, half, taps, beta, cutNum, cutDen, proto } = f;
   if (rowScratch.buf.length < taps) rowScratch.buf = new Float64Array(taps);
   const row = rowScratch.buf;
-  const i0Beta = besselI0(beta);
   const lead = taps - half;
-  // sinc argument c·r·τ as an exact fraction (num·cutNum) / xDen, so the sinc's zeros come out
-  // exactly 0 (c = cutNum / cutDen; with c = 1 this is num / max(up, down)).
-  const xDen = (up < down ? down : up) * cutDen;
   let sum = 0;
-  for (let j = 0; j < taps; j++) {
-    const num = (lead - 1 - j) * up + p; // τ = num / up
-    const u = num / up / half;
-    let v = 0;
-    if (u > -1 && u < 1) {
-      const w = besselI0(beta * Math.sqrt(1 - u * u)) / i0Beta;
-      const x = num * cutNum;
-      const s = x === 0 ? 1 : x % xDen === 0 ? 0 : Math.sin((Math.PI * x) / xDen) / ((Math.PI * x) / xDen);
-      v = s * w;
+  if (proto !== null) {
+    // A minimax prototype is used as designed (scaled by `up`, so each phase sums to about 1):
+    // renormalising its phases would move its stopband (24k→16k: 99 dB instead of 102) and push
+    // its ±δ passband ripple to 0…2δ; the phases' DC gains differ by at most the stopband ripple.
+    const K = (proto.length - 1) / 2;
+    for (let j = 0; j < taps; j++) {
+      const m = (lead - 1 - j) * up + num0;
+      const v = m >= -K && m <= K ? proto[K + m]! : 0;
+      dst[j] = v < TINY_COEF && v > -TINY_COEF ? 0 : v;
     }
-    row[j] = v;
-    sum += v;
+    return;
+  } else {
+    const i0Beta = besselI0(beta);
+    // sinc argument c·r·τ as an exact fraction x / xDen, so the sinc's zeros come out exactly 0
+    // (c = cutNum / cutDen, r = up / max(up, down); τ = num / den).
+    const xDen = den * (up < down ? down : up) * cutDen;
+    for (let j = 0; j < taps; j++) {
+      const num = (lead - 1 - j) * den + num0; // τ = num / den
+      const u = num / den / half;
+      let v = 0;
+      if (u > -1 && u < 1) {
+        const w = besselI0(beta * Math.sqrt(1 - u * u)) / i0Beta;
+        const x = num * cutNum * up;
+        const s = x === 0 ? 1 : x % xDen === 0 ? 0 : Math.sin((Math.PI * x) / xDen) / ((Math.PI * x) / xDen);
+        v = s * w;
+      }
+      row[j] = v;
+      sum += v;
+    }
   }
   // Normalise every phase to unity DC gain (this also supplies the factor r of r·sinc(r·τ)):
   // removes the DC-image spurs a Kaiser ripple would leave at multiples of the input rate.
   const g = 1 / sum;
-  for (let j = 0; j < taps; j++) dst[j] = row[j]! * g;
+  for (let j = 0; j < taps; j++) {
+    const v = row[j]! * g;
+    dst[j] = v < TINY_COEF && v > -TINY_COEF ? 0 : v;
+  }
 }

@@ -15,22 +15,23 @@ import { describe } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
 import type { Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
-import { roundToInt16, runDecimator, runPolyphase, runScalar } from './resampler-simd.js';
-import { designPolyphaseFilter, fillPhaseRow, RESAMPLER_QUALITIES, type PolyphaseFilter, type ResamplerQuality } from './resampler-design.js';
+import { roundToInt16, runDecimator, runPolyphase } from './resampler-simd.js';
+import { designPolyphaseFilter, RESAMPLER_QUALITIES, type PolyphaseFilter, type ResamplerQuality } from './resampler-design.js';
 
 export type { ResamplerQuality, ResamplerQualitySpec } from './resampler-design.js';
-export { RESAMPLER_QUALITIES } from './resampler-design.js';
+export { RESAMPLER_QUALITIES, resamplerCost } from './resampler-design.js';
+export type { ResamplerCost } from './resampler-design.js';
 export { resamplerBackend, setResamplerBackend } from './resampler-simd.js';
 export type { ResamplerBackend } from './resampler-simd.js';
 
 /** Options of {@link resample} and {@link resampleInt16}. */
 export interface ResampleOptions {
   /**
-   * `'high'` (default: ≥ 125 dB stopband from 1.1× the lower Nyquist, flat to 0.9×; content
-   * between 1.0× and 1.1× may fold back into 0.9×–1.0× at up to −6 dB), `'fast'` (≥ 96 dB from
-   * 1.15×, flat to 0.85×, half the taps) or `'best'` (≥ 125 dB from 1.0×: nothing folds back, as
-   * sox's `rate`; flat to 0.9×, twice the taps of `'high'`). What each guarantees and measures:
-   * {@link RESAMPLER_QUALITIES}.
+   * `'high'` (default: alias-free, ≥ 100 dB stopband from 1.0× the lower Nyquist, flat ±0.01 dB to
+   * 0.9×), `'best'` (alias-free, ≥ 125 dB from 1.0×, flat to 0.9×), `'folding'` (≥ 125 dB from
+   * 1.1×, flat to 0.9×; content between 1.0× and 1.1× folds back into 0.9×–1.0× at up to −6 dB;
+   * `'high'` in 0.1.0) or `'fast'` (≥ 96 dB from 1.15×, flat to 0.85×, folds like
+   * `'folding'`). What each guarantees and measures: {@link RESAMPLER_QUALITIES}.
    */
   quality?: ResamplerQuality;
   /** Interleaved channels in the input. Default 1. */
@@ -88,8 +89,6 @@ export interface Resampler<T extends Float32Array | Int16Array = Float32Array> {
 /** Input frames appended to the history per block; the history holds `taps + BLOCK` frames. */
 const BLOCK = 8192;
 const EMPTY_F32 = new Float32Array(0);
-/** Step and next-phase tables of a one-row, one-output call of the scalar kernel. */
-const ONE_PHASE = new Int32Array(1);
 
 function checkRate(name: string, rate: unknown): number {
   if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0 || rate > 0x7fffffff) {
@@ -111,7 +110,7 @@ function checkOptions(from: unknown, to: unknown, options: ResampleOptions): { f
   }
   const quality = options.quality ?? 'high';
   if (!Object.prototype.hasOwnProperty.call(RESAMPLER_QUALITIES, quality)) {
-    throw new VoicewireError('INVALID_ARGUMENT', `resampler: quality must be 'high', 'fast' or 'best', got ${String(quality)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: quality must be 'high', 'best', 'folding' or 'fast', got ${String(quality)}`);
   }
   return { from: f, to: t, channels, quality };
 }
@@ -215,6 +214,8 @@ class PolyphaseCore {
   private inFrames = 0;
   /** Output frames emitted since the start. */
   private outFrames = 0;
+  /** Whether input is flushed and clamped ({@link tame}): float input; int16 input needs neither. */
+  tame = true;
   readonly delayFrames: number;
   readonly delaySeconds: number;
 
@@ -354,10 +355,12 @@ class PolyphaseCore {
         for (let c = 0; c < C; c++) hist.fill(0, c * cap + len, c * cap + len + k);
       } else if (C === 1) {
         hist.set(src.subarray(s0 + done, s0 + done + k), len);
+        if (this.tame) tame(hist, len, len + k);
       } else {
         for (let c = 0; c < C; c++) {
           const h = c * cap + len;
           for (let j = 0, s = s0 + done * C + c; j < k; j++, s += C) hist[h + j] = src[s]!;
+          if (this.tame) tame(hist, h, h + k);
         }
       }
       this.len = len + k;
@@ -389,7 +392,7 @@ class PolyphaseCore {
       this.base += n * f.down;
       return;
     }
-    if (f.coefs !== null) {
+    if (f.interp === null) {
       let r = 0;
       for (let c = 0; c < C; c++) {
         r = runPolyphase(f, this.hist, c * this.cap, this.base, this.phase, out, at * C + c, C, n);
@@ -398,21 +401,75 @@ class PolyphaseCore {
       this.phase = r - this.base * f.up;
       return;
     }
-    // Huge-ratio path (the phase table would not fit in memory): the row of each output's phase
-    // is computed on the spot by the same function that fills tables, and the dot product is the
-    // kernel's scalar twin, so values are what a table would give (slowly: ~5 µs per output).
-    const row = this.row;
+    // No exact table (issue 11 §6): the two rows around the exact offset p/L, interpolated.
+    const ip = f.interp!;
+    const rows = ip.rows;
+    const tab = ip.coefs;
+    const taps = f.taps;
+    const hist = this.hist;
+    const cap = this.cap;
     let base = this.base;
     let phase = this.phase;
     for (let k = 0; k < n; k++) {
-      fillPhaseRow(f, phase, row);
-      for (let c = 0; c < C; c++) runScalar(row, f.taps, ONE_PHASE, ONE_PHASE, this.hist, c * this.cap, base, 0, out, (at + k) * C + c, 1, 1);
-      const t = phase + f.down;
-      base += Math.floor(t / f.up);
-      phase = t % f.up;
+      const pos = (phase * rows) / f.up;
+      const q = Math.floor(pos);
+      const t = pos - q;
+      const r0 = q * taps;
+      const r1 = q === rows ? r0 : r0 + taps;
+      for (let c = 0; c < C; c++) {
+        const x0 = c * cap + base;
+        // Four partial sums per row (taps is a multiple of 8): breaks the add dependency chain.
+        let a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0; // prettier-ignore
+        for (let j = 0; j < taps; j += 4) {
+          const x = x0 + j;
+          const u0 = hist[x]!;
+          const u1 = hist[x + 1]!;
+          const u2 = hist[x + 2]!;
+          const u3 = hist[x + 3]!;
+          a0 += tab[r0 + j]! * u0;
+          a1 += tab[r0 + j + 1]! * u1;
+          a2 += tab[r0 + j + 2]! * u2;
+          a3 += tab[r0 + j + 3]! * u3;
+          b0 += tab[r1 + j]! * u0;
+          b1 += tab[r1 + j + 1]! * u1;
+          b2 += tab[r1 + j + 2]! * u2;
+          b3 += tab[r1 + j + 3]! * u3;
+        }
+        const a = a0 + a1 + (a2 + a3);
+        const b = b0 + b1 + (b2 + b3);
+        out[(at + k) * C + c] = a + (b - a) * t;
+      }
+      const s = phase + f.down;
+      base += Math.floor(s / f.up);
+      phase = s % f.up;
     }
     this.base = base;
     this.phase = phase;
+  }
+}
+
+
+/**
+ * Below this magnitude an input sample is read as 0 (2^-50, −300 dBFS): denormal inputs, and
+ * products of tiny inputs with small coefficients, would otherwise take the CPU's slow path
+ * (issue 11 §7: 40× the time; WebAssembly cannot set flush-to-zero).
+ */
+export const RESAMPLER_FLUSH_BELOW = 2 ** -50;
+/**
+ * Input samples are clamped to ±this (2^64, +385 dBFS): a constant 3.4e38 input would overflow
+ * float32 sums to ±Infinity and NaN (issue 11 §7); with the clamp every output is finite.
+ */
+export const RESAMPLER_CLAMP_ABOVE = 2 ** 64;
+
+/** Flushes tiny and clamps huge samples of `h[from … to)` in place (see the two constants). */
+function tame(h: Float32Array, from: number, to: number): void {
+  for (let i = from; i < to; i++) {
+    const v = h[i]!;
+    if (v < RESAMPLER_FLUSH_BELOW && v > -RESAMPLER_FLUSH_BELOW) {
+      if (v !== 0) h[i] = 0; // ±0 stay as they are
+    }
+    else if (v > RESAMPLER_CLAMP_ABOVE) h[i] = RESAMPLER_CLAMP_ABOVE;
+    else if (v < -RESAMPLER_CLAMP_ABOVE) h[i] = -RESAMPLER_CLAMP_ABOVE;
   }
 }
 
@@ -478,6 +535,11 @@ class Int16Resampler extends CoreResampler implements Resampler<Int16Array> {
   private inBuf = new Float32Array(0);
   private outBuf = new Float32Array(0);
 
+  constructor(from: number, to: number, channels: number, quality: ResamplerQuality) {
+    super(from, to, channels, quality);
+    this.core.tame = false; // int16 values are neither tiny nor huge
+  }
+
   push(chunk: Int16Array, out?: Int16Array): Int16Array {
     checkInt16(chunk);
     const n = chunk.length;
@@ -513,15 +575,12 @@ class Int16Resampler extends CoreResampler implements Resampler<Int16Array> {
  * Creates a streaming Float32 resampler. Output sample `k` of the stream is emitted as soon as
  * the input it needs has arrived (see {@link Resampler.delay}); pushes plus `flush()` concatenate
  * to exactly `resample(wholeInput, from, to)`, bit for bit, however the input is chunked.
- * Default quality `'high'`; see {@link ResampleOptions.quality}.
+ * Default quality `'high'` (alias-free); see {@link ResampleOptions.quality}.
  *
- * Speed: every pair of the six service rates (and any pair whose reduced ratio `L/M` has
- * `L × taps ≤ 2^22`, `MAX_TABLE_COEFS` in resampler-design.ts) runs on a phase table built once per process.
- * Pairs with a huge `L` — e.g. 48000 → 47999 (`L` = 47999) — have none: each output's
- * coefficients are computed on the spot (~5 µs per output): about 363 ms of CPU per second of
- * 48 kHz audio with `'high'` (under 3× realtime, against thousands× for table pairs), twice that
- * with `'best'` (whose kernel is twice as long). `'fast'`'s shorter kernel still fits a table
- * for 48000 → 47999, so it keeps full speed there. Prefer rates with a large common divisor.
+ * Speed: every pair of the six service rates runs on a phase table built once per process.
+ * Ratios whose reduced `L` exceeds 1024 phases (48000 → 47999) or whose table would exceed 1 M
+ * coefficients run on an interpolated table (two dot products per output, in JS): at most about
+ * twice the work per input sample of a table pair, whatever the rates (see `resamplerCost`).
  *
  * @example
  * const r = createResampler({ from: 48000, to: 24000 });

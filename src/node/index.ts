@@ -5,6 +5,7 @@
 export * from '../index.js';
 import { registerNativeOpus } from './opus-native.js';
 registerNativeOpus(); // Opus on the native libopus when @evan/opus is installed (optional dependency), else wasm
+export { bufferBase64 } from './base64.js'; // registers Buffer's base64 with the core on import
 export { CoreTransform, toNodeTransform } from './transform.js';
 export type { NodeTransformOptions } from './transform.js';
 export { createFfmpegDecoderStream, decodeWithFfmpeg, isFfmpegAvailable } from './ffmpeg.js';

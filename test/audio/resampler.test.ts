@@ -14,9 +14,13 @@ import {
   resampledLength,
   resampleInt16,
   resamplerBackend,
+  resamplerCost,
+  RESAMPLER_CLAMP_ABOVE,
   setResamplerBackend,
   type Resampler,
+  type ResamplerQuality,
 } from '../../src/audio/resampler.js';
+import { designPolyphaseFilter, MAX_TABLE_COEFS } from '../../src/audio/resampler-design.js';
 import { roundToInt16 } from '../../src/audio/resampler-simd.js';
 import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
 import { has, needs, run } from '../helpers/tools.js';
@@ -106,10 +110,11 @@ function naiveResample(x: Float32Array, from: number, to: number, attenuation: n
 }
 
 describe('resample: timing and values', () => {
-  it('matches a naive float64 Kaiser-sinc reference to float32 precision (every setting)', () => {
+  it('matches a naive float64 Kaiser-sinc reference to float32 precision (every Kaiser setting, and \'high\' where its ratio is too long for a minimax design)', () => {
     const x = signal(1500, 7);
     for (const [from, to] of [[48000, 8000], [48000, 24000], [44100, 24000], [22050, 48000], [8000, 24000], [7, 3], [1000, 1001]] as const) {
-      for (const quality of ['high', 'fast', 'best'] as const) {
+      for (const quality of ['folding', 'fast', 'best', 'high'] as const) {
+        if (quality === 'high' && designPolyphaseFilter(from, to, 'high').proto !== null) continue;
         const q = RESAMPLER_QUALITIES[quality];
         const ref = naiveResample(x, from, to, q.attenuationDb, q.passband, q.stopband);
         const got = resample(x, from, to, { quality });
@@ -142,10 +147,10 @@ describe('resample: timing and values', () => {
     expect(resampledLength(2 ** 40 + 3, 48000, 8000)).toBe(Math.round((2 ** 40 + 3) / 6));
   });
 
-  it('has zero lag: integer upsampling passes every input sample through at output L·n', () => {
+  it("has zero lag: integer upsampling ('folding', a Nyquist filter) passes every input sample through at output L·n", () => {
     const x = signal(400, 3);
     for (const [from, to] of [[8000, 24000], [16000, 48000], [8000, 16000], [24000, 48000]] as const) {
-      const y = resample(x, from, to);
+      const y = resample(x, from, to, { quality: 'folding' });
       const L = to / from;
       for (let n = 0; n < x.length; n++) expect(y[n * L], `${from}→${to} n=${n}`).toBe(x[n]);
     }
@@ -191,7 +196,9 @@ describe.skipIf(!has('sox'))(needs('sox', 'agrees with sox rate (default quality
       expect(ours.length).toBe(ref.length);
       const [a, b] = middle(ours.length, 0.1);
       const d = ours.map((v, i) => v - ref[i]!);
-      expect(20 * Math.log10(rms(d, a, b) / rms(ours, a, b)), `${from}→${to} ${quality}`).toBeLessThan(-85);
+      // 'high' allows ±0.01 dB of passband ripple (designed ±0.007 dB: a gain error of 8e-4, −62
+      // dB); sox and 'best' are flat to 1e-5.
+      expect(20 * Math.log10(rms(d, a, b) / rms(ours, a, b)), `${from}→${to} ${quality}`).toBeLessThan(quality === 'high' ? -58 : -85);
     }
   });
 });
@@ -206,16 +213,25 @@ function toneOutDbfs(fn: ResampleFn, freq: number, from: number, to: number): nu
 describe('quality (default setting, float path, 2 s tones at −6 dBFS)', () => {
   const pairs: [number, number][] = [[48000, 8000], [48000, 24000], [24000, 16000], [44100, 24000], [22050, 48000], [8000, 24000], [16000, 48000], [24000, 8000]];
   for (const [from, to] of pairs) {
-    it(`${from} → ${to}: SNR ≥ 120 dB, alias ≤ −120 dBFS (at 1.25× and 1.1× Nyquist), passband ±0.01 dB, images ≥ 120 dB, zero lag`, () => {
-      const m = measureQuality((x, a, b) => resample(x, a, b), from, to, 4);
-      expect(m.snr1kDb).toBeGreaterThanOrEqual(120);
+    // The default's promise (issue 12 §2): alias-free — ≤ −100 dBFS from 1.0× the lower Nyquist,
+    // measured with −6 dBFS tones, so a full-scale tone stays ≤ −100 dBFS too with the 102 dB
+    // design — and flat ±0.01 dB to 0.9×.
+    it(`${from} → ${to}: nothing at or above the Nyquist comes back (≤ −100 dBFS), passband ±0.01 dB to 0.9×, SNR ≥ 100 dB, zero lag`, () => {
+      const high: ResampleFn = (x, a, b) => resample(x, a, b);
+      const m = measureQuality(high, from, to, 6);
+      expect(m.snr1kDb).toBeGreaterThanOrEqual(100);
       expect(m.passbandDevDb).toBeLessThanOrEqual(0.01);
-      if (to < from) expect(m.aliasDbfs!).toBeLessThanOrEqual(-120);
-      // Stronger than asked: nothing folds back into the flat passband (tone at 1.1× Nyquist).
-      if (to < from) expect(m.aliasEdgeDbfs!).toBeLessThanOrEqual(-120);
-      if (to > from) expect(m.imageRejectionDb!).toBeGreaterThanOrEqual(120);
       expect(Math.abs(m.lagSamples)).toBeLessThan(1e-4);
       expect(m.lengthError).toBe(0);
+      if (to < from) {
+        expect(m.aliasDbfs!).toBeLessThanOrEqual(-100);
+        for (const k of [1.0005, 1.01, 1.03, 1.05, 1.1, 1.5]) {
+          if (k * (to / 2) < from / 2) expect(toneOutDbfs(high, k * (to / 2), from, to), `${from}→${to} at ${k}×`).toBeLessThanOrEqual(-100 - 6);
+        }
+      } else {
+        expect(m.imageRejectionDb!).toBeGreaterThanOrEqual(100);
+        for (const k of [0.9, 0.95, 0.99, 0.999]) expect(imageLevelDb(high, k * (from / 2), from, to), `${from}→${to} at ${k}×`).toBeLessThanOrEqual(-100);
+      }
     });
   }
 
@@ -249,17 +265,19 @@ describe('quality (default setting, float path, 2 s tones at −6 dBFS)', () => 
     }
   });
 
-  it("documents the fold: near the Nyquist 'high' and 'fast' fold back (as their TSDoc says) and 'best' does not", () => {
-    const q = (quality: 'high' | 'fast' | 'best'): ResampleFn => (x, a, b) => resample(x, a, b, { quality });
+  it("documents the fold: near the Nyquist 'folding' and 'fast' fold back (as their TSDoc says), 'high' and 'best' do not", () => {
+    const q = (quality: ResamplerQuality): ResampleFn => (x, a, b) => resample(x, a, b, { quality });
     // 48k → 24k, a tone at 1.05× the output Nyquist (12.6 kHz) aliases to 11.4 kHz (0.95×).
     const f = 1.05 * 12000;
-    expect(toneOutDbfs(q('high'), f, 48000, 24000)).toBeGreaterThan(-120);
-    expect(toneOutDbfs(q('fast'), f, 48000, 24000)).toBeGreaterThan(-120);
+    expect(toneOutDbfs(q('folding'), f, 48000, 24000)).toBeGreaterThan(-60);
+    expect(toneOutDbfs(q('fast'), f, 48000, 24000)).toBeGreaterThan(-60);
+    expect(toneOutDbfs(q('high'), f, 48000, 24000)).toBeLessThanOrEqual(-106);
     expect(toneOutDbfs(q('best'), f, 48000, 24000)).toBeLessThanOrEqual(-125);
-    // What 'high' does guarantee: from its stopband edge (1.1×) up, nothing comes back.
-    expect(toneOutDbfs(q('high'), 1.1 * 12000, 48000, 24000)).toBeLessThanOrEqual(-120);
+    // What 'folding' does guarantee: from its stopband edge (1.1×) up, nothing comes back.
+    expect(toneOutDbfs(q('folding'), 1.1 * 12000, 48000, 24000)).toBeLessThanOrEqual(-120);
     // 24k → 48k, an input tone at 0.95× the input Nyquist (11.4 kHz) has its image at 12.6 kHz.
-    expect(imageLevelDb(q('high'), 0.95 * 12000, 24000, 48000)).toBeGreaterThan(-120);
+    expect(imageLevelDb(q('folding'), 0.95 * 12000, 24000, 48000)).toBeGreaterThan(-60);
+    expect(imageLevelDb(q('high'), 0.95 * 12000, 24000, 48000)).toBeLessThanOrEqual(-100);
     expect(imageLevelDb(q('best'), 0.95 * 12000, 24000, 48000)).toBeLessThanOrEqual(-125);
   });
 
@@ -278,18 +296,22 @@ describe('quality (default setting, float path, 2 s tones at −6 dBFS)', () => 
     // 48k → 8k: 9 kHz would alias to 1 kHz.
     const y = resample(tone(9000, 48000, 1), 48000, 8000);
     const [a, b] = middle(y.length);
-    expect(20 * Math.log10(fitSine(y, 8000, 1000, a, b).amplitude)).toBeLessThan(-130);
+    expect(20 * Math.log10(fitSine(y, 8000, 1000, a, b).amplitude)).toBeLessThan(-106);
+    const z = resample(tone(9000, 48000, 1), 48000, 8000, { quality: 'best' });
+    expect(20 * Math.log10(fitSine(z, 8000, 1000, a, b).amplitude)).toBeLessThan(-130);
   });
 });
 
 describe('streaming equals one-shot, bit for bit', () => {
-  const cases: { from: number; to: number; channels?: number; quality?: 'high' | 'fast' | 'best' }[] = [
+  const cases: { from: number; to: number; channels?: number; quality?: ResamplerQuality }[] = [
     { from: 48000, to: 8000 },
     { from: 44100, to: 24000 },
     { from: 22050, to: 48000 },
     { from: 8000, to: 24000, quality: 'fast' },
     { from: 24000, to: 16000, channels: 2 },
-    { from: 48000, to: 24000, channels: 3 }, // the half-band (decimate-by-2) path
+    { from: 48000, to: 24000, channels: 3, quality: 'folding' }, // the half-band (decimate-by-2) path
+    { from: 48000, to: 24000, channels: 2 }, // the minimax 2:1
+    { from: 48000, to: 47999 }, // no exact table: interpolated rows
     { from: 7, to: 3 },
     { from: 48000, to: 24000, quality: 'best' }, // 2:1 without the half-band structure
     { from: 16000, to: 48000, channels: 2, quality: 'best' }, // no unit rows to copy
@@ -430,7 +452,7 @@ describe('kernels', () => {
     for (const [from, to] of [[8000, 24000], [16000, 24000], [22050, 44100]] as const) {
       for (const backend of ['wasm-simd', 'js'] as const) {
         setResamplerBackend(backend);
-        const y = resample(x, from, to);
+        const y = resample(x, from, to, { quality: 'folding' });
         for (let n = 0; n < x.length; n++) {
           if ((n * to) % from === 0) expect(Object.is(y[(n * to) / from], x[n]), `${from}→${to} ${backend} n=${n}`).toBe(true);
         }
@@ -438,7 +460,7 @@ describe('kernels', () => {
     }
   });
 
-  it('a ratio whose phase table would not fit in memory (48000 → 47999) computes rows on the fly, same values', () => {
+  it('a ratio without an exact table (48000 → 47999: 47,999 phases) interpolates rows, within 1e-5 of the exact kernel', () => {
     const x = signal(600, 4);
     const y = resample(x, 48000, 47999);
     const { attenuationDb, passband, stopband } = RESAMPLER_QUALITIES.high;
@@ -446,7 +468,7 @@ describe('kernels', () => {
     expect(y.length).toBe(ref.length);
     let worst = 0;
     for (let i = 0; i < y.length; i++) worst = Math.max(worst, Math.abs(y[i]! - ref[i]!));
-    expect(worst).toBeLessThan(3e-6);
+    expect(worst).toBeLessThan(1e-5);
     expect(sameBits(streamed(createResampler({ from: 48000, to: 47999 }), splitAt(x, [1, 250, 251])), y)).toBe(true);
   });
 });
@@ -552,8 +574,80 @@ describe('int16', () => {
     expect(overshoot).toBe(true);
     // 8k → 24k: every third output is an input sample, exactly.
     const s = Int16Array.from(signal(300, 9), (v) => Math.round(v * 32000));
-    const up = resampleInt16(s, 8000, 24000);
+    const up = resampleInt16(s, 8000, 24000, { quality: 'folding' });
     for (let n = 0; n < s.length; n++) expect(up[3 * n]).toBe(s[n]);
+  });
+});
+
+describe('bounded cost whatever the rates (issue 11 §6: a WAV header picks them)', () => {
+  // Deterministic proxy for CPU per input sample: multiply-adds per input frame, and the table
+  // size (design time and memory). Wall time is measured in the report, not asserted.
+  const ref = (q: ResamplerQuality) => resamplerCost(48000, 24000, q);
+  it('the worst rates into 24 kHz cost within 3× of 48 kHz per input sample, with a bounded table', () => {
+    for (const q of ['high', 'best', 'folding', 'fast'] as const) {
+      const base = ref(q).macsPerInput;
+      for (const from of [47999, 48001, 44099, 96001, 767999, 24575999]) {
+        const c = resamplerCost(from, 24000, q);
+        expect(c.macsPerInput, `${from}→24000 ${q}`).toBeLessThanOrEqual(3 * Math.max(base, resamplerCost(48000, 24000, 'best').macsPerInput));
+        expect(c.tableCoefs).toBeLessThanOrEqual(MAX_TABLE_COEFS + c.taps);
+      }
+    }
+    const worst = resamplerCost(47999, 24000, 'high');
+    expect(worst.interpolated).toBe(true);
+    expect(worst.phases).toBeLessThanOrEqual(1024);
+  });
+
+  it('STT-style 16 kHz and 24 kHz targets from any rate up to 1024:1 stay within a constant per input sample (fast-check)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 8000, max: 16_384_000 }), fc.constantFrom(16000, 24000), (from, to) => {
+        const c = resamplerCost(from, to, 'high');
+        // Per input sample, times the upsampling factor (the output is that much longer).
+        expect(c.macsPerInput).toBeLessThanOrEqual(600 * Math.max(1, to / from));
+        expect(c.tableCoefs).toBeLessThanOrEqual(MAX_TABLE_COEFS + c.taps);
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it('24,575,999 Hz → 24 kHz (1024:1) resamples a tone correctly through the interpolated table', () => {
+    const from = 24575999;
+    const x = tone(1000, from, 0.25);
+    const y = resample(x, from, 24000);
+    const [a, b] = middle(y.length);
+    const fit = fitSine(y, 24000, 1000, a, b);
+    expect(Math.abs(20 * Math.log10(fit.amplitude / 0.5))).toBeLessThan(0.01);
+    expect(fit.snrDb).toBeGreaterThan(100);
+  });
+});
+
+describe('numerically hostile input (issue 11 §7)', () => {
+  it('denormal input is flushed: output is exactly what zeros give, and it costs what normal input costs (multiply count is the same: proxy)', () => {
+    const den = new Float32Array(48000).map((_, i) => (i % 2 ? 1e-40 : -3e-39));
+    const y = resample(den, 48000, 24000);
+    expect(y.every((v) => v === 0)).toBe(true);
+    const r = createResampler({ from: 44100, to: 16000 });
+    expect(r.push(den).every((v) => v === 0)).toBe(true);
+    // Tiny but normal values times small coefficients would make denormal products: flushed too.
+    const tiny = new Float32Array(4800).fill(1e-30);
+    expect(resample(tiny, 48000, 8000).every((v) => v === 0)).toBe(true);
+    // Audio-level values are untouched.
+    const x = signal(4800, 3);
+    const z = x.map((v, i) => v + (i % 2 ? 1e-40 : 0));
+    expect(sameBits(resample(z, 48000, 8000), resample(x, 48000, 8000))).toBe(true);
+  });
+
+  it('a constant huge finite input (3.4e38) gives finite output: input is clamped to ±2^64', () => {
+    for (const [from, to] of [[44100, 24000], [48000, 8000], [8000, 24000], [48000, 47999]] as const) {
+      for (const q of ['high', 'folding', 'best'] as const) {
+        const x = new Float32Array(from / 10).fill(3.4e38);
+        const y = resample(x, from, to, { quality: q });
+        expect(y.every(Number.isFinite), `${from}→${to} ${q}`).toBe(true);
+        const [a, b] = middle(y.length);
+        for (let i = a; i < b; i++) expect(Math.abs(y[i]! / RESAMPLER_CLAMP_ABOVE - 1)).toBeLessThan(1e-3);
+        const n = new Float32Array(1000).map((_, i) => (i % 3 ? -3.4e38 : 3.4e38));
+        expect(resample(n, from, to, { quality: q }).every(Number.isFinite)).toBe(true);
+      }
+    }
   });
 });
 

@@ -16,7 +16,7 @@ const examples = readdirSync(new URL('examples/', `file://${root}`)).filter((f) 
 /** What each example must print (lines or fragments, in order). */
 const EXPECTED: Record<string, (string | RegExp)[]> = {
   'wav-g711.ts': ['48000 Hz, 111164 samples', 'streamed: 111164 samples', 'stream header 44 bytes, file 48044 bytes', 'μ-law: 111164 bytes', 'ulaw_8000', '24000'],
-  'resample.ts': ['one-shot: 8000 samples', 'streamed: 16000 samples, identical to one-shot: true, delay 2.6 ms'],
+  'resample.ts': ['one-shot: 8000 samples', 'streamed: 16000 samples, identical to one-shot: true, delay 3.0 ms'],
   'framer.ts': ['3 frames of 3840, 3840, 3840 bytes'],
   'opus.ts': [/\d+ pages, \d+ bytes/, 'decoded 24000 samples at 24 kHz'],
   'pipelines.ts': ['6 audio messages, last stop_s 0.4', "{ text: 'hi', start_s: 0.16, stop_s: 0.24, chunk: 3 }", 'STT: 3 frames of 1920 samples at 24 kHz'],

@@ -174,11 +174,13 @@ describe('createTtsAudioEncoder: one chunk per frame, every format', () => {
 });
 
 describe.skipIf(!has('sox'))(needs('sox', 'pcm_N against sox'), () => {
-  it.each([8000, 16000, 22050, 24000, 44100])('pcm_%i: same length as sox, > 80 dB SNR in the passband', (rate) => {
+  // > 60 dB: the default resampler ('high', alias-free) allows ±0.01 dB of passband ripple
+  // (issue 12 §2; designed ±0.007 dB, a gain error of 8e-4 = −62 dB), where sox is flat to 1e-5.
+  it.each([8000, 16000, 22050, 24000, 44100])('pcm_%i: same length as sox, > 60 dB SNR in the passband', (rate) => {
     const ours = i16(encodeFrames(`pcm_${rate}`, LOWPASSED).all);
     const sox = soxResample(LOWPASSED, rate);
     expect(ours.length).toBe(sox.length);
-    expect(snr(sox, ours)).toBeGreaterThan(80);
+    expect(snr(sox, ours)).toBeGreaterThan(60);
     // And on raw speech (content up to the band edge, where the two filters differ): still close.
     expect(snr(soxResample(SPEECH48, rate), i16(encodeFrames(`pcm_${rate}`, SPEECH48).all))).toBeGreaterThan(30);
   });

@@ -1,0 +1,21 @@
+/**
+ * Node's Buffer base64 as the core's native codec (issue 12 §2: 10× the JS loop). Registered on
+ * import of `voicewire/node`; the core stays free of `node:` and `Buffer`.
+ */
+import { Buffer } from 'node:buffer';
+import { setNativeBase64, type NativeBase64 } from '../util/base64.js';
+
+/** Buffer's encoder and decoder, shaped for {@link setNativeBase64}. */
+export const bufferBase64: NativeBase64 = {
+  encode: (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'),
+  decode: (text) => {
+    // Buffer reads only the low byte of a character above U+00FF (U+0141 decodes as `A`): valid
+    // base64 is ASCII, so anything else goes to the strict JS decoder (which names the culprit).
+    if (Buffer.byteLength(text, 'utf8') !== text.length) return null;
+    const b = Buffer.from(text, 'base64');
+    // Small Buffers are views of a shared 8 KiB pool: copy them, so `.buffer` holds only our bytes.
+    return b.byteLength < Buffer.poolSize >>> 1 ? new Uint8Array(b) : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  },
+};
+
+setNativeBase64(bufferBase64);
