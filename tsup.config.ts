@@ -3,7 +3,7 @@ import { defineConfig } from 'tsup';
 export default defineConfig([
   {
     // The library: platform-neutral core at ".", Node adapters at "./node".
-    entry: { index: 'src/index.ts', node: 'src/node/index.ts' },
+    entry: { index: 'src/index.ts', node: 'src/node/index.ts', client: 'src/client/index.ts' },
     format: ['esm', 'cjs'],
     dts: true,
     sourcemap: true,

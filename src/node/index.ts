@@ -13,3 +13,4 @@ export * from './resampler.js';
 export * from './ogg-opus.js';
 export * from './protocol.js';
 export * from './pipelines.js';
+export { createClient } from './client.js';
