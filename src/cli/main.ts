@@ -189,7 +189,12 @@ export interface CliSubcommand {
 }
 
 /** `voicewire NAME …` for the commands beyond info/convert. Each line loads its module lazily. */
-const SUBCOMMANDS: Record<string, () => Promise<CliSubcommand>> = {};
+const SUBCOMMANDS: Record<string, () => Promise<CliSubcommand>> = {
+  tts: async () => (await import('./tts.js')).ttsCommand,
+  stt: async () => (await import('./stt.js')).sttCommand,
+  voices: async () => (await import('./voices.js')).voicesCommand,
+  credits: async () => (await import('./credits.js')).creditsCommand,
+};
 
 /** Runs the CLI; returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
