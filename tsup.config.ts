@@ -20,4 +20,14 @@ export default defineConfig([
     target: 'node20',
     banner: { js: '#!/usr/bin/env node' },
   },
+  {
+    // The web page of `voicewire serve` (src/page): static files built once, served as they are.
+    entry: { app: 'src/page/app.ts' },
+    outDir: 'dist/web',
+    format: ['esm'],
+    platform: 'browser',
+    target: 'es2022',
+    publicDir: 'src/page/public',
+    minify: true,
+  },
 ]);

@@ -21,6 +21,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   engines: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'node'],
   server: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'node', 'engines', '.'],
   client: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions'],
+  page: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'client'],
   cli: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'node', 'engines', 'server', 'client', '.'],
   '.': ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions'],
 };
