@@ -3,7 +3,7 @@ import { defineConfig, type Options } from 'tsup';
 
 type TsupPlugin = NonNullable<Options['plugins']>[number];
 
-const LIBRARY = { index: 'src/index.ts', node: 'src/node/index.ts', engines: 'src/engines/index.ts', server: 'src/server/index.ts' };
+const LIBRARY = { index: 'src/index.ts', node: 'src/node/index.ts', engines: 'src/engines/index.ts', server: 'src/server/index.ts', client: 'src/client/index.ts' };
 
 /**
  * The `#!/usr/bin/env node` line and the executable bit go on dist/cli.js alone: tsup's `banner`
@@ -18,27 +18,41 @@ const cliShebang: TsupPlugin = {
   },
 };
 
-export default defineConfig({
-  // The library — the platform-neutral core at ".", the Node adapters at "./node" — and the CLI in
-  // one build, so that dist/cli.js imports the chunk the library entries share instead of carrying
-  // a second copy of the core.
-  entry: { ...LIBRARY, cli: 'src/cli/main.ts' },
-  format: ['esm', 'cjs'],
-  // Types for the two package entries only; the CLI has no importers.
-  dts: { entry: LIBRARY },
-  // Maps for local stack traces; package.json's "files" keeps them out of the tarball.
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  treeshake: true,
-  // import.meta.url in the CommonJS build (the engines find their optional packages with it).
-  shims: true,
-  // One shared chunk for both entries in CJS too: voicewire and voicewire/node must share one libopus
-  // heap, one resampler cache and the same classes (instanceof across the two entries).
-  splitting: true,
-  plugins: [cliShebang],
-  esbuildOptions(options, { format }) {
-    // The `bin` is ESM only (package.json "type": "module"): no dist/cli.cjs.
-    if (format === 'cjs') options.entryPoints = LIBRARY;
+export default defineConfig([
+  {
+    // The library — the platform-neutral core at ".", the Node adapters at "./node" — and the CLI in
+    // one build, so that dist/cli.js imports the chunk the library entries share instead of carrying
+    // a second copy of the core.
+    entry: { ...LIBRARY, cli: 'src/cli/main.ts' },
+    format: ['esm', 'cjs'],
+    // Types for the package entries only; the CLI has no importers.
+    dts: { entry: LIBRARY },
+    // Maps for local stack traces; package.json's "files" keeps them out of the tarball.
+    sourcemap: true,
+    // dist/web is the page's build below, which runs beside this one.
+    clean: ['!web/**'],
+    target: 'node20',
+    treeshake: true,
+    // import.meta.url in the CommonJS build (the engines find their optional packages with it).
+    shims: true,
+    // One shared chunk for both entries in CJS too: voicewire and voicewire/node must share one libopus
+    // heap, one resampler cache and the same classes (instanceof across the two entries).
+    splitting: true,
+    plugins: [cliShebang],
+    esbuildOptions(options, { format }) {
+      // The `bin` is ESM only (package.json "type": "module"): no dist/cli.cjs.
+      if (format === 'cjs') options.entryPoints = LIBRARY;
+    },
   },
-});
+  {
+    // The web page of `voicewire serve` (src/page): static files built once, served as they are.
+    entry: { app: 'src/page/app.ts' },
+    outDir: 'dist/web',
+    format: ['esm'],
+    platform: 'browser',
+    target: 'es2022',
+    publicDir: 'src/page/public',
+    minify: true,
+    clean: true,
+  },
+]);

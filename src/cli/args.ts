@@ -40,7 +40,14 @@ export const USAGE = `usage:
   pcm_8000 pcm_16000 pcm_22050 pcm_24000 pcm_44100 pcm_48000 (pcm = 48 kHz s16le as output).
   wav to a file (or stdout redirected to a file) gets exact sizes; to a pipe, the streaming header.
   --bitrate: Opus target bit/s, ${CLI_OPUS_BITRATE_MIN}–${CLI_OPUS_BITRATE_MAX} (or 64k); default libopus's choice.
-  Multichannel input is downmixed to mono.`;
+  Multichannel input is downmixed to mono.
+
+client commands (a running service; --base-url default http://127.0.0.1:8080/api,
+--api-key or VOICEWIRE_API_KEY):
+  voicewire tts TEXT -o OUT [--voice-id ID] [--format FORMAT] [--language L] [--http]
+  voicewire stt FILE [--json] [--language L] [--from FORMAT] [--http]
+  voicewire voices [--json]
+  voicewire credits`;
 
 function usage(message: string): VoicewireError {
   return new VoicewireError('CLI_USAGE', `${message} (see voicewire --help)`);

@@ -30,6 +30,10 @@ const SUBCOMMANDS: Record<string, () => Promise<CliSubcommand>> = {
   serve: async () => (await import('./serve.js')).serveCommand,
   keys: async () => (await import('./keys.js')).keysCommand,
   pronunciations: async () => (await import('./pronunciations.js')).pronunciationsCommand,
+  tts: async () => (await import('./tts.js')).ttsCommand,
+  stt: async () => (await import('./stt.js')).sttCommand,
+  voices: async () => (await import('./voices.js')).voicesCommand,
+  credits: async () => (await import('./credits.js')).creditsCommand,
 };
 
 /** Runs the CLI; returns the exit code. */

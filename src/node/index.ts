@@ -20,3 +20,4 @@ export * from './protocol.js';
 export * from './pipelines.js';
 export * from './ws-session.js';
 export { nativeOpusBackend, registerNativeOpus } from './opus-native.js';
+export { createClient } from './client.js';

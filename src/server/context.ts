@@ -28,7 +28,7 @@ export interface ServerContext {
   /** A metered STT engine for one caller. */
   sttEngine(who: Principal): SttEngine;
   /** Authenticates a REST request (x-api-key; `?token=` too when `route` is `tts`). */
-  auth(req: IncomingMessage, options?: { admin?: boolean; route?: 'tts' | 'stt' | 'rest' }): Promise<Principal>;
+  auth(req: IncomingMessage, options?: { admin?: boolean; route?: 'tts' | 'stt' | 'rest'; allowToken?: boolean }): Promise<Principal>;
 }
 
 /** One request's view: the context, its request id and logger, the parsed URL and path parameters. */

@@ -5,6 +5,7 @@
  * Lifecycle (a state machine you can test): serving → draining (POST /drain, SIGTERM via
  * {@link VoiceServer.shutdown}: /readyz 503, new sessions refused, live ones finish) → closed.
  */
+import { createPageHandler, defaultPageDir } from './page.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
@@ -42,6 +43,8 @@ export interface VoiceServerOptions extends ServerConfigInput {
   version?: string;
   /** Collect Node's process metrics in /metrics (default false: tests run several servers). */
   processMetrics?: boolean;
+  /** The web page's folder, served at `/` (default: the built dist/web when present); null: no page. */
+  pageDir?: string | null;
 }
 
 /** A running (or ready to run) server. */
@@ -99,14 +102,17 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     engineContext,
     ttsEngine: (who) => meteredTtsEngine(ctx, who, tts.create(engineContext(who.org.id))),
     sttEngine: (who) => meteredSttEngine(ctx, who, stt.create(engineContext(who.org.id))),
+    // `allowToken`: the route takes `?token=` as TTS does (service-api.md §5.2) — voicewire's extension
+    // for the routes its web page calls, since a browser cannot set a WebSocket's headers.
     auth: (req, o = {}) =>
-      authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.route ?? 'rest' }, { region: config.region, admin: o.admin ?? false }),
+      authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region, admin: o.admin ?? false }),
   };
 
   const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes];
   // Without --core-url this process serves the core routes real clients call (§4.13).
   if (config.coreUrl === null) modules.push(usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes);
   const router = new Router(modules);
+  const page = createPageHandler(options.pageDir === undefined ? defaultPageDir() : options.pageDir);
   const forward = config.coreUrl === null ? null : createForwarder(config.coreUrl);
 
   const scopeOf = (req: IncomingMessage, path: string, params: Record<string, string>): RequestScope => {
@@ -123,7 +129,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       res.end(await metrics.registry.metrics());
       return;
     }
-    if (url.pathname !== API && !url.pathname.startsWith(`${API}/`)) return sendJson(res, 404, { detail: 'Not Found' });
+    if (url.pathname !== API && !url.pathname.startsWith(`${API}/`)) {
+      if ((method === 'GET' || method === 'HEAD') && page(url.pathname, res)) return;
+      return sendJson(res, 404, { detail: 'Not Found' });
+    }
     const path = url.pathname.slice(API.length) || '/';
     const m = router.matchHttp(method, path);
     const scope = scopeOf(req, path, m?.params ?? {});

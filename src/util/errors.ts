@@ -100,6 +100,10 @@ export const ERROR_CODES = {
   PROTOCOL_UNSUPPORTED_CONTENT_TYPE: { description: 'POST /post/speech/asr got a Content-Type other than audio/wav, audio/pcm, audio/ogg or audio/opus (answered as the plain-text proxy-level error).', httpStatus: 500 },
   RESOURCE_INVALID: { description: 'A REST resource (voice, dictionary, credits, token…) does not match service-api.md §2; details hold the issues.' },
 
+  // --- client SDK -----------------------------------------------------------------------
+  CLIENT_CONNECT_FAILED: { description: 'The SDK could not reach the service (connection refused or closed before it opened), after its retries.' },
+  CLIENT_ABORTED: { description: 'The caller aborted the request with its AbortSignal.' },
+
   // --- server ---------------------------------------------------------------------------
   STORE_UNAVAILABLE: { description: 'The server\'s store (SQLite file or Postgres) did not answer; the request is refused, nothing was spent.', closeCode: 1011, httpStatus: 503 },
   CREDITS_EXHAUSTED: { description: 'The organization has fewer credits left than the request needs; nothing was spent (REST: 500 `error from server 1008: …`; WebSocket: error 1008).', closeCode: 1008 },

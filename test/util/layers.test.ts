@@ -17,10 +17,11 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   pipelines: ['util', 'audio', 'text'],
   protocol: ['util', 'audio', 'text', 'pipelines'],
   sessions: ['util', 'audio', 'text', 'pipelines', 'protocol'],
-  node: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', '.'],
+  node: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'client', '.'],
   engines: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'node'],
   server: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'node', 'engines', '.'],
   client: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions'],
+  page: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'client'],
   cli: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'node', 'engines', 'server', 'client', '.'],
   '.': ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions'],
 };

@@ -57,7 +57,9 @@ export const sttRoutes: RouteModule = {
       handle: (scope, ws, req) =>
         serveWebSocketSession(scope, ws, req, {
           route: 'stt_ws',
-          credentials: 'stt',
+          // A temporary token is accepted here too (voicewire's extension, README "Server"): the
+          // web page's microphone has no other way to authenticate a browser WebSocket.
+          credentials: 'tts',
           firstOutput: 'text',
           create: (who, common) => createSttServerSession({ ...common, engine: scope.ctx.sttEngine(who) }),
         }),

@@ -73,7 +73,7 @@ export const voiceRoutes: RouteModule = {
       method: 'GET',
       path: '/voices',
       handle: async ({ ctx, url }, req, res) => {
-        const { org } = await ctx.auth(req);
+        const { org } = await ctx.auth(req, { allowToken: true }); // the web page lists voices with its token
         const q = parseVoicesListQuery(url.searchParams);
         const raw = url.searchParams.get('include_catalog');
         const includeCatalog = raw === null ? true : parseLaxBoolean(raw);

@@ -1,0 +1,80 @@
+/**
+ * `createClient`: the SDK for the voice service (service-api.md). Platform-neutral: it uses the
+ * platform's `fetch` and `WebSocket`; in Node, `createClient` of `voicewire/node` passes the `ws`
+ * package, which can send the `x-api-key` header.
+ *
+ * ```ts
+ * const client = createClient({ baseUrl: 'http://127.0.0.1:8080/api', apiKey });
+ * const { audio, words } = await client.tts({ text: 'Hello there.', outputFormat: 'wav' });
+ * ```
+ */
+import { VoicewireError } from '../util/errors.js';
+import type { CreditBalance, TemporaryToken } from '../protocol/resources.js';
+import { normalizeBaseUrl } from './base-url.js';
+import { ClientContext } from './context.js';
+import { platformWebSocketFactory, type WebSocketFactory } from './socket.js';
+import type { RetryOptions } from './retry.js';
+import { TtsApi, type TtsOptions, type TtsResult, type TtsStream } from './tts.js';
+import { SttApi, type SttOptions, type SttResult, type SttStream, type SttStreamOptions } from './stt.js';
+import { PronunciationsApi, VoicesApi, credits, token } from './rest.js';
+
+/** How to reach and authenticate with the service. */
+export type ClientOptions = ({ baseUrl: string; apiKey: string; token?: undefined } | { baseUrl: string; token: string; apiKey?: undefined }) & {
+  /** Default: the platform's `fetch`. */
+  fetch?: typeof fetch;
+  /** Default: the platform's `WebSocket` (which cannot send headers: use a token). */
+  webSocket?: WebSocketFactory;
+  /** Retries of connection failures and 503 (draining). Default 3 attempts from 200 ms. */
+  retry?: RetryOptions;
+};
+
+/** A client of the voice service. */
+export interface VoiceClient {
+  /** Text → audio and word timestamps (WebSocket; `http: true` for POST /post/speech/tts). */
+  tts(options: TtsOptions & { text: string }): Promise<TtsResult>;
+  /** A streaming TTS request: `write()` text, read audio and words. */
+  ttsStream(options?: TtsOptions): TtsStream;
+  /** A recording → text and words (WebSocket; `http: true` for POST /post/speech/asr). */
+  stt(audio: Uint8Array, options?: SttOptions): Promise<SttResult>;
+  /** A streaming STT request: `write()` audio, read text, steps and turns. */
+  sttStream(options?: SttStreamOptions): SttStream;
+  readonly voices: VoicesApi;
+  readonly pronunciations: PronunciationsApi;
+  credits(): Promise<CreditBalance>;
+  /** A temporary token for a browser (§4.6). */
+  token(): Promise<TemporaryToken>;
+  /** Closes the shared multiplexed socket, if any. */
+  close(): void;
+}
+
+/** Creates a client. */
+export function createClient(options: ClientOptions): VoiceClient {
+  if (options === null || typeof options !== 'object') throw new VoicewireError('INVALID_ARGUMENT', 'createClient: options must be an object');
+  const hasKey = typeof options.apiKey === 'string' && options.apiKey !== '';
+  const hasToken = typeof options.token === 'string' && options.token !== '';
+  if (hasKey === hasToken) throw new VoicewireError('INVALID_ARGUMENT', 'createClient: give exactly one of apiKey or token');
+  const fetchFn = options.fetch ?? (globalThis as { fetch?: typeof fetch }).fetch;
+  if (fetchFn === undefined) throw new VoicewireError('INVALID_ARGUMENT', 'createClient: this platform has no fetch; pass options.fetch');
+  const ctx = new ClientContext({
+    base: normalizeBaseUrl(options.baseUrl),
+    apiKey: hasKey ? options.apiKey : undefined,
+    token: hasToken ? options.token : undefined,
+    fetch: fetchFn.bind(globalThis),
+    webSocket: options.webSocket ?? platformWebSocketFactory(),
+    retry: options.retry ?? {},
+    source: 'voicewire-client',
+  });
+  const tts = new TtsApi(ctx);
+  const stt = new SttApi(ctx);
+  return {
+    tts: (o) => tts.synthesize(o),
+    ttsStream: (o) => tts.stream(o),
+    stt: (audio, o) => stt.transcribe(audio, o),
+    sttStream: (o) => stt.stream(o),
+    voices: new VoicesApi(ctx),
+    pronunciations: new PronunciationsApi(ctx),
+    credits: () => credits(ctx),
+    token: () => token(ctx),
+    close: () => tts.close(),
+  };
+}

@@ -1,0 +1,94 @@
+/**
+ * What every part of a client shares: where the service is, how to authenticate, and the
+ * platform's `fetch` and WebSocket.
+ */
+import { VoicewireError } from '../util/errors.js';
+import { throwForResponse } from '../protocol/rest.js';
+import { httpUrl, wsUrl } from './base-url.js';
+import { openClientSocket, type ClientSocket, type WebSocketFactory } from './socket.js';
+import { abortError, withRetry, type RetryOptions } from './retry.js';
+
+/** A request of the REST helper. */
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  json?: unknown;
+  body?: BodyInit;
+  headers?: Record<string, string>;
+  signal?: AbortSignal | undefined;
+  /** The route accepts `?token=` (TTS only, service-api.md §5.2). */
+  tokenAllowed?: boolean;
+}
+
+export interface ClientContextOptions {
+  base: string;
+  apiKey?: string | undefined;
+  token?: string | undefined;
+  fetch: typeof fetch;
+  webSocket: WebSocketFactory | undefined;
+  retry: RetryOptions;
+  /** Sent as `x-api-source`, as the service's own clients do. */
+  source: string;
+}
+
+export class ClientContext {
+  constructor(readonly options: ClientContextOptions) {}
+
+  private authHeaders(): Record<string, string> {
+    const h: Record<string, string> = { 'x-api-source': this.options.source };
+    if (this.options.apiKey !== undefined) h['x-api-key'] = this.options.apiKey;
+    return h;
+  }
+
+  private authQuery(): Record<string, string | undefined> {
+    return this.options.apiKey === undefined && this.options.token !== undefined ? { token: this.options.token } : {};
+  }
+
+  /** A REST call; non-2xx → `HTTP_ERROR` (§7.1); retried on connection failures and 503. */
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    const url = httpUrl(this.options.base, path, { ...options.query, ...this.authQuery() });
+    const headers: Record<string, string> = { ...this.authHeaders(), ...options.headers };
+    let body = options.body;
+    if (options.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(options.json);
+    }
+    return withRetry(
+      async () => {
+        let response: Response;
+        try {
+          const init: RequestInit = { method, headers };
+          if (body !== undefined) init.body = body;
+          if (options.signal) init.signal = options.signal;
+          response = await this.options.fetch(url, init);
+        } catch (err) {
+          if (options.signal?.aborted) throw abortError(options.signal);
+          throw new VoicewireError('CLIENT_CONNECT_FAILED', `cannot reach ${httpUrl(this.options.base, path)}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+        }
+        return throwForResponse(response);
+      },
+      this.options.retry,
+      options.signal,
+    );
+  }
+
+  /** GET/POST/… → parsed JSON. */
+  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const response = await this.request(method, path, options);
+    const text = await response.text();
+    try {
+      return (text === '' ? null : JSON.parse(text)) as T;
+    } catch (err) {
+      throw new VoicewireError('HTTP_ERROR', `${method} ${path}: the answer is not JSON`, { cause: err, details: { status: response.status, body: text.slice(0, 200) } });
+    }
+  }
+
+  /** Opens a WebSocket route (`speech/tts`, `speech/asr`). */
+  openSocket(path: string, onMessage: (text: string) => void, onClose: (code: number, reason: string) => void, onConnectFailed: (error: VoicewireError) => void): ClientSocket {
+    const factory = this.options.webSocket;
+    if (factory === undefined) {
+      throw new VoicewireError('INVALID_ARGUMENT', 'this platform has no WebSocket: pass createClient({ webSocket }) or use createClient from voicewire/node');
+    }
+    const retries = Math.max(0, Math.floor(this.options.retry.attempts ?? 3) - 1);
+    return openClientSocket(factory, wsUrl(this.options.base, path, this.authQuery()), this.authHeaders(), { onMessage, onClose, onConnectFailed }, { retries, retryDelayMs: this.options.retry.baseDelayMs ?? 200 });
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * The web page of `voicewire serve` in a real browser (Debian's Chromium driven by playwright-core)
+ * against the real server with the tone engines: typed text is spoken (the page schedules Web
+ * Audio buffers holding exactly the bytes the Node SDK gets for the same request, and shows every
+ * word), and the fake microphone (a WAV the tone TTS made, then silence) is transcribed word by
+ * word until the turn ends. A screenshot is kept in test-artifacts/.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createClient } from '../../src/node/client.js';
+import { decodeWav, encodeWav } from '../../src/index.js';
+import { startServer, type Harness } from '../server/harness.js';
+import { has, needs } from '../helpers/tools.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const pageDir = join(root, 'dist/web');
+const built = existsSync(join(pageDir, 'index.html'));
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--autoplay-policy=no-user-gesture-required', '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream'];
+
+const name = !built ? 'the web page [SKIPPED: dist/web not built — run npm run build]' : needs('chromium', 'the web page speaks, highlights words and transcribes the microphone in Chromium');
+
+describe.skipIf(!built || !has('chromium'))(name, () => {
+  let h: Harness;
+  let dir: string;
+  beforeAll(async () => {
+    h = await startServer({ pageDir });
+    dir = mkdtempSync(join(tmpdir(), 'vw-page-'));
+  });
+  afterAll(async () => {
+    await h?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('speaks and listens', async () => {
+    const { chromium } = await import('playwright-core');
+    const sdk = createClient({ baseUrl: h.base, apiKey: h.apiKey });
+    // The microphone: "hello world" in tones, then 3 s of silence so the turn ends.
+    const said = await sdk.tts({ text: 'hello world', outputFormat: 'wav' });
+    const pcm = decodeWav(said.audio, { output: 'int16' }).samples;
+    const mic = new Int16Array(pcm.length + 48000 * 3);
+    mic.set(pcm);
+    const micPath = join(dir, 'mic.wav');
+    writeFileSync(micPath, encodeWav(mic, { sampleRate: 48000 }));
+    const expected = await sdk.tts({ text: 'Good morning everyone', outputFormat: 'pcm', voiceId: 'tone-en' });
+
+    const token = (await sdk.token()).token;
+    const profile = join(dir, 'profile');
+    const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', headless: true, args: [...CHROMIUM_ARGS, `--use-file-for-fake-audio-capture=${micPath}`] });
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(String(e)));
+      await page.goto(`${h.base.replace(/\/api$/, '')}/?token=${encodeURIComponent(token)}`);
+      await page.waitForFunction(() => document.querySelectorAll('#voice option').length >= 5, null, { timeout: 10_000 });
+      await page.selectOption('#voice', 'tone-en');
+
+      // Speak: the page plays what the Node SDK gets, byte for byte, and shows every word.
+      await page.fill('#text', 'Good morning everyone');
+      await page.click('#say');
+      await page.waitForFunction(() => /done/.test(document.querySelector('#tts-state')?.textContent ?? ''), null, { timeout: 15_000 });
+      const browserAudio = await page.evaluate(() => {
+        const s = (globalThis as unknown as { __voicewire: { ttsAudio: Uint8Array[]; scheduledSamples: number } }).__voicewire;
+        let bin = '';
+        for (const c of s.ttsAudio) for (const b of c) bin += String.fromCharCode(b);
+        return { b64: btoa(bin), scheduled: s.scheduledSamples };
+      });
+      expect(Buffer.from(browserAudio.b64, 'base64').equals(Buffer.from(expected.audio))).toBe(true);
+      expect(browserAudio.scheduled).toBe(expected.audio.length / 2);
+      expect(await page.locator('#words span').allTextContents()).toEqual(['Good ', 'morning ', 'everyone ']);
+
+      // Listen: the fake microphone's words appear, and the turn ends on the silence.
+      await page.click('#mic');
+      await page.waitForFunction(() => (globalThis as unknown as { __voicewire: { turns: number } }).__voicewire.turns > 0, null, { timeout: 20_000 });
+      const heard = await page.evaluate(() => (globalThis as unknown as { __voicewire: { transcript: string[]; steps: number } }).__voicewire);
+      expect(heard.transcript.slice(0, 2)).toEqual(['hello', 'world']);
+      expect(heard.steps).toBeGreaterThan(10);
+      mkdirSync(join(root, 'test-artifacts'), { recursive: true });
+      await page.screenshot({ path: join(root, 'test-artifacts', 'page.png'), fullPage: true });
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+});
