@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { checkReadme } from '../../scripts/readme-examples.js';
+import { startServer } from '../server/harness.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const readme = readFileSync(new URL('README.md', `file://${root}`), 'utf8');
@@ -29,14 +30,28 @@ const EXPECTED: Record<string, (string | RegExp)[]> = {
     "{ type: 'text', text: 'hello', start_s: 0.5 }",
     "{ type: 'end_text', stop_s: 0.9 }",
   ],
+  'client.ts': [/Tone English: \d+ bytes, words Hello from voicewire\./, 'heard: hello from voicewire', /credits left: \d+/],
   'engines.ts': [/espeak-fr-\w+: \d+ frames of 80 ms/, 'Bonjour, comment allez-vous'],
   'stt-engine-module.ts': ['{"type":"step","vad":[{"horizon_s":0.5,"inactivity_prob":1}'],
   'stt-server.ts': ['{"type":"ready"', '{"type":"text","text":"hello","start_s":0}', '"step_idx":2', '{"type":"end_of_stream"}', 'closed 1000'],
 };
 
-function run(file: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Examples that talk to a running service get one (the tone engines, a memory store) through the environment. */
+const NEEDS_SERVER = new Set(['client.ts']);
+
+async function run(file: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const server = NEEDS_SERVER.has(file) ? await startServer() : undefined;
+  const env = server ? { ...process.env, VOICEWIRE_BASE_URL: server.base, VOICEWIRE_API_KEY: server.apiKey } : process.env;
+  try {
+    return await runFile(file, env);
+  } finally {
+    await server?.close();
+  }
+}
+
+function runFile(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', `examples/${file}`], { cwd: root, timeout: 20_000, encoding: 'utf8' }, (err, stdout, stderr) =>
+    execFile(process.execPath, ['--import', 'tsx', `examples/${file}`], { cwd: root, timeout: 20_000, encoding: 'utf8', env }, (err, stdout, stderr) =>
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
     );
   });

@@ -1,0 +1,10 @@
+// The SDK against a running `voicewire serve`: `VOICEWIRE_API_KEY=… npx tsx examples/client.ts`.
+import { createClient } from 'voicewire/node';
+
+const client = createClient({ baseUrl: process.env.VOICEWIRE_BASE_URL ?? 'http://127.0.0.1:8080/api', apiKey: process.env.VOICEWIRE_API_KEY! });
+const voice = (await client.voices.list()).find((v) => v.language === 'en')!;
+const spoken = await client.tts({ text: 'Hello from voicewire.', voiceId: voice.uid, outputFormat: 'wav' });
+console.log(`${voice.name}: ${spoken.audio.length} bytes, words ${spoken.words.map((w) => w.text).join(' ')}`);
+const heard = await client.stt(spoken.audio, { inputFormat: 'wav', language: 'en' });
+console.log(`heard: ${heard.text}`);
+console.log(`credits left: ${(await client.credits()).remaining_credits}`);
