@@ -625,8 +625,12 @@ function strictSeconds(time: string): number {
   return dot === -1 ? m : m / POW10[n - 1 - dot]!;
 }
 
-/** What `'repair'` understands: a number, optional spaces, then `s`, `ms` or no unit. */
-const LENIENT_TIME = /^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|)\s*$/i;
+/**
+ * What `'repair'` understands: a number, optional spaces, then `s`, `ms` or no unit. Each run of
+ * spaces has exactly one place to go (issue 11 §8: `\s*(ms|s|)\s*` let two runs share the spaces,
+ * quadratic backtracking on `1` + 64k spaces + `x`), so a match costs linear time for any length.
+ */
+const LENIENT_TIME = /^\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:(ms|s)\s*)?$/i;
 /** Salvages a time from a malformed break: `time=1s`, `time = '2s'`, `time="1s">`. */
 const SALVAGE_TIME = /\btime\s*=\s*["']?([^"'\s/>]*)/;
 
@@ -658,7 +662,7 @@ function repairBreakTime(time: string): number | undefined {
   const m = LENIENT_TIME.exec(time);
   if (m === null) return undefined;
   let seconds = Number(m[1]);
-  if (m[2]!.toLowerCase() === 'ms') seconds /= 1000;
+  if (m[2]?.toLowerCase() === 'ms') seconds /= 1000;
   if (!Number.isFinite(seconds)) return undefined;
   return Math.min(TAG_BREAK_MAX_SECONDS, Math.max(TAG_BREAK_MIN_SECONDS, seconds));
 }
