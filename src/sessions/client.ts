@@ -245,9 +245,21 @@ export interface TtsClientSessionOptions extends ClientSessionOptions<TtsClientE
 
 /** Runs the TTS client machine over a transport. */
 export function createTtsClientSession(options: TtsClientSessionOptions): TtsClientSession {
-  const runner = new ClientRunner<TtsClientRequestState, TtsClientMessage, TtsClientEvent>(ttsClientMachine as never, options, (message) => serializeTtsClientMessage(message));
-  const chunkWords = options.chunkWords ?? true;
   const chunkers = new Map<string | null, TextChunker>();
+  // Issue 11 §11: a request's chunker is freed when the request ends (its end_of_stream or error),
+  // when it is abandoned, and when the socket ends; otherwise one chunker per id stays forever.
+  const onEvent = (event: TtsClientEvent): void => {
+    if (event.type === 'closed' || (event.type === 'error' && event.clientReqId === undefined)) chunkers.clear();
+    else if (event.type === 'error') chunkers.delete(event.clientReqId!);
+    else if (event.type === 'message' && event.message.type === 'end_of_stream') {
+      if (event.clientReqId !== undefined) chunkers.delete(event.clientReqId);
+      else if (runner.state.phase === 'closed') chunkers.clear(); // the socket-level end: every request ended
+      else chunkers.delete(null); // the anonymous request's end
+    }
+    options.onEvent(event);
+  };
+  const runner = new ClientRunner<TtsClientRequestState, TtsClientMessage, TtsClientEvent>(ttsClientMachine as never, { ...options, onEvent }, (message) => serializeTtsClientMessage(message));
+  const chunkWords = options.chunkWords ?? true;
   const send = (message: TtsClientMessage): void => runner.local({ type: 'send', message });
   const chunker = (key: string | null): TextChunker => {
     let c = chunkers.get(key);
@@ -295,10 +307,13 @@ export function createTtsClientSession(options: TtsClientSessionOptions): TtsCli
       send(withId<TtsClientMessage>({ type: 'end_of_stream' }, clientReqId));
     },
     abandon(clientReqId) {
-      chunkers.get(clientReqId)?.reset();
+      chunkers.delete(clientReqId);
       runner.local({ type: 'abandon', clientReqId });
     },
   };
-  return sessionOver(runner, send, methods);
+  const session = sessionOver(runner, send, methods);
+  // For tests (issue 11 §11): how many per-request chunkers are held. Not part of the typed API.
+  Object.defineProperty(session, 'chunkerCount', { get: () => chunkers.size, enumerable: false });
+  return session;
 }
 

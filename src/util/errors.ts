@@ -89,6 +89,8 @@ export const ERROR_CODES = {
   PROTOCOL_UNAUTHORIZED: { description: 'Missing, invalid, revoked or expired API key (service-api.md §5).', closeCode: 1008 },
   PROTOCOL_DUPLICATE_REQUEST_ID: { description: 'A client_req_id that is still active was reused.', closeCode: 1008 },
   PROTOCOL_UNKNOWN_REQUEST_ID: { description: 'A message names a client_req_id with no active request.', closeCode: 1008 },
+  PROTOCOL_TOO_MANY_REQUESTS: { description: 'A setup would open more requests on one socket than the server allows (maxRequests, default 256); answered for that client_req_id.', closeCode: 1008 },
+  PROTOCOL_QUEUE_FULL: { description: 'A request queued more input before its engine than the server allows (maxQueuedBytes / maxQueuedMessages) and its transport cannot pause reading.', closeCode: 1011 },
   PROTOCOL_UNEXPECTED_MESSAGE: { description: 'A message is not allowed in the session\'s current state.', closeCode: 1008 },
   PROTOCOL_SERVER_ERROR: { description: 'The server sent an error message (its code is kept as closeCode).' },
   PROTOCOL_INTERNAL: { description: 'An unexpected failure inside the server (the engine threw).', closeCode: 1011 },

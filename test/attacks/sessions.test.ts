@@ -1,0 +1,248 @@
+/**
+ * Issue 11, the session runners under load a hostile (or just busy) peer can create: per-message
+ * cost independent of the number of open requests, O(1) queues, bounded queues, no per-request
+ * leaks. Assertions are on counts and sizes, not on wall time, except where noted.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_MAX_REQUESTS_PER_SOCKET,
+  createScriptedSttEngine,
+  createSttServerSession,
+  createTtsClientSession,
+  encodeBase64,
+  sttServerMachine,
+  type SttEngine,
+} from '../../src/index.js';
+
+describe('attacks: TTS client session', () => {
+  it('frees the text chunker of each request when it ends: 100k requests, the count stays flat (issue 11 §11)', () => {
+    const session = createTtsClientSession({ transport: { send: () => undefined, close: () => undefined }, onEvent: () => undefined });
+    const count = (): number => (session as unknown as { chunkerCount: number }).chunkerCount;
+    let max = 0;
+    for (let i = 0; i < 100_000; i++) {
+      const id = `r${i}`;
+      session.setup({ client_req_id: id, close_ws_on_eos: false });
+      session.sendText('hello wor', id); // "wor" is held back by the chunker
+      max = Math.max(max, count());
+      session.endOfStream(id);
+      session.receive(JSON.stringify({ type: 'ready', request_id: 'x', model_name: 'm', sample_rate: 48000, frame_size: 3840, client_req_id: id }));
+      session.receive(JSON.stringify({ type: 'end_of_stream', client_req_id: id }));
+      max = Math.max(max, count());
+    }
+    expect(max).toBe(1);
+    expect(count()).toBe(0);
+    expect(session.state.requests.size).toBe(0);
+  });
+
+  it('abandon and a socket close free the chunkers too', () => {
+    const session = createTtsClientSession({ transport: { send: () => undefined, close: () => undefined }, onEvent: () => undefined });
+    const count = (): number => (session as unknown as { chunkerCount: number }).chunkerCount;
+    for (const id of ['a', 'b', 'c']) {
+      session.setup({ client_req_id: id, close_ws_on_eos: false });
+      session.sendText('one tw', id);
+    }
+    expect(count()).toBe(3);
+    session.abandon('a');
+    expect(count()).toBe(2);
+    session.transportClosed(1006);
+    expect(count()).toBe(0);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// §2 multiplexed ids, §3 queues
+// ---------------------------------------------------------------------------------------------
+
+const AUDIO = encodeBase64(new Uint8Array(640));
+const noTransport = { send: () => undefined, close: () => undefined };
+const setupOf = (id: string): string => `{"type":"setup","input_format":"pcm","client_req_id":"${id}","close_ws_on_eos":false}`;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+}
+
+/** Median over interleaved rounds of time(big) / time(small): a ratio on one machine at one moment, robust to its load. */
+function ratio(small: () => void, big: () => void, rounds = 5): number {
+  const rs: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    let t = performance.now();
+    small();
+    const a = performance.now() - t;
+    t = performance.now();
+    big();
+    rs.push((performance.now() - t) / Math.max(a, 1e-3));
+  }
+  return median(rs);
+}
+
+function sttSocket(n: number, options: Record<string, unknown> = {}) {
+  const session = createSttServerSession({ engine: createScriptedSttEngine(), transport: noTransport, maxRequests: 100_000, ...options });
+  for (let i = 0; i < n; i++) session.receive(setupOf(`r${i}`));
+  return session;
+}
+
+describe('attacks: multiplexed ids (issue 11 §2)', () => {
+  it('an audio message costs the same with 4,000 ids open as with one (was 58× more at 10,000)', () => {
+    const one = sttSocket(1);
+    const many = sttSocket(4000);
+    const send = (s: ReturnType<typeof sttSocket>) => () => {
+      for (let i = 0; i < 300; i++) s.receive(`{"type":"audio","audio":"${AUDIO}","client_req_id":"r0"}`);
+    };
+    send(one)();
+    send(many)();
+    expect(ratio(send(one), send(many))).toBeLessThan(4);
+  });
+
+  it('opening, ending (end_of_stream without id) and closing n requests is linear: 4n costs < 10× n (quadratic: 16×)', () => {
+    const open = (n: number) => () => void sttSocket(n);
+    expect(ratio(open(600), open(2400), 3)).toBeLessThan(10);
+    const endAll = (n: number) => {
+      const s = sttSocket(n);
+      return () => s.receive('{"type":"end_of_stream"}');
+    };
+    // Each round needs fresh sockets: build them outside the timed part.
+    const rs: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      const small = endAll(600);
+      const big = endAll(2400);
+      rs.push(ratio(small, big, 1));
+    }
+    expect(median(rs)).toBeLessThan(10);
+  });
+
+  it('caps the requests of one socket (default 256): one more gets error PROTOCOL_TOO_MANY_REQUESTS with its id, the others go on', () => {
+    const sent: Record<string, unknown>[] = [];
+    const session = createSttServerSession({ engine: createScriptedSttEngine(), transport: { send: (t: string) => void sent.push(JSON.parse(t)), close: () => undefined } });
+    for (let i = 0; i < DEFAULT_MAX_REQUESTS_PER_SOCKET + 1; i++) session.receive(setupOf(`r${i}`));
+    const errors = sent.filter((m) => m.type === 'error');
+    expect(errors).toEqual([{ type: 'error', code: 1008, message: expect.stringContaining('256'), client_req_id: `r${DEFAULT_MAX_REQUESTS_PER_SOCKET}` }]);
+    expect(session.closed).toBe(false);
+    expect(session.state.requests.size).toBe(DEFAULT_MAX_REQUESTS_PER_SOCKET);
+    // Another request still works once one ended.
+    session.receive('{"type":"end_of_stream","client_req_id":"r0"}');
+    sent.length = 0;
+    session.receive(setupOf('late'));
+    expect(sent.filter((m) => m.client_req_id === 'late').map((m) => m.type)).toEqual(['ready']);
+  });
+
+  it('maxRequests is an option of the runner; a socket that does not multiplex closes when it passes it', () => {
+    const sent: Record<string, unknown>[] = [];
+    let closed: number | undefined;
+    const session = createSttServerSession({
+      engine: createScriptedSttEngine(),
+      maxRequests: 1,
+      transport: { send: (t: string) => void sent.push(JSON.parse(t)), close: (code: number) => void (closed = code) },
+    });
+    session.receive('{"type":"setup","input_format":"pcm","client_req_id":"a"}');
+    session.receive('{"type":"setup","input_format":"pcm","client_req_id":"b"}');
+    expect(sent.at(-1)).toMatchObject({ type: 'error', code: 1008, client_req_id: 'b' });
+    expect(closed).toBe(1008);
+    expect(() => createSttServerSession({ engine: createScriptedSttEngine(), transport: noTransport, maxRequests: 0 })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+});
+
+/** An STT engine whose pushes wait until `release()`: a stalled model. */
+function stalledEngine() {
+  const waiting: Array<() => void> = [];
+  let stalled = true;
+  const engine: SttEngine = {
+    open: () => ({
+      info: { delayInFrames: 0 },
+      push: () => (stalled ? new Promise<void>((r) => waiting.push(r)) : undefined),
+      close: () => undefined,
+    }),
+  };
+  return {
+    engine,
+    release() {
+      stalled = false;
+      for (const w of waiting.splice(0)) w();
+    },
+  };
+}
+
+describe('attacks: queues before the engine (issue 11 §3)', () => {
+  const chunk = `{"type":"audio","audio":"${encodeBase64(new Uint8Array(64 * 1024))}"}`;
+
+  it('a stalled engine and a transport that cannot pause: past maxQueuedBytes the request fails with PROTOCOL_QUEUE_FULL, memory stays bounded', async () => {
+    const { engine } = stalledEngine();
+    const sent: Record<string, unknown>[] = [];
+    let closed: number | undefined;
+    const session = createSttServerSession({ engine, maxQueuedBytes: 1 << 20, transport: { send: (t: string) => void sent.push(JSON.parse(t)), close: (c: number) => void (closed = c) } });
+    session.receive('{"type":"setup","input_format":"pcm"}');
+    await new Promise((r) => setTimeout(r, 0));
+    const queued = () => (session as unknown as { queued: { bytes: number } }).queued.bytes;
+    let peak = 0;
+    for (let i = 0; i < 400 && !session.closed; i++) {
+      session.receive(chunk); // 400 × 64 KiB = 25 MiB offered
+      peak = Math.max(peak, queued());
+    }
+    expect(sent.at(-1)).toMatchObject({ type: 'error', code: 1011, message: expect.stringContaining('queued') });
+    expect(closed).toBe(1011);
+    expect(peak).toBeLessThanOrEqual((1 << 20) + 64 * 1024);
+    expect(queued()).toBe(0);
+  });
+
+  it('with pauseReading/resumeReading the runner pauses past the bound and resumes at half, and nothing fails', async () => {
+    const { engine, release } = stalledEngine();
+    const calls: string[] = [];
+    const sent: Record<string, unknown>[] = [];
+    const session = createSttServerSession({
+      engine,
+      maxQueuedBytes: 1 << 20,
+      transport: { send: (t: string) => void sent.push(JSON.parse(t)), close: () => undefined, pauseReading: () => void calls.push('pause'), resumeReading: () => void calls.push('resume') },
+    });
+    session.receive('{"type":"setup","input_format":"pcm"}');
+    await new Promise((r) => setTimeout(r, 0));
+    let i = 0;
+    while (calls.length === 0 && i < 100) {
+      session.receive(chunk);
+      i++;
+    }
+    expect(calls).toEqual(['pause']);
+    expect(i).toBe(18); // the first chunk is in the engine; 17 × 64 KiB queued is the first amount over 1 MiB
+    release();
+    await session.whenIdle();
+    expect(calls).toEqual(['pause', 'resume']);
+    expect(sent.filter((m) => m.type === 'error')).toEqual([]);
+    expect(session.closed).toBe(false);
+  });
+
+  it('flushes and small audio messages queued behind a slow engine cost O(1) each: 4n costs < 10× n (was quadratic)', async () => {
+    const run = async (kind: 'flush' | 'audio', n: number): Promise<number> => {
+      const session = createSttServerSession({ engine: createScriptedSttEngine({ async: true }), transport: noTransport, maxQueuedMessages: 1_000_000 });
+      session.receive('{"type":"setup","input_format":"pcm"}');
+      const msg = kind === 'flush' ? '{"type":"flush","flush_id":"f"}' : `{"type":"audio","audio":"${encodeBase64(new Uint8Array(2))}"}`;
+      const t = performance.now();
+      for (let i = 0; i < n; i++) session.receive(msg);
+      await session.whenIdle();
+      expect(session.closed).toBe(false);
+      return performance.now() - t;
+    };
+    for (const kind of ['flush', 'audio'] as const) {
+      await run(kind, 1000);
+      const rs: number[] = [];
+      for (let r = 0; r < 3; r++) rs.push((await run(kind, 10_000)) / Math.max(await run(kind, 2500), 1e-3));
+      expect(median(rs)).toBeLessThan(10);
+    }
+  });
+
+  it('the STT server machine answers 20,000 queued flushes in order (a persistent queue, no copies)', () => {
+    let state = sttServerMachine.initial();
+    state = sttServerMachine.transition(state, { type: 'receive', data: '{"type":"setup","input_format":"pcm"}' }).state;
+    state = sttServerMachine.transition(state, { type: 'engine', key: null, stream: 1, event: { type: 'opened', requestId: 'R', info: { delayInFrames: 0 } } }).state;
+    for (let i = 0; i < 20_000; i++) state = sttServerMachine.transition(state, { type: 'receive', data: `{"type":"flush","flush_id":${i}}` }).state;
+    expect(state.requests.get(null)!.pendingFlushes.length).toBe(20_000);
+    const before = state;
+    const ids: unknown[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const r = sttServerMachine.transition(state, { type: 'engine', key: null, stream: 1, event: { type: 'flush_done', flush_id: i } });
+      for (const e of r.effects) if (e.type === 'send') ids.push((e.message as { flush_id: unknown }).flush_id);
+      state = r.state;
+    }
+    expect(ids).toEqual(Array.from({ length: 20_000 }, (_, i) => i));
+    // Purity: the older state still holds its queue.
+    expect([...before.requests.get(null)!.pendingFlushes].slice(0, 3)).toEqual([0, 1, 2]);
+  });
+});
