@@ -16,6 +16,7 @@
  * ```
  */
 import type { VoicewireError } from '../util/errors.js';
+import { Fifo } from './fifo.js';
 import type { ClientSessionEvent, ClientSessionState, SessionMachine } from './multiplex.js';
 import type { FlushId, SttClientMessage, SttSetupMessage, TtsClientMessage, TtsSetupMessage } from '../protocol/messages.js';
 import { encodeBase64 } from '../util/base64.js';
@@ -41,7 +42,7 @@ type AnyEffect = { type: 'send'; message: { type: string } } | { type: 'close'; 
 
 class ClientRunner<RS, CM extends { type: string; client_req_id?: string }, E> {
   state: ClientSessionState<RS>;
-  private readonly queue: ClientSessionEvent<CM>[] = [];
+  private readonly queue = new Fifo<ClientSessionEvent<CM>>();
   private running = false;
   private closed = false;
   /** An audio message built by the runner itself: its base64 needs no escaping check. */

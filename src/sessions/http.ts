@@ -29,6 +29,7 @@
  * Both honour the consumer's pace: lines wait in a queue of `highWaterMark` (default 16) and the
  * engine is asked for more only as the consumer reads (the runners' backpressure).
  */
+import { Fifo } from './fifo.js';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import type { AudioFormatName } from '../audio/format.js';
 import { encodeBase64 } from '../util/base64.js';
@@ -87,7 +88,7 @@ export function sttInputFormatFromContentType(contentType?: string | null): Audi
 type Item<T> = { value: T } | { error: VoicewireError; line: T | null };
 
 class BodyQueue<T> {
-  private readonly items: Item<T>[] = [];
+  private readonly items = new Fifo<Item<T>>();
   private done = false;
   private consumer: (() => void) | null = null;
   private readonly producers: Array<() => void> = [];
