@@ -3,6 +3,7 @@
  * issues shaped like the API's HTTP 422 body (service-api.md §2.7), with pydantic-style `type`
  * values and messages (the service is a FastAPI/pydantic app; its clients match on these).
  */
+import { arrayArg, objectArg } from '../util/args.js';
 
 /** A path into the validated value: `["body", "prompt"]`, `["query", "limit"]`, `["json_config", "temp"]`. */
 export type ValidationLoc = Array<string | number>;
@@ -34,6 +35,7 @@ export type ProtocolLanguage = (typeof PROTOCOL_LANGUAGES)[number];
 
 /** pydantic's `Input should be 'a', 'b' or 'c'` list. */
 export function expectedList(values: readonly (string | number | boolean)[]): string {
+  arrayArg(values, 'expectedList: values');
   const shown = values.map((v) => (typeof v === 'string' ? `'${v}'` : String(v)));
   return shown.length <= 1 ? shown.join('') : `${shown.slice(0, -1).join(', ')} or ${shown[shown.length - 1]!}`;
 }
@@ -109,6 +111,8 @@ export function makeIssue(loc: ValidationLoc, type: string, input: unknown, ctx?
 
 /** One-line summary of an issue: `json_config.temp: Input should be less than or equal to 1.4`. */
 export function describeIssue(issue: ValidationIssue): string {
+  objectArg(issue, 'describeIssue: issue');
+  arrayArg(issue.loc, 'describeIssue: issue.loc');
   const where = issue.loc.map(String).join('.');
   return where === '' ? issue.msg : `${where}: ${issue.msg}`;
 }

@@ -15,6 +15,7 @@
  * ws.onclose = (c) => stt.transportClosed(c.code, c.reason);
  * ```
  */
+import { functionArg, objectArg } from '../util/args.js';
 import type { VoicewireError } from '../util/errors.js';
 import { Fifo } from './fifo.js';
 import type { ClientSessionEvent, ClientSessionState, SessionMachine } from './multiplex.js';
@@ -136,6 +137,14 @@ class ClientRunner<RS, CM extends { type: string; client_req_id?: string }, E> {
   }
 }
 
+function checkClientOptions(options: ClientSessionOptions<never>, what: string): void {
+  objectArg(options, `${what}: options`);
+  const t = objectArg(options.transport, `${what}: options.transport`);
+  functionArg(t.send, `${what}: options.transport.send`);
+  functionArg(t.close, `${what}: options.transport.close`);
+  functionArg(options.onEvent, `${what}: options.onEvent`);
+}
+
 /** Setup fields of an STT request (everything but `type`). */
 export type SttSetupOptions = Omit<SttSetupMessage, 'type'>;
 /** Setup fields of a TTS request (everything but `type`). */
@@ -188,6 +197,7 @@ export interface SttClientSession {
 
 /** Runs the STT client machine over a transport. */
 export function createSttClientSession(options: ClientSessionOptions<SttClientEvent>): SttClientSession {
+  checkClientOptions(options, 'createSttClientSession');
   const runner = new ClientRunner<SttClientRequestState, SttClientMessage, SttClientEvent>(sttClientMachine as never, options, (message, trusted) =>
     trusted && message.type === 'audio' ? serializeSttAudioMessage(message.audio, message.client_req_id) : serializeSttClientMessage(message),
   );
@@ -246,6 +256,7 @@ export interface TtsClientSessionOptions extends ClientSessionOptions<TtsClientE
 
 /** Runs the TTS client machine over a transport. */
 export function createTtsClientSession(options: TtsClientSessionOptions): TtsClientSession {
+  checkClientOptions(options, 'createTtsClientSession');
   const chunkers = new Map<string | null, TextChunker>();
   // Issue 11 §11: a request's chunker is freed when the request ends (its end_of_stream or error),
   // when it is abandoned, and when the socket ends; otherwise one chunker per id stays forever.

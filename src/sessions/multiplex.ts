@@ -31,6 +31,7 @@
  * Cost (issue 11 §2): the requests are a persistent map ({@link RequestMap}), so a message costs
  * O(log n) in the number of open requests, and opening, closing and ending n requests O(n log n).
  */
+import { functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError, toVoicewireError, type ErrorCode } from '../util/errors.js';
 import type { ErrorMessage } from '../protocol/messages.js';
 import { endOfStreamMessage, errorMessageOf, type ProtocolErrorDetails, type RawMessage } from '../protocol/parse.js';
@@ -147,6 +148,8 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
   request: ServerRequestMachine<RS, CM, EE, E>,
   options: ServerSessionMachineOptions = {},
 ): SessionMachine<ServerSessionState<RS>, ServerSessionEvent<EE>, E | ServerBaseEffect<never>> {
+  checkRequestMachine(request, 'createServerSessionMachine');
+  options = optionsArg(options, 'createServerSessionMachine: options');
   type Eff = E | ServerBaseEffect<never>;
   type S = ServerSessionState<RS>;
   const maxRequests = options.maxRequests ?? DEFAULT_MAX_REQUESTS_PER_SOCKET;
@@ -389,6 +392,7 @@ export type ClientSessionEvent<CM> =
 export function createClientSessionMachine<RS, CM extends { type: string; client_req_id?: string }, SM extends { type: string; client_req_id?: string }, E>(
   request: ClientRequestMachine<RS, CM, SM, E>,
 ): SessionMachine<ClientSessionState<RS>, ClientSessionEvent<CM>, E | ClientBaseEffect<CM>> {
+  checkRequestMachine(request, 'createClientSessionMachine');
   type Eff = E | ClientBaseEffect<CM>;
   type S = ClientSessionState<RS>;
 
@@ -526,4 +530,9 @@ function countActive<RS>(requests: ReadonlyMap<RequestKey, RS>, isActive: (rs: R
   let n = 0;
   for (const rs of requests.values()) if (isActive(rs)) n++;
   return n;
+}
+
+function checkRequestMachine(request: { parse: unknown; start: unknown; transition: unknown }, what: string): void {
+  objectArg(request, `${what}: request`);
+  for (const k of ['parse', 'start', 'transition'] as const) functionArg(request[k], `${what}: request.${k}`);
 }

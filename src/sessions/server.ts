@@ -36,6 +36,7 @@
  * barriers in that queue, so `flushed` and `end_of_stream` follow every event the frames before
  * them produced.
  */
+import { objectArg } from '../util/args.js';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { Fifo } from './fifo.js';
 import { createServerSessionMachine, DEFAULT_MAX_REQUESTS_PER_SOCKET } from './multiplex.js';
@@ -739,6 +740,8 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
  * `end_of_stream` and `error`, and closes with the API's codes (§3.2, §7.3).
  */
 export function createSttServerSession(options: SttServerSessionOptions): ServerSession<SttServerState> {
+  objectArg(options, 'createSttServerSession: options');
+  objectArg(options.engine, 'createSttServerSession: options.engine');
   return new SttServerRunner(options);
 }
 
@@ -915,5 +918,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
  * `need_more_text`, `end_of_stream` and `error`.
  */
 export function createTtsServerSession(options: TtsServerSessionOptions): ServerSession<TtsServerState> {
+  objectArg(options, 'createTtsServerSession: options');
+  objectArg(options.engine, 'createTtsServerSession: options.engine');
   return new TtsServerRunner(options);
 }

@@ -10,6 +10,7 @@
  *   frames to send; `incoming` takes server frames and yields validated events. A client message
  *   refused in the current state errors `outgoing` with `INVALID_STATE`.
  */
+import { objectArg } from '../util/args.js';
 import { createSttClientSession, createTtsClientSession, type TtsClientSessionOptions } from './client.js';
 import type { SttClientMessage, TtsClientMessage } from '../protocol/messages.js';
 import type { RawMessage } from '../protocol/parse.js';
@@ -99,11 +100,13 @@ function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>,
 
 /** STT server as a web stream pair: client frames in, server frames out (see {@link ServerStreamPair}). */
 export function createSttServerStream(options: Omit<SttServerSessionOptions, 'transport'> & ServerStreamOptions): ServerStreamPair {
+  objectArg(options, 'createSttServerStream: options');
   return serverStream((transport) => createSttServerSession({ ...options, transport }), options);
 }
 
 /** TTS server as a web stream pair: client frames in, server frames out, with backpressure (see {@link ServerStreamPair}). */
 export function createTtsServerStream(options: Omit<TtsServerSessionOptions, 'transport'> & ServerStreamOptions): ServerStreamPair {
+  objectArg(options, 'createTtsServerStream: options');
   return serverStream((transport) => createTtsServerSession({ ...options, transport }), options);
 }
 

@@ -11,6 +11,7 @@
  * The silent frames are in the request's `input_format` (silence is not zero bytes in G.711, and
  * 80 ms is a different byte count at each rate); for `opus` the client's own encoder makes them.
  */
+import { optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { parseAudioFormat } from '../audio/format.js';
 import { createSilenceFrames } from '../audio/framer.js';
@@ -162,6 +163,7 @@ function makeSilence(spec: SilenceSpec, count: number): Uint8Array[] {
 
 /** Creates a turn-taking detector (see the module comment for the defaults). */
 export function createTurnTaking(options: TurnTakingOptions = {}): TurnTaking {
+  options = optionsArg(options, 'createTurnTaking: options');
   const threshold = checkNumber('threshold', options.threshold ?? 0.5, 0, 1);
   const horizonIndex = checkInteger('horizonIndex', options.horizonIndex ?? 2);
   const smoothing = checkNumber('smoothing', options.smoothing ?? 1, 0, 1, true);

@@ -7,6 +7,7 @@
  * character may straddle chunks), searches for `\n` only in new data, keeps at most one partial
  * line of at most `maxLineLength` code units, and parses each line once. Platform-neutral.
  */
+import { iterableArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The in-stream error line of the API (service-api.md §7.2). */
@@ -168,6 +169,7 @@ class NdjsonDecoderImpl<T> implements NdjsonDecoder<T> {
   private tail: Uint8Array = EMPTY;
 
   constructor(options: NdjsonDecoderOptions) {
+    options = optionsArg(options, 'NDJSON decoder options');
     this.maxLineLength = options.maxLineLength ?? NDJSON_DEFAULT_MAX_LINE_LENGTH;
     if (!(Number.isInteger(this.maxLineLength) && this.maxLineLength > 0)) {
       throw new VoicewireError('INVALID_ARGUMENT', `maxLineLength must be a positive integer, got ${String(options.maxLineLength)}`);
@@ -539,6 +541,7 @@ export function encodeNdjsonLineBytes(value: unknown): Uint8Array {
 
 /** Many values as one NDJSON text. */
 export function encodeNdjson(values: Iterable<unknown>): string {
+  iterableArg(values, 'encodeNdjson: values');
   let out = '';
   for (const v of values) out += encodeNdjsonLine(v);
   return out;

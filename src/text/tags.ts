@@ -17,6 +17,7 @@
  * Positions are UTF-16 code units from the start of the stream. A surrogate pair is never split
  * across two text events.
  */
+import { arrayArg, objectArg, optionsArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import type { ErrorCode } from '../util/errors.js';
 
@@ -238,6 +239,8 @@ export class TagScanner {
   private pieceEnd = 0;
 
   constructor(handler: TagScannerHandler, options: TagScannerOptions = {}) {
+    objectArg(handler, 'TagScanner: handler');
+    options = optionsArg(options, 'TagScanner: options');
     this.handler = handler;
     this.maxTagLength = checkMaxTagLength(options.maxTagLength);
     this.holdMalformed = options.holdMalformed ?? false;
@@ -644,6 +647,7 @@ export type BreakTimeCheck =
  * seconds from 0.1 to 2.0 inclusive.
  */
 export function checkBreakTime(time: string): BreakTimeCheck {
+  stringArg(time, 'checkBreakTime: time');
   const seconds = strictSeconds(time);
   if (Number.isNaN(seconds)) {
     const reason = /ms\s*$/i.test(time)
@@ -667,6 +671,18 @@ function repairBreakTime(time: string): number | undefined {
   return Math.min(TAG_BREAK_MAX_SECONDS, Math.max(TAG_BREAK_MIN_SECONDS, seconds));
 }
 
+/** An array of tag events: objects with a known `type` (what renderTagEvents and mergeTextEvents read). */
+function checkEvents(events: readonly TagEvent[], what: string): void {
+  arrayArg(events, what);
+  for (const e of events) {
+    const ok =
+      e !== null &&
+      typeof e === 'object' &&
+      (e.type === 'text' ? typeof e.text === 'string' : e.type === 'break' ? typeof e.seconds === 'number' : e.type === 'flush');
+    if (!ok) throw new VoicewireError('INVALID_ARGUMENT', `${what}: each event must be { type: 'text', text } | { type: 'break', seconds } | { type: 'flush' }`);
+  }
+}
+
 /** The canonical tag for a pause: `<break time="1.5s" />`. */
 export function formatBreakTag(seconds: number): string {
   return `<break time="${String(seconds)}s" />`;
@@ -678,6 +694,7 @@ export function formatBreakTag(seconds: number): string {
  * (the parser's default `breakSpacing: 'repair'` puts them there).
  */
 export function renderTagEvents(events: readonly TagEvent[]): string {
+  checkEvents(events, 'renderTagEvents: events');
   let out = '';
   for (const e of events) {
     out += e.type === 'text' ? e.text : e.type === 'flush' ? '<flush>' : formatBreakTag(e.seconds);
@@ -687,6 +704,7 @@ export function renderTagEvents(events: readonly TagEvent[]): string {
 
 /** Merges adjacent text events (the normal form in which piece-by-piece equals one-shot). */
 export function mergeTextEvents(events: readonly TagEvent[]): TagEvent[] {
+  checkEvents(events, 'mergeTextEvents: events');
   const out: TagEvent[] = [];
   for (const e of events) {
     const last = out[out.length - 1];
@@ -755,6 +773,7 @@ class TagParserImpl implements TagParser, TagScannerHandler {
   private consumed = 0;
 
   constructor(options: TagParserOptions) {
+    options = optionsArg(options, 'tag parser options');
     this.invalidBreak = options.invalidBreak ?? 'repair';
     this.breakSpacing = options.breakSpacing ?? 'repair';
     this.onRepair = options.onRepair;
@@ -1056,6 +1075,7 @@ export function createTagParser(options: TagParserOptions = {}): TagParser {
 
 /** One-shot {@link createTagParser}: all events of `text`, adjacent text merged. */
 export function parseTags(text: string, options: TagParserOptions = {}): TagEvent[] {
+  stringArg(text, 'parseTags: text');
   const parser = new TagParserImpl(options);
   let events: TagEvent[];
   try {

@@ -12,6 +12,7 @@
  * - Messages have no leading, trailing or repeated whitespace: the server joins consecutive text
  *   messages with one space, so the joined output equals the input with whitespace normalized.
  */
+import { optionsArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import {
   TagScanner,
@@ -93,6 +94,7 @@ class TextChunkerImpl implements TextChunker, TagScannerHandler {
   private out: string[] = [];
 
   constructor(options: TextChunkerOptions) {
+    options = optionsArg(options, 'text chunker options');
     this.minChunkLength = options.minChunkLength ?? 0;
     this.maxWordLength = options.maxWordLength ?? 4096;
     if (!(Number.isInteger(this.minChunkLength) && this.minChunkLength >= 0)) {
@@ -268,6 +270,7 @@ export function createTextChunker(options: TextChunkerOptions = {}): TextChunker
 
 /** One-shot {@link createTextChunker}: the messages for a whole text. */
 export function chunkText(text: string, options: TextChunkerOptions = {}): string[] {
+  stringArg(text, 'chunkText: text');
   const chunker = new TextChunkerImpl(options);
   const out = chunker.push(text);
   for (const m of chunker.end()) out.push(m);

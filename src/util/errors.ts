@@ -144,7 +144,13 @@ export class VoicewireError extends Error {
   declare readonly [BRAND]: true;
 
   constructor(code: ErrorCode, message: string, options: VoicewireErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    // Issue 11 §13: misuse is INVALID_ARGUMENT, never a TypeError from the table lookup below.
+    const known = typeof code === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CODES, code);
+    const options_ = options === null || typeof options !== 'object' ? undefined : options;
+    if (!known || options_ === undefined) {
+      throw new VoicewireError('INVALID_ARGUMENT', !known ? `VoicewireError: unknown code ${typeof code === 'string' ? JSON.stringify(code.slice(0, 64)) : typeof code}` : 'VoicewireError: options must be an object');
+    }
+    super(message, options_.cause === undefined ? undefined : { cause: options_.cause });
     this.name = 'VoicewireError';
     this.code = code;
     const info: ErrorCodeInfo = ERROR_CODES[code];
