@@ -44,6 +44,13 @@ function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>,
   const wake = (): void => {
     for (const w of waiters.splice(0)) w();
   };
+  // Issue 11 §3: while the runner's queue before the engine is full, writes wait (backpressure to the writer).
+  let paused = false;
+  const resumers: Array<() => void> = [];
+  const resume = (): void => {
+    paused = false;
+    for (const r of resumers.splice(0)) r();
+  };
   const readable = new ReadableStream<string>(
     {
       start(c) {
@@ -67,9 +74,12 @@ function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>,
       return (controller.desiredSize ?? 1) > 0;
     },
     drained: () => new Promise<void>((resolve) => (open && (controller.desiredSize ?? 1) <= 0 ? waiters.push(resolve) : resolve())),
+    pauseReading: () => void (paused = true),
+    resumeReading: resume,
     close: (code, reason) => {
       if (!open) return;
       open = false;
+      resume();
       options.onClose?.(code, reason);
       controller.close();
       wake();
@@ -78,6 +88,7 @@ function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>,
   const writable = new WritableStream<RawMessage>({
     write(chunk) {
       session.receive(chunk);
+      return paused ? new Promise<void>((r) => resumers.push(r)) : undefined;
     },
     async close() {
       await session.whenIdle();

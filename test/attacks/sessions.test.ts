@@ -4,10 +4,13 @@
  * leaks. Assertions are on counts and sizes, not on wall time, except where noted.
  */
 import { describe, expect, it } from 'vitest';
+import { Readable } from 'node:stream';
+import { createSttServerTransform } from '../../src/node/protocol.js';
 import {
   DEFAULT_MAX_REQUESTS_PER_SOCKET,
   createScriptedSttEngine,
   createSttServerSession,
+  createSttServerStream,
   createTtsClientSession,
   encodeBase64,
   sttServerMachine,
@@ -251,5 +254,56 @@ describe('attacks: queues before the engine (issue 11 §3)', () => {
     const rs: number[] = [];
     for (let r = 0; r < 3; r++) rs.push(cycle(16_000).ms / Math.max(cycle(4000).ms, 1e-3));
     expect(median(rs)).toBeLessThan(8);
+  });
+
+  it('the web stream pair and the Node Transform hold the writer while the queue is full (no PROTOCOL_QUEUE_FULL)', async () => {
+    const sleep = (ms: number) => new Promise<'blocked'>((r) => setTimeout(() => r('blocked'), ms));
+    // Web streams.
+    {
+      const { engine, release } = stalledEngine();
+      const { readable, writable } = createSttServerStream({ engine, maxQueuedBytes: 1 << 20 });
+      const out: string[] = [];
+      const reading = (async () => {
+        for await (const frame of readable as unknown as AsyncIterable<string>) out.push(frame);
+      })();
+      const writer = writable.getWriter();
+      await writer.write('{"type":"setup","input_format":"pcm"}');
+      await new Promise((r) => setTimeout(r, 0));
+      let blockedAt = -1;
+      let pending: Promise<unknown> = Promise.resolve();
+      for (let i = 0; i < 40; i++) {
+        pending = writer.write(chunk);
+        if ((await Promise.race([pending, sleep(30)])) === 'blocked') {
+          blockedAt = i;
+          break;
+        }
+      }
+      expect(blockedAt).toBeGreaterThan(10);
+      release();
+      await pending;
+      for (let i = 0; i < 5; i++) await writer.write(chunk);
+      await writer.write('{"type":"end_of_stream"}');
+      await writer.close();
+      await reading;
+      expect(out.map((f) => JSON.parse(f).type)).not.toContain('error');
+      expect(out.map((f) => JSON.parse(f).type).at(-1)).toBe('end_of_stream');
+    }
+    // Node Transform: a piped source waits too.
+    {
+      const { engine, release } = stalledEngine();
+      const t = createSttServerTransform({ engine, maxQueuedBytes: 1 << 20 });
+      const frames = ['{"type":"setup","input_format":"pcm"}', ...Array.from({ length: 40 }, () => chunk), '{"type":"end_of_stream"}'];
+      const out: string[] = [];
+      t.on('data', (f: string) => out.push(f));
+      const done = new Promise<void>((resolve, reject) => t.on('end', resolve).on('error', reject));
+      Readable.from(frames).pipe(t);
+      await new Promise((r) => setTimeout(r, 100));
+      const queued = (t.session as unknown as { queued: { bytes: number } }).queued.bytes;
+      expect(queued).toBeLessThanOrEqual((1 << 20) + 64 * 1024);
+      release();
+      await done;
+      expect(out.map((f) => JSON.parse(f).type)).not.toContain('error');
+      expect(out.map((f) => JSON.parse(f).type).at(-1)).toBe('end_of_stream');
+    }
   });
 });
