@@ -86,15 +86,16 @@ function sttSocket(n: number, options: Record<string, unknown> = {}) {
 }
 
 describe('attacks: multiplexed ids (issue 11 §2)', () => {
-  it('an audio message costs the same with 4,000 ids open as with one (was 58× more at 10,000)', () => {
+  it('an audio message costs about the same with 4,000 ids open as with one (the map copy made it ~25× at 4,000, 58× at 10,000)', () => {
     const one = sttSocket(1);
     const many = sttSocket(4000);
     const send = (s: ReturnType<typeof sttSocket>) => () => {
-      for (let i = 0; i < 300; i++) s.receive(`{"type":"audio","audio":"${AUDIO}","client_req_id":"r0"}`);
+      for (let i = 0; i < 1000; i++) s.receive(`{"type":"audio","audio":"${AUDIO}","client_req_id":"r0"}`);
     };
     send(one)();
     send(many)();
-    expect(ratio(send(one), send(many))).toBeLessThan(4);
+    // GC of the larger heap and machine load move it a little; a copy per message moves it 25×.
+    expect(ratio(send(one), send(many), 7)).toBeLessThan(10);
   });
 
   it('opening, ending (end_of_stream without id) and closing n requests is linear: 4n costs < 10× n (quadratic: 16×)', () => {
