@@ -16,7 +16,7 @@
  * - voice list (§4.10): `limit` and `offset`, both optional integers ≥ 0;
  * - pronunciation list (§4.11): `limit` (0 to 1000, the bounded one) and `offset` (≥ 0).
  */
-import { describeValue, objectArg, stringArg } from '../util/args.js';
+import { describeValue, objectArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../audio/format.js';
 import {
@@ -277,6 +277,8 @@ const UPSTREAM = /^error from server (-?\d+)\s*:\s?([\s\S]*)$/;
 
 /** The upstream error body of §7.1: `error from server <code>: <reason>`. */
 export function formatRestError(code: number, reason: string): string {
+  if (typeof code !== 'number') throw new VoicewireError('INVALID_ARGUMENT', `formatRestError: code must be a number, got ${describeValue(code)}`);
+  stringArg(reason, 'formatRestError: reason');
   return `error from server ${code}: ${reason}`;
 }
 
@@ -383,6 +385,6 @@ export function restErrorResponse(error: unknown): RestErrorResponse {
     if (error.code === 'PROTOCOL_DRAINING') return { status: 503, contentType: 'text/plain; charset=utf-8', body: error.message };
     if (error.closeCode !== undefined) return { status: 500, contentType: 'text/plain; charset=utf-8', body: formatRestError(error.closeCode, error.message) };
   }
-  return { status: 500, contentType: 'text/plain; charset=utf-8', body: error instanceof Error ? error.message : String(error) };
+  return { status: 500, contentType: 'text/plain; charset=utf-8', body: error instanceof Error ? shown(error.message) : shown(error) };
 }
 

@@ -31,7 +31,7 @@
  * Cost (issue 11 §2): the requests are a persistent map ({@link RequestMap}), so a message costs
  * O(log n) in the number of open requests, and opening, closing and ending n requests O(n log n).
  */
-import { functionArg, objectArg, optionsArg } from '../util/args.js';
+import { functionArg, objectArg, optionsArg, shown } from '../util/args.js';
 import { VoicewireError, toVoicewireError, type ErrorCode } from '../util/errors.js';
 import type { ErrorMessage } from '../protocol/messages.js';
 import { endOfStreamMessage, errorMessageOf, type ProtocolErrorDetails, type RawMessage } from '../protocol/parse.js';
@@ -154,7 +154,7 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
   type S = ServerSessionState<RS>;
   const maxRequests = options.maxRequests ?? DEFAULT_MAX_REQUESTS_PER_SOCKET;
   if (!(Number.isInteger(maxRequests) && maxRequests >= 1)) {
-    throw new VoicewireError('INVALID_ARGUMENT', `maxRequests must be a positive integer, got ${String(options.maxRequests)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `maxRequests must be a positive integer, got ${shown(options.maxRequests)}`);
   }
 
   const active = (state: S): number => state.activeRequests ?? countActive(state.requests, (rs) => !request.isIdle(rs));

@@ -36,7 +36,7 @@
  * barriers in that queue, so `flushed` and `end_of_stream` follow every event the frames before
  * them produced.
  */
-import { objectArg } from '../util/args.js';
+import { objectArg, shown } from '../util/args.js';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { Fifo } from './fifo.js';
 import { createServerSessionMachine, DEFAULT_MAX_REQUESTS_PER_SOCKET } from './multiplex.js';
@@ -295,12 +295,12 @@ function defaultRequestId(): string {
 /** Marks a failure of the client's data (bad audio, bad tags) rather than of the engine. */
 function clientFault(err: unknown, code: 'PROTOCOL_INVALID_AUDIO' | 'PROTOCOL_INVALID_MESSAGE', what: string): VoicewireError {
   if (err instanceof VoicewireError && err.closeCode !== undefined) return err;
-  return new VoicewireError(code, `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new VoicewireError(code, `${what}: ${err instanceof Error ? err.message : shown(err)}`, { cause: err });
 }
 
 function engineFault(err: unknown, route: string): VoicewireError {
   if (err instanceof VoicewireError && err.closeCode !== undefined) return err;
-  return new VoicewireError('PROTOCOL_INTERNAL', `${route} engine failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new VoicewireError('PROTOCOL_INTERNAL', `${route} engine failed: ${err instanceof Error ? err.message : shown(err)}`, { cause: err });
 }
 
 /** What every per-stream driver holds: its task queue and its engine stream (null until opened). */
@@ -321,7 +321,7 @@ function inputBytes(op: { op: string }): number {
 
 function positiveInteger(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!(Number.isInteger(value) && value >= 1)) throw new VoicewireError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${String(value)}`);
+  if (!(Number.isInteger(value) && value >= 1)) throw new VoicewireError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${shown(value)}`);
   return value;
 }
 

@@ -11,6 +11,7 @@
  *   refused in the current state errors `outgoing` with `INVALID_STATE`.
  */
 import { objectArg } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
 import { createSttClientSession, createTtsClientSession, type TtsClientSessionOptions } from './client.js';
 import type { SttClientMessage, TtsClientMessage } from '../protocol/messages.js';
 import type { RawMessage } from '../protocol/parse.js';
@@ -38,6 +39,8 @@ export interface ServerStreamPair {
 }
 
 function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>, options: ServerStreamOptions): ServerStreamPair {
+  const hwm = options.highWaterMark;
+  if (hwm !== undefined && !(typeof hwm === 'number' && hwm >= 0)) throw new VoicewireError('INVALID_ARGUMENT', 'highWaterMark must be a non-negative number');
   let open = true;
   let controller!: ReadableStreamDefaultController<string>;
   const waiters: Array<() => void> = [];

@@ -7,7 +7,7 @@
  * character may straddle chunks), searches for `\n` only in new data, keeps at most one partial
  * line of at most `maxLineLength` code units, and parses each line once. Platform-neutral.
  */
-import { iterableArg, optionsArg } from '../util/args.js';
+import { iterableArg, optionsArg, shown } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The in-stream error line of the API (service-api.md §7.2). */
@@ -172,11 +172,11 @@ class NdjsonDecoderImpl<T> implements NdjsonDecoder<T> {
     options = optionsArg(options, 'NDJSON decoder options');
     this.maxLineLength = options.maxLineLength ?? NDJSON_DEFAULT_MAX_LINE_LENGTH;
     if (!(Number.isInteger(this.maxLineLength) && this.maxLineLength > 0)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `maxLineLength must be a positive integer, got ${String(options.maxLineLength)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `maxLineLength must be a positive integer, got ${shown(options.maxLineLength)}`);
     }
     const mode = options.streamError ?? 'throw';
     if (mode !== 'throw' && mode !== 'event') {
-      throw new VoicewireError('INVALID_ARGUMENT', `streamError must be 'throw' or 'event', got ${String(mode)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `streamError must be 'throw' or 'event', got ${shown(mode)}`);
     }
     this.throwStreamError = mode === 'throw';
     this.fatal = options.fatal ?? false;

@@ -17,7 +17,7 @@
  * Positions are UTF-16 code units from the start of the stream. A surrogate pair is never split
  * across two text events.
  */
-import { arrayArg, objectArg, optionsArg, stringArg } from '../util/args.js';
+import { arrayArg, describeValue, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import type { ErrorCode } from '../util/errors.js';
 
@@ -345,7 +345,7 @@ export class TagScanner {
     // `>>> 0` keeps exactly the integers 0 to 2^32 - 1 (a piece is shorter); one test, as it runs per piece.
     if (count >>> 0 !== count || this.state !== TEXT) {
       if (this.state !== TEXT) throw new VoicewireError('INVALID_STATE', 'advance() while a possible tag is held back');
-      throw new VoicewireError('INVALID_ARGUMENT', `advance() takes a non-negative integer, got ${String(count)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `advance() takes a non-negative integer, got ${shown(count)}`);
     }
     this.offset += count;
   }
@@ -579,14 +579,14 @@ export class TagScanner {
 
 function checkSegment(piece: string, start: number, end: number): void {
   if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && start <= end && end <= piece.length)) {
-    throw new VoicewireError('INVALID_ARGUMENT', `write(): need 0 <= start <= end <= ${piece.length}, got ${String(start)}, ${String(end)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `write(): need 0 <= start <= end <= ${piece.length}, got ${shown(start)}, ${shown(end)}`);
   }
 }
 
 function checkMaxTagLength(value: number | undefined): number {
   if (value === undefined) return TAG_DEFAULT_MAX_LENGTH;
   if (!Number.isInteger(value) || value < 16 || value > 1 << 20) {
-    throw new VoicewireError('INVALID_ARGUMENT', `maxTagLength must be an integer from 16 to ${1 << 20}, got ${String(value)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `maxTagLength must be an integer from 16 to ${1 << 20}, got ${shown(value)}`);
   }
   return value;
 }
@@ -685,6 +685,7 @@ function checkEvents(events: readonly TagEvent[], what: string): void {
 
 /** The canonical tag for a pause: `<break time="1.5s" />`. */
 export function formatBreakTag(seconds: number): string {
+  if (typeof seconds !== 'number') throw new VoicewireError('INVALID_ARGUMENT', `formatBreakTag: seconds must be a number, got ${describeValue(seconds)}`);
   return `<break time="${String(seconds)}s" />`;
 }
 
@@ -723,6 +724,7 @@ export function mergeTextEvents(events: readonly TagEvent[]): TagEvent[] {
 
 /** Whitespace for the spacing rule: the JS `\s` set without the no-break spaces. */
 export function isBreakingSpace(c: number): boolean {
+  if (typeof c !== 'number') throw new VoicewireError('INVALID_ARGUMENT', `isBreakingSpace: c must be a UTF-16 code unit (a number), got ${describeValue(c)}`);
   if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
   if (c < 0x1680) return false;
   return (
@@ -778,10 +780,10 @@ class TagParserImpl implements TagParser, TagScannerHandler {
     this.breakSpacing = options.breakSpacing ?? 'repair';
     this.onRepair = options.onRepair;
     if (!['repair', 'error', 'text'].includes(this.invalidBreak)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `invalidBreak must be 'repair', 'error' or 'text', got ${String(this.invalidBreak)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `invalidBreak must be 'repair', 'error' or 'text', got ${shown(this.invalidBreak)}`);
     }
     if (!['repair', 'error', 'ignore'].includes(this.breakSpacing)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `breakSpacing must be 'repair', 'error' or 'ignore', got ${String(this.breakSpacing)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `breakSpacing must be 'repair', 'error' or 'ignore', got ${shown(this.breakSpacing)}`);
     }
     const scannerOptions: TagScannerOptions = { holdMalformed: this.invalidBreak !== 'text' };
     if (options.maxTagLength !== undefined) scannerOptions.maxTagLength = options.maxTagLength;

@@ -12,7 +12,7 @@
  * - Messages have no leading, trailing or repeated whitespace: the server joins consecutive text
  *   messages with one space, so the joined output equals the input with whitespace normalized.
  */
-import { optionsArg, stringArg } from '../util/args.js';
+import { optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import {
   TagScanner,
@@ -98,10 +98,10 @@ class TextChunkerImpl implements TextChunker, TagScannerHandler {
     this.minChunkLength = options.minChunkLength ?? 0;
     this.maxWordLength = options.maxWordLength ?? 4096;
     if (!(Number.isInteger(this.minChunkLength) && this.minChunkLength >= 0)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `minChunkLength must be a non-negative integer, got ${String(options.minChunkLength)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `minChunkLength must be a non-negative integer, got ${shown(options.minChunkLength)}`);
     }
     if (!(Number.isInteger(this.maxWordLength) && this.maxWordLength >= 16)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `maxWordLength must be an integer >= 16, got ${String(options.maxWordLength)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `maxWordLength must be an integer >= 16, got ${shown(options.maxWordLength)}`);
     }
     if (options.repairTags) {
       this.parser = createTagParser({

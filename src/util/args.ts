@@ -13,6 +13,15 @@ export function describeValue(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
+/** `String(value)`, or a description when the value cannot be converted (`{ toString: 1 }`, `Object.create(null)`). */
+export function shown(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return describeValue(value);
+  }
+}
+
 function invalid(what: string, expected: string, value: unknown): VoicewireError {
   return new VoicewireError('INVALID_ARGUMENT', `${what} must be ${expected}, got ${describeValue(value)}`);
 }

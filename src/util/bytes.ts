@@ -2,7 +2,7 @@
  * Byte plumbing shared by every incremental parser: a queue of chunks read across boundaries
  * (the `consume(n)` idea of ws's Receiver) and typed-array view helpers. Platform-neutral.
  */
-import { bytesArg } from './args.js';
+import { bytesArg, shown } from './args.js';
 import { VoicewireError } from './errors.js';
 
 const EMPTY = new Uint8Array(0);
@@ -179,7 +179,7 @@ export function toBytes(input: unknown, what = 'input'): Uint8Array {
   if (input instanceof Uint8Array) return input;
   if (input instanceof ArrayBuffer) return new Uint8Array(input);
   if (ArrayBuffer.isView(input)) return bytesOf(input);
-  throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a Uint8Array or ArrayBuffer, got ${describe(input)}`);
+  throw new VoicewireError('INVALID_ARGUMENT', `${shown(what)} must be a Uint8Array or ArrayBuffer, got ${describe(input)}`);
 }
 
 /** A short description of a value's type, for error messages. */

@@ -150,7 +150,7 @@ export class VoicewireError extends Error {
     if (!known || options_ === undefined) {
       throw new VoicewireError('INVALID_ARGUMENT', !known ? `VoicewireError: unknown code ${typeof code === 'string' ? JSON.stringify(code.slice(0, 64)) : typeof code}` : 'VoicewireError: options must be an object');
     }
-    super(message, options_.cause === undefined ? undefined : { cause: options_.cause });
+    super(typeof message === 'string' ? message : safeString(message), options_.cause === undefined ? undefined : { cause: options_.cause });
     this.name = 'VoicewireError';
     this.code = code;
     const info: ErrorCodeInfo = ERROR_CODES[code];
@@ -172,6 +172,15 @@ export function isVoicewireError(value: unknown, code?: ErrorCode): value is Voi
 /** Wraps anything thrown into a {@link VoicewireError}; a VoicewireError passes through unchanged. */
 export function toVoicewireError(value: unknown, code: ErrorCode = 'PROTOCOL_INTERNAL'): VoicewireError {
   if (value instanceof VoicewireError) return value;
-  const message = value instanceof Error ? value.message : String(value);
+  const message = value instanceof Error ? safeString(value.message) : safeString(value);
   return new VoicewireError(code, message, { cause: value });
+}
+
+/** `String(value)` that cannot throw (a value whose `toString` is not a function, a null-prototype object). */
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return value === null || typeof value !== 'object' ? typeof value : 'an object';
+  }
 }
