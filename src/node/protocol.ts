@@ -37,15 +37,22 @@ export class ServerSessionTransform<S> extends Transform {
   readonly session: ServerSession<S>;
   private open = true;
   private readonly readWaiters: Array<() => void> = [];
+  /** Set while the runner paused reading (its queue before the engine is full): writes wait. */
+  private paused = false;
+  private readonly resumeWaiters: Array<() => void> = [];
 
   constructor(make: (transport: ServerTransport) => ServerSession<S>, options: ServerTransformOptions = {}) {
     super({ writableObjectMode: true, readableObjectMode: true, readableHighWaterMark: options.highWaterMark ?? 16 });
     this.session = make({
       send: (text) => (this.open ? this.push(text) : undefined),
       drained: () => new Promise<void>((resolve) => (this.open ? this.readWaiters.push(resolve) : resolve())),
+      // Issue 11 §3: the runner's queue before the engine is full: hold the writer (its callback) until it drained.
+      pauseReading: () => void (this.paused = true),
+      resumeReading: () => this.resumeWriters(),
       close: (code, reason) => {
         if (!this.open) return;
         this.open = false;
+        this.resumeWriters();
         options.onClose?.(code, reason);
         this.push(null);
         this.wake();
@@ -57,6 +64,11 @@ export class ServerSessionTransform<S> extends Transform {
     for (const w of this.readWaiters.splice(0)) w();
   }
 
+  private resumeWriters(): void {
+    this.paused = false;
+    for (const w of this.resumeWaiters.splice(0)) w();
+  }
+
   override _read(size: number): void {
     // The reader wants more: a runner waiting for the transport may go on.
     this.wake();
@@ -66,13 +78,15 @@ export class ServerSessionTransform<S> extends Transform {
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     this.open = false;
     this.wake();
+    this.resumeWriters();
     super._destroy(error, callback);
   }
 
   override _transform(chunk: RawMessage, _encoding: BufferEncoding, callback: TransformCallback): void {
     try {
       this.session.receive(chunk);
-      callback();
+      if (this.paused) this.resumeWaiters.push(() => callback());
+      else callback();
     } catch (err) {
       callback(err as Error);
     }

@@ -5,6 +5,7 @@
  * `token` query parameter instead. The key is never read from a request body, so this helper takes
  * none. Checking the key or token is the server's job; this only finds them.
  */
+import { objectArg, shown } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** Header access: a fetch `Headers` (anything with `get`), or a record such as Node's `IncomingHttpHeaders`. */
@@ -69,9 +70,9 @@ function queryToken(url: string | URL | undefined): string | undefined {
  *   on a route other than TTS does not count).
  */
 export function readCredentials(options: ReadCredentialsOptions): Credentials {
-  const { headers, url, route } = options;
+  const { headers, url, route } = objectArg(options, 'readCredentials: options');
   if (route !== 'tts' && route !== 'stt' && route !== 'rest') {
-    throw new VoicewireError('INVALID_ARGUMENT', `readCredentials: route must be 'tts', 'stt' or 'rest', got ${String(route)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `readCredentials: route must be 'tts', 'stt' or 'rest', got ${shown(route)}`);
   }
   const found: Credentials = {};
   const key = header(headers, 'x-api-key');

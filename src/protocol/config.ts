@@ -7,6 +7,7 @@
  * unknown keys are kept as they are (the model may know them; §2.9 "only needed keys should be
  * sent"). Numbers must be JSON numbers: a string `"0.5"` is a wrong type.
  */
+import { arrayArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import {
   FieldReader,
@@ -90,6 +91,7 @@ function configObject(input: unknown, loc: ValidationLoc, issues: ValidationIssu
  * Returns the validated copy, or `undefined` when there are issues.
  */
 export function checkTtsJsonConfig(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): TtsJsonConfig | undefined {
+  checkIssueArgs(loc, issues, 'checkTtsJsonConfig');
   const obj = configObject(input, loc, issues);
   if (obj === undefined) return undefined;
   const before = issues.length;
@@ -106,8 +108,14 @@ export function checkTtsJsonConfig(input: unknown, loc: ValidationLoc, issues: V
   return issues.length === before ? ({ ...obj } as TtsJsonConfig) : undefined;
 }
 
+function checkIssueArgs(loc: ValidationLoc, issues: ValidationIssue[], what: string): void {
+  arrayArg(loc, `${what}: loc`);
+  arrayArg(issues, `${what}: issues`);
+}
+
 /** Collects the issues of a voice generation `json_config` (§2.9) at `loc`. */
 export function checkVoiceGenerationJsonConfig(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): VoiceGenerationJsonConfig | undefined {
+  checkIssueArgs(loc, issues, 'checkVoiceGenerationJsonConfig');
   const obj = configObject(input, loc, issues);
   if (obj === undefined) return undefined;
   const before = issues.length;
@@ -118,6 +126,7 @@ export function checkVoiceGenerationJsonConfig(input: unknown, loc: ValidationLo
 
 /** Collects the issues of an STT `json_config` at `loc`. */
 export function checkSttJsonConfig(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): SttJsonConfig | undefined {
+  checkIssueArgs(loc, issues, 'checkSttJsonConfig');
   const obj = configObject(input, loc, issues);
   if (obj === undefined) return undefined;
   const before = issues.length;

@@ -8,6 +8,7 @@
  * refuse new ones while draining (`PROTOCOL_DRAINING`) and learn when the last one ended
  * (`drained`), which is when the instance can stop.
  */
+import { objectArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { makeIssue, parseLaxBoolean, type ValidationErrorBody } from './validate.js';
 
@@ -37,8 +38,17 @@ export function drainInitialState(): DrainState {
   return { mode: 'serving', sessions: 0 };
 }
 
+function checkDrainState(state: DrainState): void {
+  objectArg(state, 'drain state');
+  if ((state.mode !== 'serving' && state.mode !== 'draining') || !Number.isInteger(state.sessions)) {
+    throw new VoicewireError('INVALID_ARGUMENT', 'drain state must be { mode: "serving" | "draining", sessions: integer } (from drainInitialState())');
+  }
+}
+
 /** The drain machine (§3.1). Pure. */
 export function drainTransition(state: DrainState, event: DrainEvent): { state: DrainState; effects: DrainEffect[] } {
+  checkDrainState(state);
+  objectArg(event, 'drainTransition: event');
   const effects: DrainEffect[] = [];
   switch (event.type) {
     case 'drain': {
@@ -59,6 +69,7 @@ export function drainTransition(state: DrainState, event: DrainEvent): { state: 
 
 /** The `GET /readyz` answer: 200 while serving, 503 while draining (§3.1, §7.4). */
 export function readiness(state: DrainState): { status: 200 | 503; body: { status: 'ready' | 'draining' } } {
+  checkDrainState(state);
   return state.mode === 'serving' ? { status: 200, body: { status: 'ready' } } : { status: 503, body: { status: 'draining' } };
 }
 
@@ -67,6 +78,7 @@ export function readiness(state: DrainState): { status: 200 | 503; body: { statu
  * server that wants to refuse new sessions rather than rely on the load balancer alone.
  */
 export function assertAcceptingSessions(state: DrainState): void {
+  checkDrainState(state);
   if (state.mode === 'draining') throw new VoicewireError('PROTOCOL_DRAINING', 'The instance is draining and takes no new sessions');
 }
 
@@ -77,6 +89,7 @@ export function assertAcceptingSessions(state: DrainState): void {
  * @throws VoicewireError `VALIDATION_FAILED` with the 422 body (`bool_parsing` at `["query", "enable"]`).
  */
 export function parseDrainQuery(query: URLSearchParams | Record<string, string | string[] | undefined>): { enable: boolean } {
+  objectArg(query, 'parseDrainQuery: query');
   const raw = query instanceof URLSearchParams ? query.get('enable') : query['enable'];
   const value = Array.isArray(raw) ? raw[raw.length - 1] : raw;
   if (value === undefined || value === null) return { enable: true };

@@ -7,6 +7,7 @@
  * "Multiplexing", protocol-notes.md "TTS WebSocket"): absent on a socket that carries a single
  * request.
  */
+import { objectArg } from '../util/args.js';
 import type { AudioFormatName } from '../audio/format.js';
 import type { SttJsonConfig, TtsJsonConfig } from './config.js';
 
@@ -240,5 +241,6 @@ export type ProtocolMessage = SttClientMessage | SttServerMessage | TtsClientMes
  * (protocol-notes.md: some servers use the older name), else `undefined`.
  */
 export function readyDelayInFrames(ready: { delay_in_frames?: number; delay_in_tokens?: number }): number | undefined {
+  objectArg(ready, 'readyDelayInFrames: ready');
   return ready.delay_in_frames ?? ready.delay_in_tokens;
 }

@@ -13,6 +13,7 @@
  * the message's `client_req_id` when it had a valid one (so a multiplexing server can answer the
  * right request), its `type`, and the issues.
  */
+import { objectArg, stringArg } from '../util/args.js';
 import { VoicewireError, type ErrorCode } from '../util/errors.js';
 import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../audio/format.js';
 import { encodeBase64 } from '../util/base64.js';
@@ -422,30 +423,42 @@ function isBase64Text(value: string): boolean {
   return /^[A-Za-z0-9+/]*={0,2}$/.test(value);
 }
 
+/** A message to serialize: an object with a string `type`. */
+function messageArg(message: { type: string }): void {
+  objectArg(message, 'message');
+  stringArg(message.type, 'message.type');
+}
+
 /** Serializes an STT server message (one JSON text frame). */
 export function serializeSttServerMessage(message: SttServerMessage): string {
+  messageArg(message);
   return JSON.stringify(message);
 }
 
 /** Serializes a TTS server message; `audio` messages take the hand-built fast path. */
 export function serializeTtsServerMessage(message: TtsServerMessage): string {
+  messageArg(message);
   if (message.type === 'audio' && isBase64Text(message.audio)) return serializeTtsAudioMessage(message.audio, message);
   return JSON.stringify(message);
 }
 
 /** Serializes an STT client message; `audio` messages take the hand-built fast path. */
 export function serializeSttClientMessage(message: SttClientMessage): string {
+  messageArg(message);
   if (message.type === 'audio' && isBase64Text(message.audio)) return serializeSttAudioMessage(message.audio, message.client_req_id);
   return JSON.stringify(message);
 }
 
 /** Serializes a TTS client message. */
 export function serializeTtsClientMessage(message: TtsClientMessage): string {
+  messageArg(message);
   return JSON.stringify(message);
 }
 
 /** An `error` message for a {@link VoicewireError}: its message, its close code (1011 when it has none), its request. */
 export function errorMessageOf(error: VoicewireError, clientReqId?: string): ErrorMessage {
+  objectArg(error, 'errorMessageOf: error');
+  if (clientReqId !== undefined) stringArg(clientReqId, 'errorMessageOf: clientReqId');
   const msg: ErrorMessage = { type: 'error', message: error.message, code: error.closeCode ?? 1011 };
   if (clientReqId !== undefined) msg.client_req_id = clientReqId;
   return msg;

@@ -97,6 +97,7 @@ function validDate(y: number, m: number, d: number): boolean {
 
 /** True for an ISO 8601 / RFC 3339 date-time (`2025-01-31T12:00:00Z`, offsets, fractions; `T` or space). */
 export function isDateTimeString(value: string): boolean {
+  if (typeof value !== 'string') return false;
   const m = DATE_TIME.exec(value);
   if (!m) return false;
   const [, y, mo, d, h, mi, s] = m;
@@ -105,6 +106,7 @@ export function isDateTimeString(value: string): boolean {
 
 /** True for a `YYYY-MM-DD` calendar date. */
 export function isDateString(value: string): boolean {
+  if (typeof value !== 'string') return false;
   const m = DATE.exec(value);
   return m !== null && validDate(Number(m[1]), Number(m[2]), Number(m[3]));
 }

@@ -16,6 +16,7 @@
  * - voice list (§4.10): `limit` and `offset`, both optional integers ≥ 0;
  * - pronunciation list (§4.11): `limit` (0 to 1000, the bounded one) and `offset` (≥ 0).
  */
+import { describeValue, objectArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../audio/format.js';
 import {
@@ -188,6 +189,7 @@ export function validateVoiceFromEmbeddingBody(body: unknown): VoiceFromEmbeddin
 }
 
 function queryRecord(query: QueryInput): Record<string, string> {
+  objectArg(query, 'query');
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
   if (query instanceof URLSearchParams) {
     for (const [k, v] of query) out[k] = v; // last value wins
@@ -195,9 +197,11 @@ function queryRecord(query: QueryInput): Record<string, string> {
   }
   for (const k of Object.keys(query)) {
     const v = query[k];
-    if (v === undefined) continue;
+    if (v === undefined || v === null) continue;
     if (typeof v === 'string') out[k] = v;
-    else if (v.length > 0) out[k] = v[v.length - 1]!;
+    else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) {
+      if (v.length > 0) out[k] = v[v.length - 1]!;
+    } else throw new VoicewireError('INVALID_ARGUMENT', `query.${k} must be a string or an array of strings, got ${describeValue(v)}`);
   }
   return out;
 }
@@ -273,6 +277,8 @@ const UPSTREAM = /^error from server (-?\d+)\s*:\s?([\s\S]*)$/;
 
 /** The upstream error body of §7.1: `error from server <code>: <reason>`. */
 export function formatRestError(code: number, reason: string): string {
+  if (typeof code !== 'number') throw new VoicewireError('INVALID_ARGUMENT', `formatRestError: code must be a number, got ${describeValue(code)}`);
+  stringArg(reason, 'formatRestError: reason');
   return `error from server ${code}: ${reason}`;
 }
 
@@ -289,7 +295,8 @@ export interface RestError {
  * empty body gives `HTTP <status>`.
  */
 export function parseRestError(status: number, bodyText: string): RestError {
-  const text = bodyText.trim();
+  if (typeof status !== 'number') throw new VoicewireError('INVALID_ARGUMENT', `parseRestError: status must be a number, got ${describeValue(status)}`);
+  const text = stringArg(bodyText, 'parseRestError: bodyText').trim();
   const m = UPSTREAM.exec(text);
   if (m) return { code: Number(m[1]), message: m[2]!.trim() };
   if (text.startsWith('{')) {
@@ -335,6 +342,7 @@ export interface ResponseLike {
  * non-2xx is fatal for that request, §7.1). The message is `HTTP <status>: <message>`.
  */
 export async function throwForResponse<R extends ResponseLike>(response: R): Promise<R> {
+  objectArg(response, 'throwForResponse: response');
   if (response.ok) return response;
   let body = '';
   try {
@@ -377,6 +385,6 @@ export function restErrorResponse(error: unknown): RestErrorResponse {
     if (error.code === 'PROTOCOL_DRAINING') return { status: 503, contentType: 'text/plain; charset=utf-8', body: error.message };
     if (error.closeCode !== undefined) return { status: 500, contentType: 'text/plain; charset=utf-8', body: formatRestError(error.closeCode, error.message) };
   }
-  return { status: 500, contentType: 'text/plain; charset=utf-8', body: error instanceof Error ? error.message : String(error) };
+  return { status: 500, contentType: 'text/plain; charset=utf-8', body: error instanceof Error ? shown(error.message) : shown(error) };
 }
 

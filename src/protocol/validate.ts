@@ -3,6 +3,7 @@
  * issues shaped like the API's HTTP 422 body (service-api.md §2.7), with pydantic-style `type`
  * values and messages (the service is a FastAPI/pydantic app; its clients match on these).
  */
+import { arrayArg, objectArg } from '../util/args.js';
 
 /** A path into the validated value: `["body", "prompt"]`, `["query", "limit"]`, `["json_config", "temp"]`. */
 export type ValidationLoc = Array<string | number>;
@@ -34,6 +35,7 @@ export type ProtocolLanguage = (typeof PROTOCOL_LANGUAGES)[number];
 
 /** pydantic's `Input should be 'a', 'b' or 'c'` list. */
 export function expectedList(values: readonly (string | number | boolean)[]): string {
+  arrayArg(values, 'expectedList: values');
   const shown = values.map((v) => (typeof v === 'string' ? `'${v}'` : String(v)));
   return shown.length <= 1 ? shown.join('') : `${shown.slice(0, -1).join(', ')} or ${shown[shown.length - 1]!}`;
 }
@@ -109,6 +111,8 @@ export function makeIssue(loc: ValidationLoc, type: string, input: unknown, ctx?
 
 /** One-line summary of an issue: `json_config.temp: Input should be less than or equal to 1.4`. */
 export function describeIssue(issue: ValidationIssue): string {
+  objectArg(issue, 'describeIssue: issue');
+  arrayArg(issue.loc, 'describeIssue: issue.loc');
   const where = issue.loc.map(String).join('.');
   return where === '' ? issue.msg : `${where}: ${issue.msg}`;
 }
@@ -122,6 +126,12 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 export function own(obj: Record<string, unknown>, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
 }
+
+/**
+ * A number as pydantic's lax mode reads a string. The integer part and the fraction are separate
+ * groups (`\d+(?:\.\d*)?`, not `\d+\.?\d*`) so a long run of digits has one parse: linear time.
+ */
+const LAX_NUMBER = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 
 /** How strings are read as numbers and booleans: never (`strict`, JSON messages) or like pydantic's lax mode (`lax`, REST). */
 export type Coercion = 'strict' | 'lax';
@@ -202,7 +212,7 @@ export class FieldReader {
     if (!ok) return undefined;
     let n: number;
     if (typeof value === 'number') n = value;
-    else if (this.coercion === 'lax' && typeof value === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(value)) n = Number(value);
+    else if (this.coercion === 'lax' && typeof value === 'string' && LAX_NUMBER.test(value)) n = Number(value);
     else return this.fail(key, typeof value === 'string' && this.coercion === 'lax' ? 'float_parsing' : 'float_type', value);
     if (!Number.isFinite(n)) return this.fail(key, 'finite_number', value);
     return this.range(key, n, value, options);

@@ -15,7 +15,9 @@
  * ws.onclose = (c) => stt.transportClosed(c.code, c.reason);
  * ```
  */
+import { functionArg, objectArg } from '../util/args.js';
 import type { VoicewireError } from '../util/errors.js';
+import { Fifo } from './fifo.js';
 import type { ClientSessionEvent, ClientSessionState, SessionMachine } from './multiplex.js';
 import type { FlushId, SttClientMessage, SttSetupMessage, TtsClientMessage, TtsSetupMessage } from '../protocol/messages.js';
 import { encodeBase64 } from '../util/base64.js';
@@ -41,7 +43,7 @@ type AnyEffect = { type: 'send'; message: { type: string } } | { type: 'close'; 
 
 class ClientRunner<RS, CM extends { type: string; client_req_id?: string }, E> {
   state: ClientSessionState<RS>;
-  private readonly queue: ClientSessionEvent<CM>[] = [];
+  private readonly queue = new Fifo<ClientSessionEvent<CM>>();
   private running = false;
   private closed = false;
   /** An audio message built by the runner itself: its base64 needs no escaping check. */
@@ -135,6 +137,14 @@ class ClientRunner<RS, CM extends { type: string; client_req_id?: string }, E> {
   }
 }
 
+function checkClientOptions(options: ClientSessionOptions<never>, what: string): void {
+  objectArg(options, `${what}: options`);
+  const t = objectArg(options.transport, `${what}: options.transport`);
+  functionArg(t.send, `${what}: options.transport.send`);
+  functionArg(t.close, `${what}: options.transport.close`);
+  functionArg(options.onEvent, `${what}: options.onEvent`);
+}
+
 /** Setup fields of an STT request (everything but `type`). */
 export type SttSetupOptions = Omit<SttSetupMessage, 'type'>;
 /** Setup fields of a TTS request (everything but `type`). */
@@ -187,6 +197,7 @@ export interface SttClientSession {
 
 /** Runs the STT client machine over a transport. */
 export function createSttClientSession(options: ClientSessionOptions<SttClientEvent>): SttClientSession {
+  checkClientOptions(options, 'createSttClientSession');
   const runner = new ClientRunner<SttClientRequestState, SttClientMessage, SttClientEvent>(sttClientMachine as never, options, (message, trusted) =>
     trusted && message.type === 'audio' ? serializeSttAudioMessage(message.audio, message.client_req_id) : serializeSttClientMessage(message),
   );
@@ -245,9 +256,22 @@ export interface TtsClientSessionOptions extends ClientSessionOptions<TtsClientE
 
 /** Runs the TTS client machine over a transport. */
 export function createTtsClientSession(options: TtsClientSessionOptions): TtsClientSession {
-  const runner = new ClientRunner<TtsClientRequestState, TtsClientMessage, TtsClientEvent>(ttsClientMachine as never, options, (message) => serializeTtsClientMessage(message));
-  const chunkWords = options.chunkWords ?? true;
+  checkClientOptions(options, 'createTtsClientSession');
   const chunkers = new Map<string | null, TextChunker>();
+  // Issue 11 §11: a request's chunker is freed when the request ends (its end_of_stream or error),
+  // when it is abandoned, and when the socket ends; otherwise one chunker per id stays forever.
+  const onEvent = (event: TtsClientEvent): void => {
+    if (event.type === 'closed' || (event.type === 'error' && event.clientReqId === undefined)) chunkers.clear();
+    else if (event.type === 'error') chunkers.delete(event.clientReqId!);
+    else if (event.type === 'message' && event.message.type === 'end_of_stream') {
+      if (event.clientReqId !== undefined) chunkers.delete(event.clientReqId);
+      else if (runner.state.phase === 'closed') chunkers.clear(); // the socket-level end: every request ended
+      else chunkers.delete(null); // the anonymous request's end
+    }
+    options.onEvent(event);
+  };
+  const runner = new ClientRunner<TtsClientRequestState, TtsClientMessage, TtsClientEvent>(ttsClientMachine as never, { ...options, onEvent }, (message) => serializeTtsClientMessage(message));
+  const chunkWords = options.chunkWords ?? true;
   const send = (message: TtsClientMessage): void => runner.local({ type: 'send', message });
   const chunker = (key: string | null): TextChunker => {
     let c = chunkers.get(key);
@@ -295,10 +319,13 @@ export function createTtsClientSession(options: TtsClientSessionOptions): TtsCli
       send(withId<TtsClientMessage>({ type: 'end_of_stream' }, clientReqId));
     },
     abandon(clientReqId) {
-      chunkers.get(clientReqId)?.reset();
+      chunkers.delete(clientReqId);
       runner.local({ type: 'abandon', clientReqId });
     },
   };
-  return sessionOver(runner, send, methods);
+  const session = sessionOver(runner, send, methods);
+  // For tests (issue 11 §11): how many per-request chunkers are held. Not part of the typed API.
+  Object.defineProperty(session, 'chunkerCount', { get: () => chunkers.size, enumerable: false });
+  return session;
 }
 

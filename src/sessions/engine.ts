@@ -11,6 +11,8 @@
  *
  * Timing is per stream (i.e. per request): times are seconds from the start of that request.
  */
+import { optionsArg } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
 import type { VadPrediction } from '../protocol/messages.js';
 import type { SttJsonConfig, TtsJsonConfig } from '../protocol/config.js';
 import type { AudioFormatName } from '../audio/format.js';
@@ -179,6 +181,10 @@ export interface ScriptedSttEngineOptions {
 
 /** A scripted STT engine: a fixed timeline of events per frame index, the same for every stream. */
 export function createScriptedSttEngine(options: ScriptedSttEngineOptions = {}): SttEngine & { readonly opened: number; readonly closed: number } {
+  options = optionsArg(options, 'createScriptedSttEngine: options');
+  if (options.delayInFrames !== undefined && !(Number.isInteger(options.delayInFrames) && options.delayInFrames >= 0)) {
+    throw new VoicewireError('INVALID_ARGUMENT', 'createScriptedSttEngine: delayInFrames must be a non-negative integer');
+  }
   const delayInFrames = options.delayInFrames ?? 2;
   const counts: StreamCounts = { opened: 0, closed: 0 };
   const later = laterFor(options.async);
@@ -246,6 +252,11 @@ export interface ScriptedTtsEngineOptions {
  * zeros. The last `lookaheadWords` words wait for more text, a flush, a pause or the end.
  */
 export function createScriptedTtsEngine(options: ScriptedTtsEngineOptions = {}): TtsEngine & { readonly opened: number; readonly closed: number } {
+  options = optionsArg(options, 'createScriptedTtsEngine: options');
+  for (const k of ['lookaheadWords', 'framesPerWord', 'frameSize'] as const) {
+    const v = options[k];
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0)) throw new VoicewireError('INVALID_ARGUMENT', `createScriptedTtsEngine: ${k} must be a non-negative integer`);
+  }
   const lookahead = options.lookaheadWords ?? 1;
   const framesPerWord = options.framesPerWord ?? 1;
   const frameSize = options.frameSize ?? 3840;

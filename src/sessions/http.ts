@@ -29,6 +29,8 @@
  * Both honour the consumer's pace: lines wait in a queue of `highWaterMark` (default 16) and the
  * engine is asked for more only as the consumer reads (the runners' backpressure).
  */
+import { objectArg } from '../util/args.js';
+import { Fifo } from './fifo.js';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import type { AudioFormatName } from '../audio/format.js';
 import { encodeBase64 } from '../util/base64.js';
@@ -87,7 +89,7 @@ export function sttInputFormatFromContentType(contentType?: string | null): Audi
 type Item<T> = { value: T } | { error: VoicewireError; line: T | null };
 
 class BodyQueue<T> {
-  private readonly items: Item<T>[] = [];
+  private readonly items = new Fifo<Item<T>>();
   private done = false;
   private consumer: (() => void) | null = null;
   private readonly producers: Array<() => void> = [];
@@ -198,6 +200,8 @@ export interface SttHttpOptions {
  *   (with the session's close code) when the session fails before the first line.
  */
 export function createSttHttpResponse(options: SttHttpOptions): AsyncIterable<string> {
+  objectArg(options, 'createSttHttpResponse: options');
+  objectArg(options.engine, 'createSttHttpResponse: options.engine');
   const query = parseAsrQuery(options.query ?? {});
   const inputFormat = query.input_format ?? sttInputFormatFromContentType(options.contentType);
   const queue = new BodyQueue<string>(options.highWaterMark ?? 16);
@@ -273,6 +277,9 @@ export interface TtsHttpOptions {
  * audio: the server can only abort the response). Before the first chunk the iterator throws.
  */
 export function createTtsHttpResponse(options: TtsHttpOptions): AsyncIterable<Uint8Array | string> {
+  objectArg(options, 'createTtsHttpResponse: options');
+  objectArg(options.engine, 'createTtsHttpResponse: options.engine');
+  objectArg(options.body, 'createTtsHttpResponse: options.body');
   const body = options.body;
   const queue = new BodyQueue<Uint8Array | string>(options.highWaterMark ?? 16);
   const makeEncoder = options.createOutputEncoder ?? defaultTtsOutputEncoder;

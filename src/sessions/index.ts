@@ -11,3 +11,5 @@ export * from './client.js';
 export * from './turn-taking.js';
 export * from './streams.js';
 export * from './http.js';
+export { RequestMap } from './request-map.js';
+export { PersistentQueue } from './persistent-queue.js';

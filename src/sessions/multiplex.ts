@@ -23,10 +23,19 @@
  * - `end_of_stream` without an id on a multiplexed socket (no anonymous request) ends the socket:
  *   every active request is ended as if it had sent `end_of_stream`, and once all have answered,
  *   the server sends `end_of_stream` (no id) and closes with 1000.
+ * - At most `maxRequests` requests live on one socket (default {@link DEFAULT_MAX_REQUESTS_PER_SOCKET}).
+ *   A setup for one more id is answered with `error` `PROTOCOL_TOO_MANY_REQUESTS` (1008, §7.3)
+ *   carrying that id; on a multiplexed socket the other requests go on, otherwise the socket
+ *   closes (as for any error of a socket that does not multiplex).
+ *
+ * Cost (issue 11 §2): the requests are a persistent map ({@link RequestMap}), so a message costs
+ * O(log n) in the number of open requests, and opening, closing and ending n requests O(n log n).
  */
+import { functionArg, objectArg, optionsArg, shown } from '../util/args.js';
 import { VoicewireError, toVoicewireError, type ErrorCode } from '../util/errors.js';
 import type { ErrorMessage } from '../protocol/messages.js';
 import { endOfStreamMessage, errorMessageOf, type ProtocolErrorDetails, type RawMessage } from '../protocol/parse.js';
+import { RequestMap } from './request-map.js';
 
 /** The key of a request on a socket: its `client_req_id`, or `null` for the anonymous request. */
 export type RequestKey = string | null;
@@ -86,6 +95,19 @@ export interface ServerRequestMachine<RS, CM extends { type: string; client_req_
   send(message: ErrorMessage | { type: 'end_of_stream'; client_req_id?: string }): E;
 }
 
+/** Default of {@link ServerSessionMachineOptions.maxRequests}: requests live at once on one socket. */
+export const DEFAULT_MAX_REQUESTS_PER_SOCKET = 256;
+
+/** Options of {@link createServerSessionMachine}. */
+export interface ServerSessionMachineOptions {
+  /**
+   * Most requests live at once on one socket (each holds an engine stream and its buffers). A
+   * setup beyond it gets `error` `PROTOCOL_TOO_MANY_REQUESTS` with its id. Default 256
+   * ({@link DEFAULT_MAX_REQUESTS_PER_SOCKET}).
+   */
+  maxRequests?: number;
+}
+
 /** State of a server socket. Treat as immutable. */
 export interface ServerSessionState<RS> {
   /** `connected` until the first setup, `open` while serving, `ending` after a socket-level `end_of_stream`, then `closed`. */
@@ -95,6 +117,8 @@ export interface ServerSessionState<RS> {
   readonly multiplexed: boolean;
   /** Next engine stream number (unique per socket, so late events of any old stream are recognised). */
   readonly nextStream: number;
+  /** Requests that are not idle (kept so that the end of a socket-level end_of_stream is O(1) to see). */
+  readonly activeRequests?: number;
 }
 
 /** Events a server socket takes. */
@@ -122,35 +146,40 @@ export interface SessionMachine<S, Ev, E> {
  */
 export function createServerSessionMachine<RS, CM extends { type: string; client_req_id?: string }, EE, E>(
   request: ServerRequestMachine<RS, CM, EE, E>,
+  options: ServerSessionMachineOptions = {},
 ): SessionMachine<ServerSessionState<RS>, ServerSessionEvent<EE>, E | ServerBaseEffect<never>> {
+  checkRequestMachine(request, 'createServerSessionMachine');
+  options = optionsArg(options, 'createServerSessionMachine: options');
   type Eff = E | ServerBaseEffect<never>;
   type S = ServerSessionState<RS>;
+  const maxRequests = options.maxRequests ?? DEFAULT_MAX_REQUESTS_PER_SOCKET;
+  if (!(Number.isInteger(maxRequests) && maxRequests >= 1)) {
+    throw new VoicewireError('INVALID_ARGUMENT', `maxRequests must be a positive integer, got ${shown(options.maxRequests)}`);
+  }
+
+  const active = (state: S): number => state.activeRequests ?? countActive(state.requests, (rs) => !request.isIdle(rs));
 
   const notice = (event: ServerSessionNotice): Eff => ({ type: 'emit', event });
   const errorFor = (key: RequestKey, error: VoicewireError): Eff => request.send(errorMessageOf(error, key ?? undefined));
 
   /** Closes the socket: every live request is aborted (its engine stream closed), no more sends. */
   function closeSocket(state: S, effects: Eff[], code: number, reason: string): S {
-    let next = state;
-    for (const [key, rs] of state.requests) {
-      const step = request.transition(rs, { type: 'abort' }, next.nextStream);
-      effects.push(...step.effects);
-      next = withRequest(next, key, null);
-    }
+    for (const rs of state.requests.values()) pushAll(effects, request.transition(rs, { type: 'abort' }, state.nextStream).effects);
     effects.push({ type: 'close', code, reason }, notice({ type: 'session_closed', code, reason }));
-    return { ...next, phase: 'closed', requests: new Map() };
+    return { ...state, phase: 'closed', requests: RequestMap.empty(), activeRequests: 0 };
   }
 
   function withRequest(state: S, key: RequestKey, rs: RS | null): S {
-    const requests = new Map(state.requests);
-    if (rs === null) requests.delete(key);
-    else requests.set(key, rs);
-    return { ...state, requests };
+    const map = requestMap(state.requests);
+    const old = map.get(key);
+    const delta = (rs !== null && !request.isIdle(rs) ? 1 : 0) - (old !== undefined && !request.isIdle(old) ? 1 : 0);
+    const requests = rs === null ? map.delete(key) : map.set(key, rs);
+    return { ...state, requests, activeRequests: active(state) + delta };
   }
 
   /** Applies a request step: stores the state, forwards effects, handles the outcome. */
   function applyStep(state: S, key: RequestKey, step: RequestStep<RS, E>, effects: Eff[]): S {
-    effects.push(...step.effects);
+    pushAll(effects, step.effects);
     let next: S = step.usedStream ? { ...state, nextStream: state.nextStream + 1 } : state;
     const outcome = step.outcome;
     if (outcome === undefined) return withRequest(next, key, step.state);
@@ -164,8 +193,7 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
   }
 
   function maybeFinishEnding(state: S, effects: Eff[]): S {
-    if (state.phase !== 'ending') return state;
-    for (const rs of state.requests.values()) if (!request.isIdle(rs)) return state;
+    if (state.phase !== 'ending' || active(state) > 0) return state;
     effects.push(request.send(endOfStreamMessage()));
     return closeSocket(state, effects, 1000, 'end of stream');
   }
@@ -194,7 +222,7 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
     const id = message.client_req_id;
     if (id !== undefined) return id;
     if (state.multiplexed || message.type === 'setup' || state.requests.size !== 1 || state.requests.has(null)) return null;
-    return state.requests.keys().next().value as RequestKey;
+    return requestMap(state.requests).first() ?? null;
   }
 
   function receive(state: S, data: RawMessage, effects: Eff[]): S {
@@ -233,7 +261,15 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
     if (rs !== undefined) {
       return applyStep(state, key, request.transition(rs, { type: 'client', message }, state.nextStream), effects);
     }
-    if (message.type === 'setup') return startRequest(state, key, message, effects);
+    if (message.type === 'setup') {
+      if (state.requests.size >= maxRequests) {
+        const error = new VoicewireError('PROTOCOL_TOO_MANY_REQUESTS', `${request.route}: this socket already has ${state.requests.size} requests open, the most it takes; end one before starting another`, {
+          details: { limit: maxRequests },
+        });
+        return orphanError(state, key, error, effects);
+      }
+      return startRequest(state, key, message, effects);
+    }
     if (key === null && message.type === 'end_of_stream') {
       // protocol-notes.md: end_of_stream without client_req_id on a multiplexed socket ends the socket.
       let next: S = { ...state, phase: 'ending' };
@@ -255,7 +291,7 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
   }
 
   return {
-    initial: () => ({ phase: 'connected', requests: new Map(), multiplexed: false, nextStream: 1 }),
+    initial: () => ({ phase: 'connected', requests: RequestMap.empty<RS>(), multiplexed: false, nextStream: 1, activeRequests: 0 }),
     transition(state, event) {
       const effects: Eff[] = [];
       if (state.phase === 'closed') return { state, effects };
@@ -282,14 +318,9 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
           return { state: closeSocket(state, effects, error.closeCode ?? 1011, error.message), effects };
         }
         case 'transport_closed': {
-          let next = state;
-          for (const [key, rs] of state.requests) {
-            const step = request.transition(rs, { type: 'abort' }, next.nextStream);
-            effects.push(...step.effects);
-            next = withRequest(next, key, null);
-          }
+          for (const rs of state.requests.values()) pushAll(effects, request.transition(rs, { type: 'abort' }, state.nextStream).effects);
           effects.push(notice({ type: 'session_closed', code: 1006, reason: 'transport closed' }));
-          return { state: { ...next, phase: 'closed' }, effects };
+          return { state: { ...state, phase: 'closed', requests: RequestMap.empty(), activeRequests: 0 }, effects };
         }
       }
     },
@@ -361,29 +392,29 @@ export type ClientSessionEvent<CM> =
 export function createClientSessionMachine<RS, CM extends { type: string; client_req_id?: string }, SM extends { type: string; client_req_id?: string }, E>(
   request: ClientRequestMachine<RS, CM, SM, E>,
 ): SessionMachine<ClientSessionState<RS>, ClientSessionEvent<CM>, E | ClientBaseEffect<CM>> {
+  checkRequestMachine(request, 'createClientSessionMachine');
   type Eff = E | ClientBaseEffect<CM>;
   type S = ClientSessionState<RS>;
 
   function withRequest(state: S, key: RequestKey, rs: RS | null): S {
-    const requests = new Map(state.requests);
-    if (rs === null) requests.delete(key);
-    else requests.set(key, rs);
-    return { ...state, requests };
+    const map = requestMap(state.requests);
+    return { ...state, requests: rs === null ? map.delete(key) : map.set(key, rs) };
   }
 
   function fail(state: S, effects: Eff[], error: VoicewireError, closeCode: number): S {
-    let next = state;
+    let anyActive = false;
     for (const [key, rs] of state.requests) {
-      if (request.isActive(rs)) effects.push(request.emitError(error, key));
-      next = withRequest(next, key, null);
+      if (!request.isActive(rs)) continue;
+      anyActive = true;
+      effects.push(request.emitError(error, key));
     }
-    if (state.requests.size === 0 || ![...state.requests.values()].some((rs) => request.isActive(rs))) effects.push(request.emitError(error, null));
+    if (!anyActive) effects.push(request.emitError(error, null));
     effects.push({ type: 'close', code: closeCode, reason: 'protocol error' });
-    return { ...next, phase: 'closed' };
+    return { ...state, requests: RequestMap.empty(), phase: 'closed' };
   }
 
   function apply(state: S, key: RequestKey, step: RequestStep<RS, E>, effects: Eff[]): S {
-    effects.push(...step.effects);
+    pushAll(effects, step.effects);
     if (step.outcome === undefined) return withRequest(state, key, step.state);
     const keep = step.outcome.kind === 'ended' && !step.outcome.closeSocket && key === null;
     let next = withRequest(state, key, keep ? step.state : null);
@@ -392,7 +423,7 @@ export function createClientSessionMachine<RS, CM extends { type: string; client
       for (const [k, rs] of next.requests) {
         if (request.isActive(rs)) effects.push(request.emitError(new VoicewireError('PROTOCOL_CONNECTION_CLOSED', `The server ended the socket: ${step.outcome.reason}`), k));
       }
-      next = { ...next, requests: new Map(), phase: 'closed' };
+      next = { ...next, requests: RequestMap.empty(), phase: 'closed' };
     }
     return next;
   }
@@ -401,8 +432,8 @@ export function createClientSessionMachine<RS, CM extends { type: string; client
   function clientRouteKey(state: S, message: CM): RequestKey {
     const id = message.client_req_id;
     if (id !== undefined || message.type === 'setup' || state.requests.size !== 1 || state.requests.has(null)) return id ?? null;
-    const [k, rs] = state.requests.entries().next().value as [RequestKey, RS];
-    return request.keepsSocketOpen(rs) ? null : k;
+    const k = requestMap(state.requests).first() ?? null;
+    return request.keepsSocketOpen(state.requests.get(k)!) ? null : k;
   }
 
   function refuse(effects: Eff[], message: string): void {
@@ -410,7 +441,7 @@ export function createClientSessionMachine<RS, CM extends { type: string; client
   }
 
   return {
-    initial: () => ({ phase: 'idle', requests: new Map() }),
+    initial: () => ({ phase: 'idle', requests: RequestMap.empty<RS>() }),
     transition(state, event) {
       const effects: Eff[] = [];
       switch (event.type) {
@@ -451,13 +482,14 @@ export function createClientSessionMachine<RS, CM extends { type: string; client
           if (message.type === 'error') {
             const m = message as unknown as ErrorMessage;
             const error = new VoicewireError('PROTOCOL_SERVER_ERROR', m.message, m.code === undefined ? {} : { closeCode: m.code });
-            let next = state;
+            let anyActive = false;
             for (const [k, r] of state.requests) {
-              if (request.isActive(r)) effects.push(request.emitError(error, k));
-              next = withRequest(next, k, null);
+              if (!request.isActive(r)) continue;
+              anyActive = true;
+              effects.push(request.emitError(error, k));
             }
-            if (![...state.requests.values()].some((r) => request.isActive(r))) effects.push(request.emitError(error, null));
-            return { state: { ...next, phase: 'closed' }, effects };
+            if (!anyActive) effects.push(request.emitError(error, null));
+            return { state: { ...state, requests: RequestMap.empty(), phase: 'closed' }, effects };
           }
           if (message.type === 'end_of_stream' && state.phase === 'ending') {
             effects.push(request.emitMessage(message));
@@ -472,16 +504,35 @@ export function createClientSessionMachine<RS, CM extends { type: string; client
           return { state: apply(state, event.clientReqId, request.transition(rs, { type: 'abandon' }), effects), effects };
         }
         case 'transport_closed': {
-          let next = state;
-          for (const [key, rs] of state.requests) {
-            const step = request.transition(rs, { type: 'transport_closed', code: event.code, reason: event.reason });
-            effects.push(...step.effects);
-            next = withRequest(next, key, null);
-          }
+          for (const rs of state.requests.values()) pushAll(effects, request.transition(rs, { type: 'transport_closed', code: event.code, reason: event.reason }).effects);
           effects.push(request.emitClosed(event.code, event.reason));
-          return { state: { ...next, phase: 'closed' }, effects };
+          return { state: { ...state, requests: RequestMap.empty(), phase: 'closed' }, effects };
         }
       }
     },
   };
+}
+
+/** `effects.push(...more)` without spreading (a spread of a long array can overflow the stack). */
+function pushAll<T>(effects: T[], more: readonly T[]): void {
+  for (const e of more) effects.push(e);
+}
+
+/** The state's requests as a {@link RequestMap} (a state built by hand may hold a plain Map: converted once). */
+function requestMap<RS>(requests: ReadonlyMap<RequestKey, RS>): RequestMap<RS> {
+  if (requests instanceof RequestMap) return requests as RequestMap<RS>;
+  let map = RequestMap.empty<RS>();
+  for (const [k, v] of requests) map = map.set(k, v);
+  return map;
+}
+
+function countActive<RS>(requests: ReadonlyMap<RequestKey, RS>, isActive: (rs: RS) => boolean): number {
+  let n = 0;
+  for (const rs of requests.values()) if (isActive(rs)) n++;
+  return n;
+}
+
+function checkRequestMachine(request: { parse: unknown; start: unknown; transition: unknown }, what: string): void {
+  objectArg(request, `${what}: request`);
+  for (const k of ['parse', 'start', 'transition'] as const) functionArg(request[k], `${what}: request.${k}`);
 }

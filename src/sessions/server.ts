@@ -36,7 +36,10 @@
  * barriers in that queue, so `flushed` and `end_of_stream` follow every event the frames before
  * them produced.
  */
+import { objectArg, shown } from '../util/args.js';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
+import { Fifo } from './fifo.js';
+import { createServerSessionMachine, DEFAULT_MAX_REQUESTS_PER_SOCKET } from './multiplex.js';
 import type { AudioFormatName } from '../audio/format.js';
 import { bytesOf, int16View } from '../util/bytes.js';
 import { createSttInputDecoder } from '../pipelines/stt-audio-decoder.js';
@@ -47,8 +50,8 @@ import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineStre
 import type { TtsWordMessage } from '../protocol/messages.js';
 import type { RequestKey, ServerSessionNotice, SessionMachine } from './multiplex.js';
 import { serializeSttServerMessage, serializeTtsAudioMessage, serializeTtsServerMessage, type RawMessage } from '../protocol/parse.js';
-import { sttServerMachine, type SttEngineOp, type SttServerEffect, type SttServerEvent, type SttServerState } from './stt-session.js';
-import { ttsServerMachine, type TtsEngineOp, type TtsServerEffect, type TtsServerEvent, type TtsServerState } from './tts-session.js';
+import { sttServerMachine, sttServerRequestMachine, type SttEngineOp, type SttServerEffect, type SttServerEvent, type SttServerState } from './stt-session.js';
+import { ttsServerMachine, ttsServerRequestMachine, type TtsEngineOp, type TtsServerEffect, type TtsServerEvent, type TtsServerState } from './tts-session.js';
 
 /**
  * Where a server session writes: one text frame per message, and the close.
@@ -71,6 +74,16 @@ export interface ServerTransport {
   close(code: number, reason: string): void;
   /** After `send` returned `false`: resolves once the transport takes frames again. Without it, `false` is ignored. */
   drained?(): Promise<void>;
+  /**
+   * Stop delivering client frames (e.g. ws's `socket.pause()`): the runner calls it when the input
+   * queued before the engine passes its bound ({@link ServerSessionOptions.maxQueuedBytes},
+   * {@link ServerSessionOptions.maxQueuedMessages}), so the peer is held back by TCP flow control.
+   * Frames already on their way may still arrive. Without it, a request that passes the bound
+   * fails with `PROTOCOL_QUEUE_FULL`.
+   */
+  pauseReading?(): void;
+  /** Deliver client frames again (ws's `socket.resume()`): called once the queue is down to half its bound. */
+  resumeReading?(): void;
 }
 
 /** A running server session over one socket. */
@@ -103,7 +116,28 @@ export interface ServerSessionOptions {
   requestId?: () => string;
   /** Lifecycle notices (request started/ended, session closed), for logs and metrics. */
   onEvent?: (notice: ServerSessionNotice) => void;
+  /**
+   * Most requests live at once on the socket (§4.4 multiplexing); a setup beyond it is answered
+   * with `error` `PROTOCOL_TOO_MANY_REQUESTS` for its id. Default 256
+   * ({@link DEFAULT_MAX_REQUESTS_PER_SOCKET}).
+   */
+  maxRequests?: number;
+  /**
+   * Most bytes of client input (decoded base64 audio, UTF-16 text) queued before the engine, over
+   * all requests of the socket. Past it the runner pauses reading ({@link ServerTransport.pauseReading})
+   * until the queue is down to half; a transport that cannot pause, or input beyond twice the
+   * bound while paused, fails the request that passed it with `PROTOCOL_QUEUE_FULL` (1011).
+   * Default 4 MiB ({@link DEFAULT_MAX_QUEUED_BYTES}).
+   */
+  maxQueuedBytes?: number;
+  /** Most client messages (audio, text, flush, end) queued before the engine; as {@link maxQueuedBytes}. Default 4096 ({@link DEFAULT_MAX_QUEUED_MESSAGES}). */
+  maxQueuedMessages?: number;
 }
+
+/** Default of {@link ServerSessionOptions.maxQueuedBytes}: 4 MiB. */
+export const DEFAULT_MAX_QUEUED_BYTES = 4 << 20;
+/** Default of {@link ServerSessionOptions.maxQueuedMessages}. */
+export const DEFAULT_MAX_QUEUED_MESSAGES = 4096;
 
 /**
  * Turns bytes of an STT `input_format` into 24 kHz s16 mono PCM (the engine's input). Chunks in,
@@ -196,9 +230,9 @@ function then<T>(value: MaybePromise<T>, f: (v: T) => MaybePromise<void>): Maybe
   return isPromise(value) ? value.then(f) : f(value);
 }
 
-/** A strictly sequential task queue: a task starts once the previous one settled. */
+/** A strictly sequential task queue: a task starts once the previous one settled. O(1) per task. */
 class TaskQueue {
-  private readonly tasks: Array<() => MaybePromise<void>> = [];
+  private readonly tasks = new Fifo<() => MaybePromise<void>>();
   private busy: Promise<void> | null = null;
   private dead = false;
 
@@ -212,7 +246,7 @@ class TaskQueue {
 
   kill(): void {
     this.dead = true;
-    this.tasks.length = 0;
+    this.tasks.clear();
   }
 
   get pending(): Promise<void> | null {
@@ -261,12 +295,12 @@ function defaultRequestId(): string {
 /** Marks a failure of the client's data (bad audio, bad tags) rather than of the engine. */
 function clientFault(err: unknown, code: 'PROTOCOL_INVALID_AUDIO' | 'PROTOCOL_INVALID_MESSAGE', what: string): VoicewireError {
   if (err instanceof VoicewireError && err.closeCode !== undefined) return err;
-  return new VoicewireError(code, `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new VoicewireError(code, `${what}: ${err instanceof Error ? err.message : shown(err)}`, { cause: err });
 }
 
 function engineFault(err: unknown, route: string): VoicewireError {
   if (err instanceof VoicewireError && err.closeCode !== undefined) return err;
-  return new VoicewireError('PROTOCOL_INTERNAL', `${route} engine failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new VoicewireError('PROTOCOL_INTERNAL', `${route} engine failed: ${err instanceof Error ? err.message : shown(err)}`, { cause: err });
 }
 
 /** What every per-stream driver holds: its task queue and its engine stream (null until opened). */
@@ -274,6 +308,21 @@ interface DriverBase {
   queue: TaskQueue;
   closed: boolean;
   stream: { close(): void } | null;
+  /** Client input in `queue`, not yet started (bytes and ops), for the session's bound. */
+  queuedBytes?: number;
+  queuedOps?: number;
+}
+
+/** Bytes of client input an engine op carries (decoded audio, or text at 2 bytes per UTF-16 unit). */
+function inputBytes(op: { op: string }): number {
+  const o = op as { audio?: Uint8Array; text?: string };
+  return o.audio !== undefined ? o.audio.byteLength : o.text !== undefined ? o.text.length * 2 : 0;
+}
+
+function positiveInteger(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!(Number.isInteger(value) && value >= 1)) throw new VoicewireError('INVALID_ARGUMENT', `${name} must be a positive integer, got ${shown(value)}`);
+  return value;
 }
 
 /** The generic part of a runner: event queue, state, transport, per-stream drivers. */
@@ -281,23 +330,45 @@ abstract class Runner<S, Ev, Eff extends { type: string }, D extends DriverBase>
   state: S;
   closed = false;
   protected readonly drivers = new Map<number, D>();
-  private readonly events: Ev[] = [];
+  private readonly events = new Fifo<Ev>();
   private running = false;
   protected readonly requestId: () => string;
+  private readonly maxQueuedBytes: number;
+  private readonly maxQueuedMessages: number;
+  /** Client input queued before the engine, over every driver. */
+  private queuedBytes = 0;
+  private queuedOps = 0;
+  private paused = false;
 
   constructor(
     private readonly machine: SessionMachine<S, Ev, Eff>,
     protected readonly options: ServerSessionOptions,
   ) {
+    if (options === null || typeof options !== 'object') throw new VoicewireError('INVALID_ARGUMENT', 'server session options must be an object');
+    const transport = options.transport as ServerTransport | undefined;
+    if (transport === null || typeof transport !== 'object' || typeof transport.send !== 'function' || typeof transport.close !== 'function') {
+      throw new VoicewireError('INVALID_ARGUMENT', 'options.transport must have send(text) and close(code, reason)');
+    }
+    this.maxQueuedBytes = positiveInteger(options.maxQueuedBytes, DEFAULT_MAX_QUEUED_BYTES, 'maxQueuedBytes');
+    this.maxQueuedMessages = positiveInteger(options.maxQueuedMessages, DEFAULT_MAX_QUEUED_MESSAGES, 'maxQueuedMessages');
     this.state = machine.initial();
     this.requestId = options.requestId ?? defaultRequestId;
   }
 
+  /** Client input queued before the engine (bytes, ops): for tests and metrics. */
+  get queued(): { bytes: number; messages: number } {
+    return { bytes: this.queuedBytes, messages: this.queuedOps };
+  }
+
   receive(data: RawMessage): void {
+    if (typeof data !== 'string' && !(data instanceof Uint8Array) && (data === null || typeof data !== 'object')) {
+      throw new VoicewireError('INVALID_ARGUMENT', `receive() takes a text frame, its bytes or a parsed value, got ${data === null ? 'null' : typeof data}`);
+    }
     this.dispatch({ type: 'receive', data } as Ev);
   }
 
   fail(error: VoicewireError, clientReqId?: string): void {
+    if (clientReqId !== undefined && typeof clientReqId !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `clientReqId must be a string, got ${typeof clientReqId}`);
     const e = error instanceof VoicewireError ? error : toVoicewireError(error);
     this.dispatch((clientReqId === undefined ? { type: 'server_failure', error: e } : { type: 'server_failure', error: e, clientReqId }) as Ev);
   }
@@ -418,6 +489,7 @@ abstract class Runner<S, Ev, Eff extends { type: string }, D extends DriverBase>
     this.drivers.delete(stream);
     d.closed = true;
     d.queue.kill();
+    this.dequeued(d, d.queuedBytes ?? 0, d.queuedOps ?? 0);
     const s = d.stream;
     d.stream = null;
     if (s !== null) {
@@ -463,8 +535,54 @@ abstract class Runner<S, Ev, Eff extends { type: string }, D extends DriverBase>
     if (d === undefined || d.closed) return;
     const driver = d;
     const run = op as Exclude<Op, { op: 'close' }>;
+    const bytes = inputBytes(op);
+    driver.queuedBytes = (driver.queuedBytes ?? 0) + bytes;
+    driver.queuedOps = (driver.queuedOps ?? 0) + 1;
+    this.queuedBytes += bytes;
+    this.queuedOps++;
     // Backpressure: every engine call waits until the transport took what was sent.
-    driver.queue.run(() => then(this.gate(), () => (driver.closed ? undefined : runOp(driver, run))));
+    driver.queue.run(() => {
+      this.dequeued(driver, bytes, 1);
+      return then(this.gate(), () => (driver.closed ? undefined : runOp(driver, run)));
+    });
+    if (!driver.closed) this.checkQueueBound(key);
+  }
+
+  /**
+   * Issue 11 §3: input queued before the engine is bounded. Past the bound, reading pauses (the
+   * transport's `pauseReading`); without it, or at twice the bound while paused, the request
+   * whose input passed it fails with `PROTOCOL_QUEUE_FULL`.
+   */
+  private checkQueueBound(key: RequestKey): void {
+    const over = this.queuedBytes > this.maxQueuedBytes || this.queuedOps > this.maxQueuedMessages;
+    if (!over) return;
+    const transport = this.options.transport;
+    const hard = this.queuedBytes > 2 * this.maxQueuedBytes || this.queuedOps > 2 * this.maxQueuedMessages;
+    if (transport.pauseReading !== undefined && !hard) {
+      if (!this.paused && !this.closed) {
+        this.paused = true;
+        transport.pauseReading();
+      }
+      return;
+    }
+    const error = new VoicewireError(
+      'PROTOCOL_QUEUE_FULL',
+      `${this.route}: more input is queued before the engine than this server takes (${this.queuedBytes} bytes in ${this.queuedOps} messages; at most ${this.maxQueuedBytes} bytes, ${this.maxQueuedMessages} messages)`,
+      { details: { queuedBytes: this.queuedBytes, queuedMessages: this.queuedOps, maxQueuedBytes: this.maxQueuedBytes, maxQueuedMessages: this.maxQueuedMessages } },
+    );
+    this.dispatch((key === null ? { type: 'server_failure', error } : { type: 'server_failure', error, clientReqId: key }) as Ev);
+  }
+
+  /** Input left the queue (its op started, or its driver closed): resume reading at half the bound. */
+  private dequeued(d: D, bytes: number, ops: number): void {
+    d.queuedBytes = (d.queuedBytes ?? 0) - bytes;
+    d.queuedOps = (d.queuedOps ?? 0) - ops;
+    this.queuedBytes -= bytes;
+    this.queuedOps -= ops;
+    if (this.paused && this.queuedBytes <= this.maxQueuedBytes / 2 && this.queuedOps <= this.maxQueuedMessages / 2) {
+      this.paused = false;
+      if (!this.closed) this.options.transport.resumeReading?.();
+    }
   }
 
   /**
@@ -525,7 +643,7 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
   protected readonly route = 'STT';
 
   constructor(private readonly stt: SttServerSessionOptions) {
-    super(sttServerMachine, stt);
+    super(stt?.maxRequests === undefined ? sttServerMachine : createServerSessionMachine(sttServerRequestMachine, { maxRequests: stt.maxRequests }), stt);
   }
 
   protected serialize(message: unknown): string {
@@ -622,6 +740,8 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
  * `end_of_stream` and `error`, and closes with the API's codes (§3.2, §7.3).
  */
 export function createSttServerSession(options: SttServerSessionOptions): ServerSession<SttServerState> {
+  objectArg(options, 'createSttServerSession: options');
+  objectArg(options.engine, 'createSttServerSession: options.engine');
   return new SttServerRunner(options);
 }
 
@@ -651,7 +771,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
   protected readonly route = 'TTS';
 
   constructor(private readonly tts: TtsServerSessionOptions) {
-    super(ttsServerMachine, tts);
+    super(tts?.maxRequests === undefined ? ttsServerMachine : createServerSessionMachine(ttsServerRequestMachine, { maxRequests: tts.maxRequests }), tts);
   }
 
   protected serialize(message: unknown): string {
@@ -798,5 +918,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
  * `need_more_text`, `end_of_stream` and `error`.
  */
 export function createTtsServerSession(options: TtsServerSessionOptions): ServerSession<TtsServerState> {
+  objectArg(options, 'createTtsServerSession: options');
+  objectArg(options.engine, 'createTtsServerSession: options.engine');
   return new TtsServerRunner(options);
 }

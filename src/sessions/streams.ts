@@ -10,6 +10,8 @@
  *   frames to send; `incoming` takes server frames and yields validated events. A client message
  *   refused in the current state errors `outgoing` with `INVALID_STATE`.
  */
+import { objectArg } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
 import { createSttClientSession, createTtsClientSession, type TtsClientSessionOptions } from './client.js';
 import type { SttClientMessage, TtsClientMessage } from '../protocol/messages.js';
 import type { RawMessage } from '../protocol/parse.js';
@@ -37,11 +39,20 @@ export interface ServerStreamPair {
 }
 
 function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>, options: ServerStreamOptions): ServerStreamPair {
+  const hwm = options.highWaterMark;
+  if (hwm !== undefined && !(typeof hwm === 'number' && hwm >= 0)) throw new VoicewireError('INVALID_ARGUMENT', 'highWaterMark must be a non-negative number');
   let open = true;
   let controller!: ReadableStreamDefaultController<string>;
   const waiters: Array<() => void> = [];
   const wake = (): void => {
     for (const w of waiters.splice(0)) w();
+  };
+  // Issue 11 §3: while the runner's queue before the engine is full, writes wait (backpressure to the writer).
+  let paused = false;
+  const resumers: Array<() => void> = [];
+  const resume = (): void => {
+    paused = false;
+    for (const r of resumers.splice(0)) r();
   };
   const readable = new ReadableStream<string>(
     {
@@ -66,9 +77,12 @@ function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>,
       return (controller.desiredSize ?? 1) > 0;
     },
     drained: () => new Promise<void>((resolve) => (open && (controller.desiredSize ?? 1) <= 0 ? waiters.push(resolve) : resolve())),
+    pauseReading: () => void (paused = true),
+    resumeReading: resume,
     close: (code, reason) => {
       if (!open) return;
       open = false;
+      resume();
       options.onClose?.(code, reason);
       controller.close();
       wake();
@@ -77,6 +91,7 @@ function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>,
   const writable = new WritableStream<RawMessage>({
     write(chunk) {
       session.receive(chunk);
+      return paused ? new Promise<void>((r) => resumers.push(r)) : undefined;
     },
     async close() {
       await session.whenIdle();
@@ -99,11 +114,13 @@ function serverStream<S>(make: (transport: ServerTransport) => ServerSession<S>,
 
 /** STT server as a web stream pair: client frames in, server frames out (see {@link ServerStreamPair}). */
 export function createSttServerStream(options: Omit<SttServerSessionOptions, 'transport'> & ServerStreamOptions): ServerStreamPair {
+  objectArg(options, 'createSttServerStream: options');
   return serverStream((transport) => createSttServerSession({ ...options, transport }), options);
 }
 
 /** TTS server as a web stream pair: client frames in, server frames out, with backpressure (see {@link ServerStreamPair}). */
 export function createTtsServerStream(options: Omit<TtsServerSessionOptions, 'transport'> & ServerStreamOptions): ServerStreamPair {
+  objectArg(options, 'createTtsServerStream: options');
   return serverStream((transport) => createTtsServerSession({ ...options, transport }), options);
 }
 

@@ -43,6 +43,7 @@ import {
   type SessionMachine,
 } from './multiplex.js';
 import { parseSttClientMessage, parseSttServerMessage } from '../protocol/parse.js';
+import { PersistentQueue } from './persistent-queue.js';
 import {
   clientProtocolError as protocolError,
   defineClientRequestMachine,
@@ -98,8 +99,11 @@ export interface SttServerRequestState {
   readonly info: SttEngineInfo | null;
   /** Steps sent in the current request (its timing state). */
   readonly steps: number;
-  /** `flush_id`s waiting for their barrier, oldest first, as received. */
-  readonly pendingFlushes: readonly FlushId[];
+  /**
+   * `flush_id`s waiting for their barrier, oldest first, as received: a persistent queue (iterable,
+   * with a `length`), so a `flush` and its `flushed` cost O(1), not a copy of the list (issue 11 §3).
+   */
+  readonly pendingFlushes: PersistentQueue<FlushId>;
 }
 
 /** State of an STT server socket. */
@@ -121,7 +125,7 @@ function engineConfig(setup: SttSetupMessage, key: RequestKey): SttEngineConfig 
 
 function open(state: SttServerRequestState, stream: number, effects: SttServerEffect[]): SttServerRequestState {
   effects.push({ type: 'engine', key: state.key, stream, op: { op: 'open', config: engineConfig(state.setup, state.key) } });
-  return { ...state, stream, idle: false, info: null, steps: 0, pendingFlushes: [] };
+  return { ...state, stream, idle: false, info: null, steps: 0, pendingFlushes: PersistentQueue.empty() };
 }
 
 function unexpected(state: SttServerRequestState, what: string): Step {
@@ -158,13 +162,13 @@ function onClient(state: SttServerRequestState, message: Exclude<SttClientMessag
         return { state, effects };
       }
       effects.push({ type: 'engine', key: state.key, stream: state.stream, op: { op: 'flush', flush_id: message.flush_id } });
-      return { state: { ...state, pendingFlushes: [...state.pendingFlushes, message.flush_id] }, effects };
+      return { state: { ...state, pendingFlushes: state.pendingFlushes.push(message.flush_id) }, effects };
     }
   }
 }
 
 function ended(state: SttServerRequestState, effects: SttServerEffect[]): Step {
-  return endRequest(state, effects, (s) => ({ ...s, phase: 'configured', idle: true, steps: 0, pendingFlushes: [] }));
+  return endRequest(state, effects, (s) => ({ ...s, phase: 'configured', idle: true, steps: 0, pendingFlushes: PersistentQueue.empty() }));
 }
 
 function onEngine(state: SttServerRequestState, event: SttMachineEngineEvent): Step {
@@ -223,10 +227,10 @@ function onEngine(state: SttServerRequestState, event: SttMachineEngineEvent): S
     }
     case 'flush_done': {
       // Barriers come back in order: the head is the flush this barrier answers. Echo it as received.
-      const [head, ...rest] = state.pendingFlushes;
-      if (head === undefined) return { state, effects };
+      if (state.pendingFlushes.length === 0) return { state, effects };
+      const head = state.pendingFlushes.peek()!;
       effects.push({ type: 'send', message: withId({ type: 'flushed' as const, flush_id: head }, key) });
-      return { state: { ...state, pendingFlushes: rest }, effects };
+      return { state: { ...state, pendingFlushes: state.pendingFlushes.shift() }, effects };
     }
     case 'ended':
       return ended(state, effects);
@@ -248,7 +252,7 @@ export const sttServerRequestMachine: ServerRequestMachine<SttServerRequestState
       readySent: false,
       info: null,
       steps: 0,
-      pendingFlushes: [],
+      pendingFlushes: PersistentQueue.empty(),
     };
     return { state: open(base, stream, effects), effects, usedStream: true };
   },

@@ -11,6 +11,7 @@
  * The silent frames are in the request's `input_format` (silence is not zero bytes in G.711, and
  * 80 ms is a different byte count at each rate); for `opus` the client's own encoder makes them.
  */
+import { optionsArg, shown } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { parseAudioFormat } from '../audio/format.js';
 import { createSilenceFrames } from '../audio/framer.js';
@@ -91,14 +92,14 @@ export interface TurnTaking {
 
 function checkNumber(name: string, value: number, min: number, max: number, minOpen = false): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || (minOpen ? value <= min : value < min) || value > max) {
-    throw new VoicewireError('INVALID_ARGUMENT', `createTurnTaking: ${name} must be a number in ${minOpen ? '(' : '['}${min}, ${max}], got ${String(value)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `createTurnTaking: ${name} must be a number in ${minOpen ? '(' : '['}${min}, ${max}], got ${shown(value)}`);
   }
   return value;
 }
 
 function checkInteger(name: string, value: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw new VoicewireError('INVALID_ARGUMENT', `createTurnTaking: ${name} must be a non-negative integer, got ${String(value)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `createTurnTaking: ${name} must be a non-negative integer, got ${shown(value)}`);
   }
   return value;
 }
@@ -122,7 +123,7 @@ function silenceSpec(options: TurnTakingOptions): SilenceSpec {
   if (format.container === 'wav') {
     rate = checkInteger('wavSampleRate', options.wavSampleRate ?? 24000);
     const bits = options.wavBitsPerSample ?? 16;
-    if (bits !== 16 && bits !== 24 && bits !== 32) throw new VoicewireError('INVALID_ARGUMENT', `createTurnTaking: wavBitsPerSample must be 16, 24 or 32, got ${String(bits)}`);
+    if (bits !== 16 && bits !== 24 && bits !== 32) throw new VoicewireError('INVALID_ARGUMENT', `createTurnTaking: wavBitsPerSample must be 16, 24 or 32, got ${shown(bits)}`);
     bytesPerSample = bits / 8;
   }
   const samples = Math.round((rate ?? 48000) * FRAME_SECONDS);
@@ -162,6 +163,7 @@ function makeSilence(spec: SilenceSpec, count: number): Uint8Array[] {
 
 /** Creates a turn-taking detector (see the module comment for the defaults). */
 export function createTurnTaking(options: TurnTakingOptions = {}): TurnTaking {
+  options = optionsArg(options, 'createTurnTaking: options');
   const threshold = checkNumber('threshold', options.threshold ?? 0.5, 0, 1);
   const horizonIndex = checkInteger('horizonIndex', options.horizonIndex ?? 2);
   const smoothing = checkNumber('smoothing', options.smoothing ?? 1, 0, 1, true);

@@ -7,6 +7,7 @@
  * character may straddle chunks), searches for `\n` only in new data, keeps at most one partial
  * line of at most `maxLineLength` code units, and parses each line once. Platform-neutral.
  */
+import { iterableArg, optionsArg, shown } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The in-stream error line of the API (service-api.md §7.2). */
@@ -31,7 +32,11 @@ export interface NdjsonDecoderOptions {
    * `'event'`: the line is returned as the last event. Either way, input after it is ignored.
    */
   streamError?: 'throw' | 'event';
-  /** Reject invalid UTF-8 with `NDJSON_INVALID_UTF8` instead of decoding it to U+FFFD. Default false. */
+  /**
+   * Reject invalid UTF-8 with `NDJSON_INVALID_UTF8` instead of decoding it to U+FFFD. Default
+   * false. The lines complete before the bad byte are delivered; the line that holds it is
+   * dropped up to its newline (never joined to later input), and decoding resumes after it.
+   */
   fatal?: boolean;
   /** Passed to `JSON.parse`. */
   reviver?: (this: unknown, key: string, value: unknown) => unknown;
@@ -67,6 +72,65 @@ export interface NdjsonDecoder<T = unknown> {
   readonly ended: boolean;
 }
 
+const EMPTY = new Uint8Array(0);
+
+function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (a.length === 0) return b;
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+/** Length of the UTF-8 sequence a lead byte starts (0: not a valid lead byte). */
+function sequenceLength(b: number): number {
+  return b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+}
+
+/**
+ * The incomplete sequence at the end of `prev` + `bytes` (what a streaming decoder holds back),
+ * copied: at most 3 bytes. Only the last 4 bytes are looked at.
+ */
+function incompleteTail(prev: Uint8Array, bytes: Uint8Array): Uint8Array {
+  const last = bytes.length >= 4 ? bytes.subarray(bytes.length - 4) : concatBytes(prev, bytes).subarray(-4);
+  for (let i = last.length - 1; i >= 0 && i >= last.length - 4; i--) {
+    const b = last[i]!;
+    if ((b & 0xc0) === 0x80) continue; // a continuation byte: look further back
+    const n = sequenceLength(b);
+    return n > last.length - i ? last.slice(i) : EMPTY;
+  }
+  return EMPTY;
+}
+
+/**
+ * Offset of the first invalid sequence (WHATWG UTF-8 decode: overlong forms, surrogates and code
+ * points above U+10FFFF are invalid), or the length when every byte is valid or the end is only
+ * an incomplete sequence.
+ */
+function firstInvalidUtf8(bytes: Uint8Array): number {
+  const n = bytes.length;
+  let i = 0;
+  while (i < n) {
+    const b = bytes[i]!;
+    const len = sequenceLength(b);
+    if (len === 0) return i;
+    if (len === 1) {
+      i++;
+      continue;
+    }
+    // The second byte's range depends on the lead (WHATWG Encoding §4.1: lower/upper boundaries).
+    const lo = b === 0xe0 ? 0xa0 : b === 0xf0 ? 0x90 : 0x80;
+    const hi = b === 0xed ? 0x9f : b === 0xf4 ? 0x8f : 0xbf;
+    for (let k = 1; k < len; k++) {
+      if (i + k >= n) return n; // incomplete at the end: not (yet) an error
+      const c = bytes[i + k]!;
+      if (k === 1 ? c < lo || c > hi : (c & 0xc0) !== 0x80) return i;
+    }
+    i += len;
+  }
+  return n;
+}
+
 /** Default of {@link NdjsonDecoderOptions.maxLineLength}: 1 MiB. */
 export const NDJSON_DEFAULT_MAX_LINE_LENGTH = 1 << 20;
 
@@ -97,15 +161,22 @@ class NdjsonDecoderImpl<T> implements NdjsonDecoder<T> {
   private events: T[] = [];
   private errors: VoicewireError[] = [];
   private streamErrorValue: NdjsonStreamErrorEvent | undefined;
+  /**
+   * `fatal`: the incomplete UTF-8 sequence at the end of the bytes decoded so far (≤ 3 bytes, a
+   * copy). The streaming decoder holds these too; on an error they are needed to find where the
+   * valid text ends.
+   */
+  private tail: Uint8Array = EMPTY;
 
   constructor(options: NdjsonDecoderOptions) {
+    options = optionsArg(options, 'NDJSON decoder options');
     this.maxLineLength = options.maxLineLength ?? NDJSON_DEFAULT_MAX_LINE_LENGTH;
     if (!(Number.isInteger(this.maxLineLength) && this.maxLineLength > 0)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `maxLineLength must be a positive integer, got ${String(options.maxLineLength)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `maxLineLength must be a positive integer, got ${shown(options.maxLineLength)}`);
     }
     const mode = options.streamError ?? 'throw';
     if (mode !== 'throw' && mode !== 'event') {
-      throw new VoicewireError('INVALID_ARGUMENT', `streamError must be 'throw' or 'event', got ${String(mode)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `streamError must be 'throw' or 'event', got ${shown(mode)}`);
     }
     this.throwStreamError = mode === 'throw';
     this.fatal = options.fatal ?? false;
@@ -126,6 +197,10 @@ class NdjsonDecoderImpl<T> implements NdjsonDecoder<T> {
     if (typeof chunk === 'string') {
       text = chunk;
     } else if (chunk instanceof Uint8Array) {
+      if (this.fatal) {
+        this.pushFatal(chunk);
+        return this.finish();
+      }
       text = this.decode(chunk, true);
     } else {
       throw new VoicewireError('INVALID_ARGUMENT', `push() takes a Uint8Array or a string, got ${typeof chunk}`);
@@ -135,7 +210,11 @@ class NdjsonDecoderImpl<T> implements NdjsonDecoder<T> {
   }
 
   flush(): T[] {
+    const errorsBefore = this.errors.length;
     const rest = this.decode(undefined, false);
+    this.tail = EMPTY;
+    // The final line ended in a truncated character: it is broken, not a shorter line (issue 11 §10).
+    if (this.errors.length > errorsBefore) this.partial = '';
     if (!this.done) {
       if (rest.length > 0) this.scan(rest);
       // A final line without a newline.
@@ -156,6 +235,7 @@ class NdjsonDecoderImpl<T> implements NdjsonDecoder<T> {
 
   reset(): void {
     this.decoder = new TextDecoder('utf-8', { fatal: this.fatal });
+    this.tail = EMPTY;
     this.partial = '';
     this.skipping = false;
     this.lineNo = 0;
@@ -173,6 +253,50 @@ class NdjsonDecoderImpl<T> implements NdjsonDecoder<T> {
       this.decoder = new TextDecoder('utf-8', { fatal: this.fatal });
       this.errors.push(new VoicewireError('NDJSON_INVALID_UTF8', `invalid UTF-8 after line ${this.lineNo}`, { cause: err, details: { line: this.lineNo + 1 } }));
       return '';
+    }
+  }
+
+  /**
+   * `fatal` decoding of bytes (issue 11 §10). The lines complete before the first invalid byte are
+   * delivered; the line holding it is dropped up to its newline (nothing of it is joined to later
+   * input); decoding resumes after that newline. A newline byte (0x0A) is never part of a
+   * multi-byte sequence, so skipping bytes to it is exact.
+   */
+  private pushFatal(chunk: Uint8Array): void {
+    let bytes = chunk;
+    while (bytes.length > 0 && !this.done) {
+      if (this.skipping) {
+        const nl = bytes.indexOf(0x0a);
+        // The rest of a broken (or over-long) line: its bytes are dropped undecoded.
+        this.decoder = new TextDecoder('utf-8', { fatal: true });
+        this.tail = EMPTY;
+        if (nl === -1) return;
+        this.skipping = false;
+        this.lineNo++;
+        bytes = bytes.subarray(nl + 1);
+        continue;
+      }
+      let text: string;
+      try {
+        text = this.decoder.decode(bytes, { stream: true });
+      } catch (err) {
+        // Where the valid text ends: the held tail of the previous chunk, then this chunk.
+        const joined = concatBytes(this.tail, bytes);
+        const bad = firstInvalidUtf8(joined);
+        const valid = new TextDecoder('utf-8').decode(joined.subarray(0, bad));
+        this.decoder = new TextDecoder('utf-8', { fatal: true });
+        this.tail = EMPTY;
+        if (valid.length > 0) this.scan(valid);
+        if (this.done) return;
+        this.errors.push(new VoicewireError('NDJSON_INVALID_UTF8', `NDJSON line ${this.lineNo + 1} is not valid UTF-8; skipped`, { cause: err, details: { line: this.lineNo + 1 } }));
+        this.partial = '';
+        this.skipping = true;
+        bytes = joined.subarray(bad);
+        continue;
+      }
+      this.tail = incompleteTail(this.tail, bytes);
+      if (text.length > 0) this.scan(text);
+      return;
     }
   }
 
@@ -417,6 +541,7 @@ export function encodeNdjsonLineBytes(value: unknown): Uint8Array {
 
 /** Many values as one NDJSON text. */
 export function encodeNdjson(values: Iterable<unknown>): string {
+  iterableArg(values, 'encodeNdjson: values');
   let out = '';
   for (const v of values) out += encodeNdjsonLine(v);
   return out;

@@ -17,6 +17,7 @@
  * Positions are UTF-16 code units from the start of the stream. A surrogate pair is never split
  * across two text events.
  */
+import { arrayArg, describeValue, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import type { ErrorCode } from '../util/errors.js';
 
@@ -238,6 +239,8 @@ export class TagScanner {
   private pieceEnd = 0;
 
   constructor(handler: TagScannerHandler, options: TagScannerOptions = {}) {
+    objectArg(handler, 'TagScanner: handler');
+    options = optionsArg(options, 'TagScanner: options');
     this.handler = handler;
     this.maxTagLength = checkMaxTagLength(options.maxTagLength);
     this.holdMalformed = options.holdMalformed ?? false;
@@ -342,7 +345,7 @@ export class TagScanner {
     // `>>> 0` keeps exactly the integers 0 to 2^32 - 1 (a piece is shorter); one test, as it runs per piece.
     if (count >>> 0 !== count || this.state !== TEXT) {
       if (this.state !== TEXT) throw new VoicewireError('INVALID_STATE', 'advance() while a possible tag is held back');
-      throw new VoicewireError('INVALID_ARGUMENT', `advance() takes a non-negative integer, got ${String(count)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `advance() takes a non-negative integer, got ${shown(count)}`);
     }
     this.offset += count;
   }
@@ -576,14 +579,14 @@ export class TagScanner {
 
 function checkSegment(piece: string, start: number, end: number): void {
   if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && start <= end && end <= piece.length)) {
-    throw new VoicewireError('INVALID_ARGUMENT', `write(): need 0 <= start <= end <= ${piece.length}, got ${String(start)}, ${String(end)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `write(): need 0 <= start <= end <= ${piece.length}, got ${shown(start)}, ${shown(end)}`);
   }
 }
 
 function checkMaxTagLength(value: number | undefined): number {
   if (value === undefined) return TAG_DEFAULT_MAX_LENGTH;
   if (!Number.isInteger(value) || value < 16 || value > 1 << 20) {
-    throw new VoicewireError('INVALID_ARGUMENT', `maxTagLength must be an integer from 16 to ${1 << 20}, got ${String(value)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `maxTagLength must be an integer from 16 to ${1 << 20}, got ${shown(value)}`);
   }
   return value;
 }
@@ -625,8 +628,12 @@ function strictSeconds(time: string): number {
   return dot === -1 ? m : m / POW10[n - 1 - dot]!;
 }
 
-/** What `'repair'` understands: a number, optional spaces, then `s`, `ms` or no unit. */
-const LENIENT_TIME = /^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|)\s*$/i;
+/**
+ * What `'repair'` understands: a number, optional spaces, then `s`, `ms` or no unit. Each run of
+ * spaces has exactly one place to go (issue 11 §8: `\s*(ms|s|)\s*` let two runs share the spaces,
+ * quadratic backtracking on `1` + 64k spaces + `x`), so a match costs linear time for any length.
+ */
+const LENIENT_TIME = /^\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:(ms|s)\s*)?$/i;
 /** Salvages a time from a malformed break: `time=1s`, `time = '2s'`, `time="1s">`. */
 const SALVAGE_TIME = /\btime\s*=\s*["']?([^"'\s/>]*)/;
 
@@ -640,6 +647,7 @@ export type BreakTimeCheck =
  * seconds from 0.1 to 2.0 inclusive.
  */
 export function checkBreakTime(time: string): BreakTimeCheck {
+  stringArg(time, 'checkBreakTime: time');
   const seconds = strictSeconds(time);
   if (Number.isNaN(seconds)) {
     const reason = /ms\s*$/i.test(time)
@@ -658,13 +666,26 @@ function repairBreakTime(time: string): number | undefined {
   const m = LENIENT_TIME.exec(time);
   if (m === null) return undefined;
   let seconds = Number(m[1]);
-  if (m[2]!.toLowerCase() === 'ms') seconds /= 1000;
+  if (m[2]?.toLowerCase() === 'ms') seconds /= 1000;
   if (!Number.isFinite(seconds)) return undefined;
   return Math.min(TAG_BREAK_MAX_SECONDS, Math.max(TAG_BREAK_MIN_SECONDS, seconds));
 }
 
+/** An array of tag events: objects with a known `type` (what renderTagEvents and mergeTextEvents read). */
+function checkEvents(events: readonly TagEvent[], what: string): void {
+  arrayArg(events, what);
+  for (const e of events) {
+    const ok =
+      e !== null &&
+      typeof e === 'object' &&
+      (e.type === 'text' ? typeof e.text === 'string' : e.type === 'break' ? typeof e.seconds === 'number' : e.type === 'flush');
+    if (!ok) throw new VoicewireError('INVALID_ARGUMENT', `${what}: each event must be { type: 'text', text } | { type: 'break', seconds } | { type: 'flush' }`);
+  }
+}
+
 /** The canonical tag for a pause: `<break time="1.5s" />`. */
 export function formatBreakTag(seconds: number): string {
+  if (typeof seconds !== 'number') throw new VoicewireError('INVALID_ARGUMENT', `formatBreakTag: seconds must be a number, got ${describeValue(seconds)}`);
   return `<break time="${String(seconds)}s" />`;
 }
 
@@ -674,6 +695,7 @@ export function formatBreakTag(seconds: number): string {
  * (the parser's default `breakSpacing: 'repair'` puts them there).
  */
 export function renderTagEvents(events: readonly TagEvent[]): string {
+  checkEvents(events, 'renderTagEvents: events');
   let out = '';
   for (const e of events) {
     out += e.type === 'text' ? e.text : e.type === 'flush' ? '<flush>' : formatBreakTag(e.seconds);
@@ -683,6 +705,7 @@ export function renderTagEvents(events: readonly TagEvent[]): string {
 
 /** Merges adjacent text events (the normal form in which piece-by-piece equals one-shot). */
 export function mergeTextEvents(events: readonly TagEvent[]): TagEvent[] {
+  checkEvents(events, 'mergeTextEvents: events');
   const out: TagEvent[] = [];
   for (const e of events) {
     const last = out[out.length - 1];
@@ -701,6 +724,7 @@ export function mergeTextEvents(events: readonly TagEvent[]): TagEvent[] {
 
 /** Whitespace for the spacing rule: the JS `\s` set without the no-break spaces. */
 export function isBreakingSpace(c: number): boolean {
+  if (typeof c !== 'number') throw new VoicewireError('INVALID_ARGUMENT', `isBreakingSpace: c must be a UTF-16 code unit (a number), got ${describeValue(c)}`);
   if (c <= 0x20) return c === 0x20 || (c >= 0x09 && c <= 0x0d);
   if (c < 0x1680) return false;
   return (
@@ -751,14 +775,15 @@ class TagParserImpl implements TagParser, TagScannerHandler {
   private consumed = 0;
 
   constructor(options: TagParserOptions) {
+    options = optionsArg(options, 'tag parser options');
     this.invalidBreak = options.invalidBreak ?? 'repair';
     this.breakSpacing = options.breakSpacing ?? 'repair';
     this.onRepair = options.onRepair;
     if (!['repair', 'error', 'text'].includes(this.invalidBreak)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `invalidBreak must be 'repair', 'error' or 'text', got ${String(this.invalidBreak)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `invalidBreak must be 'repair', 'error' or 'text', got ${shown(this.invalidBreak)}`);
     }
     if (!['repair', 'error', 'ignore'].includes(this.breakSpacing)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `breakSpacing must be 'repair', 'error' or 'ignore', got ${String(this.breakSpacing)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `breakSpacing must be 'repair', 'error' or 'ignore', got ${shown(this.breakSpacing)}`);
     }
     const scannerOptions: TagScannerOptions = { holdMalformed: this.invalidBreak !== 'text' };
     if (options.maxTagLength !== undefined) scannerOptions.maxTagLength = options.maxTagLength;
@@ -1052,6 +1077,7 @@ export function createTagParser(options: TagParserOptions = {}): TagParser {
 
 /** One-shot {@link createTagParser}: all events of `text`, adjacent text merged. */
 export function parseTags(text: string, options: TagParserOptions = {}): TagEvent[] {
+  stringArg(text, 'parseTags: text');
   const parser = new TagParserImpl(options);
   let events: TagEvent[];
   try {

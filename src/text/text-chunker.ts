@@ -12,6 +12,7 @@
  * - Messages have no leading, trailing or repeated whitespace: the server joins consecutive text
  *   messages with one space, so the joined output equals the input with whitespace normalized.
  */
+import { optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import {
   TagScanner,
@@ -93,13 +94,14 @@ class TextChunkerImpl implements TextChunker, TagScannerHandler {
   private out: string[] = [];
 
   constructor(options: TextChunkerOptions) {
+    options = optionsArg(options, 'text chunker options');
     this.minChunkLength = options.minChunkLength ?? 0;
     this.maxWordLength = options.maxWordLength ?? 4096;
     if (!(Number.isInteger(this.minChunkLength) && this.minChunkLength >= 0)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `minChunkLength must be a non-negative integer, got ${String(options.minChunkLength)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `minChunkLength must be a non-negative integer, got ${shown(options.minChunkLength)}`);
     }
     if (!(Number.isInteger(this.maxWordLength) && this.maxWordLength >= 16)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `maxWordLength must be an integer >= 16, got ${String(options.maxWordLength)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `maxWordLength must be an integer >= 16, got ${shown(options.maxWordLength)}`);
     }
     if (options.repairTags) {
       this.parser = createTagParser({
@@ -268,6 +270,7 @@ export function createTextChunker(options: TextChunkerOptions = {}): TextChunker
 
 /** One-shot {@link createTextChunker}: the messages for a whole text. */
 export function chunkText(text: string, options: TextChunkerOptions = {}): string[] {
+  stringArg(text, 'chunkText: text');
   const chunker = new TextChunkerImpl(options);
   const out = chunker.push(text);
   for (const m of chunker.end()) out.push(m);

@@ -2,6 +2,7 @@
  * Byte plumbing shared by every incremental parser: a queue of chunks read across boundaries
  * (the `consume(n)` idea of ws's Receiver) and typed-array view helpers. Platform-neutral.
  */
+import { bytesArg, shown } from './args.js';
 import { VoicewireError } from './errors.js';
 
 const EMPTY = new Uint8Array(0);
@@ -136,6 +137,7 @@ export class ByteQueue {
  * typed-array views need aligned offsets, and a Node Buffer from a pool can start anywhere.
  */
 export function int16View(bytes: Uint8Array): Int16Array {
+  bytesArg(bytes, 'int16View: bytes');
   const n = bytes.byteLength >> 1;
   if ((bytes.byteOffset & 1) === 0) return new Int16Array(bytes.buffer, bytes.byteOffset, n);
   const copy = new Uint8Array(n * 2);
@@ -145,6 +147,7 @@ export function int16View(bytes: Uint8Array): Int16Array {
 
 /** A Float32Array over `bytes`: a view when `byteOffset` is a multiple of 4, else a copy. */
 export function float32View(bytes: Uint8Array): Float32Array {
+  bytesArg(bytes, 'float32View: bytes');
   const n = bytes.byteLength >> 2;
   if ((bytes.byteOffset & 3) === 0) return new Float32Array(bytes.buffer, bytes.byteOffset, n);
   const copy = new Uint8Array(n * 4);
@@ -167,6 +170,7 @@ export function concatChunks<T extends Uint8Array | Int16Array | Float32Array>(p
 
 /** The bytes of any typed array, as a Uint8Array view (no copy). */
 export function bytesOf(view: ArrayBufferView): Uint8Array {
+  if (!ArrayBuffer.isView(view)) throw new VoicewireError('INVALID_ARGUMENT', `bytesOf: view must be a typed array or DataView, got ${describe(view)}`);
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
 
@@ -175,7 +179,7 @@ export function toBytes(input: unknown, what = 'input'): Uint8Array {
   if (input instanceof Uint8Array) return input;
   if (input instanceof ArrayBuffer) return new Uint8Array(input);
   if (ArrayBuffer.isView(input)) return bytesOf(input);
-  throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a Uint8Array or ArrayBuffer, got ${describe(input)}`);
+  throw new VoicewireError('INVALID_ARGUMENT', `${shown(what)} must be a Uint8Array or ArrayBuffer, got ${describe(input)}`);
 }
 
 /** A short description of a value's type, for error messages. */

@@ -91,6 +91,8 @@ export const ERROR_CODES = {
   PROTOCOL_UNAUTHORIZED: { description: 'Missing, invalid, revoked or expired API key (service-api.md §5).', closeCode: 1008 },
   PROTOCOL_DUPLICATE_REQUEST_ID: { description: 'A client_req_id that is still active was reused.', closeCode: 1008 },
   PROTOCOL_UNKNOWN_REQUEST_ID: { description: 'A message names a client_req_id with no active request.', closeCode: 1008 },
+  PROTOCOL_TOO_MANY_REQUESTS: { description: 'A setup would open more requests on one socket than the server allows (maxRequests, default 256); answered for that client_req_id.', closeCode: 1008 },
+  PROTOCOL_QUEUE_FULL: { description: 'A request queued more input before its engine than the server allows (maxQueuedBytes / maxQueuedMessages) and its transport cannot pause reading.', closeCode: 1011 },
   PROTOCOL_UNEXPECTED_MESSAGE: { description: 'A message is not allowed in the session\'s current state.', closeCode: 1008 },
   PROTOCOL_SERVER_ERROR: { description: 'The server sent an error message (its code is kept as closeCode).' },
   PROTOCOL_INTERNAL: { description: 'An unexpected failure inside the server (the engine threw).', closeCode: 1011 },
@@ -161,7 +163,13 @@ export class VoicewireError extends Error {
   declare readonly [BRAND]: true;
 
   constructor(code: ErrorCode, message: string, options: VoicewireErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    // Issue 11 §13: misuse is INVALID_ARGUMENT, never a TypeError from the table lookup below.
+    const known = typeof code === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CODES, code);
+    const options_ = options === null || typeof options !== 'object' ? undefined : options;
+    if (!known || options_ === undefined) {
+      throw new VoicewireError('INVALID_ARGUMENT', !known ? `VoicewireError: unknown code ${typeof code === 'string' ? JSON.stringify(code.slice(0, 64)) : typeof code}` : 'VoicewireError: options must be an object');
+    }
+    super(typeof message === 'string' ? message : safeString(message), options_.cause === undefined ? undefined : { cause: options_.cause });
     this.name = 'VoicewireError';
     this.code = code;
     const info: ErrorCodeInfo = ERROR_CODES[code];
@@ -183,6 +191,15 @@ export function isVoicewireError(value: unknown, code?: ErrorCode): value is Voi
 /** Wraps anything thrown into a {@link VoicewireError}; a VoicewireError passes through unchanged. */
 export function toVoicewireError(value: unknown, code: ErrorCode = 'PROTOCOL_INTERNAL'): VoicewireError {
   if (value instanceof VoicewireError) return value;
-  const message = value instanceof Error ? value.message : String(value);
+  const message = value instanceof Error ? safeString(value.message) : safeString(value);
   return new VoicewireError(code, message, { cause: value });
+}
+
+/** `String(value)` that cannot throw (a value whose `toString` is not a function, a null-prototype object). */
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return value === null || typeof value !== 'object' ? typeof value : 'an object';
+  }
 }

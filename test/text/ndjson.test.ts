@@ -230,6 +230,57 @@ describe('NDJSON decoder: rules', () => {
     expect(d.push(utf8.encode('"ok"\n'))).toEqual(['ok']);
   });
 
+  it('fatal: lines complete before a bad byte are delivered, and no partial line is joined to later input (issue 11 §10)', () => {
+    const bytes = (s: string, ...tail: number[]) => new Uint8Array([...utf8.encode(s), ...tail]);
+    const stream = [bytes('{"user":"alice","amount":'), bytes('1}\n{"user":"bob","amount":2}\n{"user":"carol","amount":', 0xff), bytes('999}\n')];
+    expect(drive(stream, { fatal: true })).toEqual({
+      values: [{ user: 'alice', amount: 1 }, { user: 'bob', amount: 2 }],
+      errors: [{ code: 'NDJSON_INVALID_UTF8', line: 3 }],
+    });
+    // The decoder goes on after the broken line; a truncated character at the end drops that line.
+    expect(drive([...stream, bytes('{"user":"dave","amount":4}\n42', 0xe2, 0x82)], { fatal: true })).toEqual({
+      values: [{ user: 'alice', amount: 1 }, { user: 'bob', amount: 2 }, { user: 'dave', amount: 4 }],
+      errors: [{ code: 'NDJSON_INVALID_UTF8', line: 3 }, { code: 'NDJSON_INVALID_UTF8', line: 5 }],
+    });
+  });
+
+  it('fatal: random lines with bad bytes, split anywhere, give exactly the lines that are valid UTF-8 and JSON', () => {
+    // Lines of JSON numbers and strings with multi-byte text, some with a bad byte or a cut character.
+    const good = fc.oneof(fc.integer().map(String), stringArb.map((t) => JSON.stringify(t)));
+    const lineArb = fc.oneof(
+      good.map((t) => utf8.encode(t)),
+      fc.tuple(good, fc.constantFrom([0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf0, 0x9f, 0x98], [0x80]), fc.nat()).map(([t, bad, at]) => {
+        const b = utf8.encode(t);
+        const i = at % (b.length + 1);
+        return new Uint8Array([...b.subarray(0, i), ...bad, ...b.subarray(i)]);
+      }),
+    );
+    // Oracle: Node's own fatal TextDecoder over each whole line.
+    const oracle = (lines: Uint8Array[]): unknown[] =>
+      lines.flatMap((l) => {
+        try {
+          return [JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(l))];
+        } catch {
+          return [];
+        }
+      });
+    fc.assert(
+      fc.property(fc.array(lineArb, { minLength: 1, maxLength: 12 }), cutsArb(400, 8), (lines, cuts) => {
+        const all = new Uint8Array(lines.reduce((n, l) => n + l.length + 1, 0));
+        let at = 0;
+        for (const l of lines) {
+          all.set(l, at);
+          all[at + l.length] = 0x0a;
+          at += l.length + 1;
+        }
+        const expected = oracle(lines);
+        expect(drive(splitAt(all, cuts), { fatal: true }).values).toEqual(expected);
+        expect(drive(oneByOne(all), { fatal: true }).values).toEqual(expected);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('bad arguments raise INVALID_ARGUMENT', () => {
     expect(() => createNdjsonDecoder({ maxLineLength: 0 })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     expect(() => createNdjsonDecoder({ streamError: 'x' as never })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
