@@ -15,6 +15,7 @@ import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, type Engine
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
 import { authenticate } from './auth.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
+import { timedSttEngine, timedTtsEngine } from './engine-timeout.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
 import { SessionTracker } from './sessions.js';
 import { Router } from './router.js';
@@ -97,8 +98,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     version: options.version ?? '0.0.0',
     startedAt: Date.now(),
     engineContext,
-    ttsEngine: (who) => meteredTtsEngine(ctx, who, tts.create(engineContext(who.org.id))),
-    sttEngine: (who) => meteredSttEngine(ctx, who, stt.create(engineContext(who.org.id))),
+    ttsEngine: (who) => meteredTtsEngine(ctx, who, timedTtsEngine(tts.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
+    sttEngine: (who) => meteredSttEngine(ctx, who, timedSttEngine(stt.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
     auth: (req, o = {}) =>
       authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.route ?? 'rest' }, { region: config.region, admin: o.admin ?? false }),
   };
