@@ -14,7 +14,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 
 /**
  * Sends an error in the service's forms: 422 §2.7 JSON, 404 JSON `{"detail":"Not Found"}`, 403 /
- * 502 / 503 plain text, else 500 plain text (§7.1: `error from server <code>: …` when the error
+ * 502 / 503 / 504 plain text, else 500 plain text (§7.1: `error from server <code>: …` when the error
  * has a close code, the raw message otherwise).
  */
 export function sendError(res: ServerResponse, error: unknown): void {
@@ -24,8 +24,8 @@ export function sendError(res: ServerResponse, error: unknown): void {
     return;
   }
   if (e.code === 'NOT_FOUND') return sendJson(res, 404, { detail: e.message });
-  if (e.code === 'RESIDENCY_DENIED' || e.code === 'FORWARD_FAILED' || e.code === 'STORE_UNAVAILABLE') {
-    const status = e.code === 'RESIDENCY_DENIED' ? 403 : e.code === 'FORWARD_FAILED' ? 502 : 503;
+  if (e.code === 'RESIDENCY_DENIED' || e.code === 'FORWARD_FAILED' || e.code === 'FORWARD_TIMEOUT' || e.code === 'STORE_UNAVAILABLE') {
+    const status = e.code === 'RESIDENCY_DENIED' ? 403 : e.code === 'FORWARD_FAILED' ? 502 : e.code === 'FORWARD_TIMEOUT' ? 504 : 503;
     res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
     res.end(e.message);
     return;

@@ -108,7 +108,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   // Without --core-url this process serves the core routes real clients call (§4.13).
   if (config.coreUrl === null) modules.push(usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes);
   const router = new Router(modules);
-  const forward = config.coreUrl === null ? null : createForwarder(config.coreUrl);
+  const forward = config.coreUrl === null ? null : createForwarder(config.coreUrl, config.limits.upstreamTimeoutMs);
 
   const scopeOf = (req: IncomingMessage, path: string, params: Record<string, string>): RequestScope => {
     const requestId = randomUUID();
