@@ -153,7 +153,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     }
   };
 
-  const http: Server = createServer({ headersTimeout: config.limits.headersTimeoutMs, requestTimeout: config.limits.requestTimeoutMs }, (req, res) => {
+  // node:http checks both timeouts only every connectionsCheckingInterval (default 30 s, so a
+  // slowloris peer held a socket up to 30 s past them): check at least every second.
+  const checkMs = Math.max(50, Math.min(1000, config.limits.headersTimeoutMs / 4));
+  const http: Server = createServer({ headersTimeout: config.limits.headersTimeoutMs, requestTimeout: config.limits.requestTimeoutMs, connectionsCheckingInterval: checkMs }, (req, res) => {
     void onRequest(req, res);
   });
   // ws's own cap (close 1009, no message) stays above the limit the sessions check with an error message first.
