@@ -1,0 +1,78 @@
+/**
+ * Faults: a client that never reads (its TCP window fills while the server streams TTS audio;
+ * issue 16 "Faults"). The server holds at most `maxBufferedBytes` unsent for it (then cuts it),
+ * a stuck client that sends nothing more is dropped by the ping / idle limits, and another
+ * client's time to first audio stays normal meanwhile.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Socket } from 'node:net';
+import { connect, startServer, type Harness, type WsConversation } from '../harness.js';
+import { until } from './faulty-engine.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+const socketOf = (c: WsConversation): Socket => (c.ws as unknown as { _socket: Socket })._socket;
+
+/** Opens a TTS session and stops reading its TCP socket once `ready` arrived. */
+async function stuckClient(h: Harness): Promise<WsConversation> {
+  const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+  c.send({ type: 'setup', output_format: 'pcm' });
+  await c.waitFor((m) => m['type'] === 'ready');
+  socketOf(c).pause();
+  return c;
+}
+
+/** Time from setup to the first audio message of a fresh session, ms. */
+async function timeToFirstAudio(h: Harness): Promise<number> {
+  const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+  await c.opened;
+  const t0 = performance.now();
+  c.send({ type: 'setup', output_format: 'pcm' });
+  c.send({ type: 'text', text: 'hello there' });
+  await c.waitFor((m) => m['type'] === 'audio');
+  const ms = performance.now() - t0;
+  c.send({ type: 'end_of_stream' });
+  await c.closed;
+  return ms;
+}
+
+describe('a client that never reads', { timeout: 15_000 }, () => {
+  it('flooded with audio: cut once 1 MiB is unsent (maxBufferedBytes), server memory bounded, another client normal', async () => {
+    h = await startServer({ limits: { maxBufferedBytes: 1 << 20, idleSeconds: 10, pingSeconds: 10 } });
+    const baseline = await timeToFirstAudio(h);
+    const ext0 = process.memoryUsage().external + process.memoryUsage().arrayBuffers;
+    const c = await stuckClient(h);
+    const t0 = Date.now();
+    // 3 × 600 characters ≈ 1,800 frames of 80 ms ≈ 18 MB of JSON: far over the cap.
+    for (let i = 0; i < 3; i++) c.send({ type: 'text', text: 'abcdefghij'.repeat(60) });
+    let peak = 0;
+    const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().external + process.memoryUsage().arrayBuffers - ext0)), 5);
+    const during = await timeToFirstAudio(h);
+    // The paused client cannot see the server's cut: the server's session count shows it.
+    await until(() => h!.server.context.sessions.live === 0, 5000, 'the stuck session cut');
+    clearInterval(sample);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    socketOf(c).destroy();
+    // Unsent bytes (cap + the kernel's socket buffers + one frame) plus the other client's traffic.
+    if (process.env["FAULTS_VERBOSE"]) console.log({ peakUnsentMB: peak / 2 ** 20, baseline, during });
+    expect(peak).toBeLessThan(24 << 20);
+    expect(during).toBeLessThan(Math.max(300, 10 * baseline));
+    expect(h.logs.some((l) => l.includes('peer does not read: terminated'))).toBe(true);
+  });
+
+  it('stuck with little unsent: dropped by the missed ping within 2 intervals (0.3 s) + 1 s', async () => {
+    h = await startServer({ limits: { idleSeconds: 0.6, pingSeconds: 0.3, sessionSeconds: 5 } });
+    const c = await stuckClient(h);
+    c.send({ type: 'text', text: 'short' });
+    const t0 = Date.now();
+    await until(() => h!.server.context.sessions.live === 0, 5000, 'the stuck session cut');
+    expect(Date.now() - t0).toBeLessThan(1600);
+    socketOf(c).destroy();
+    // The server cut it (it was never told by the client).
+    expect(h.logs.some((l) => /did not answer a ping|idle for more than/.test(l))).toBe(true);
+  });
+});
