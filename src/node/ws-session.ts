@@ -34,6 +34,8 @@ export function webSocketTransport(ws: WebSocket): WebSocketTransport {
   };
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Options of {@link attachWebSocketSession}. */
 export interface AttachWebSocketOptions {
   /** Called with each frame before the session sees it (idle timers, size limits); returning `false` drops the frame. */
@@ -42,7 +44,7 @@ export interface AttachWebSocketOptions {
 
 /**
  * Creates a session over `ws` with `create(transport)` and wires the socket to it: text frames go
- * to `session.receive` as strings, binary frames as bytes, and the socket's close to
+ * to `session.receive` as strings (bytes when not valid UTF-8), binary frames as bytes, and the socket's close to
  * `session.transportClosed()`.
  */
 export function attachWebSocketSession<S>(
@@ -54,7 +56,17 @@ export function attachWebSocketSession<S>(
   ws.on('message', (data: RawData, isBinary: boolean) => {
     if (options.onFrame?.(data, isBinary) === false) return;
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-    session.receive(isBinary ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : bytes.toString('utf8'));
+    const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (isBinary) return session.receive(view);
+    // A text frame that is not UTF-8 (ws with skipUTF8Validation) goes on as bytes: the parser
+    // answers it with its §7.3 error instead of the replacement characters toString would make.
+    let text: string;
+    try {
+      text = UTF8.decode(view);
+    } catch {
+      return session.receive(view);
+    }
+    session.receive(text);
   });
   ws.on('close', () => {
     if (!session.closed) session.transportClosed();

@@ -160,7 +160,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     void onRequest(req, res);
   });
   // ws's own cap (close 1009, no message) stays above the limit the sessions check with an error message first.
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024 });
+  // UTF-8 is checked by the session's parser (an `error` 1008 naming it, §7.3), not by ws (a bare close 1007).
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024, skipUTF8Validation: true });
   http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.startsWith(`${API}/`) ? url.pathname.slice(API.length) : null;
