@@ -159,7 +159,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const http: Server = createServer({ headersTimeout: config.limits.headersTimeoutMs, requestTimeout: config.limits.requestTimeoutMs, connectionsCheckingInterval: checkMs }, (req, res) => {
     void onRequest(req, res);
   });
-  // ws's own cap (close 1009, no message) stays above the limit the sessions check with an error message first.
+  // ws's own cap stays above the limit the sessions check, so frames past the limit are read only
+  // up to it; either way the session answers with its error first (src/node/ws-session.ts).
   // UTF-8 is checked by the session's parser (an `error` 1008 naming it, §7.3), not by ws (a bare close 1007).
   const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024, skipUTF8Validation: true });
   http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {

@@ -104,6 +104,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
         }
         return true;
       },
+      oversizeFrameError: () => new VoicewireError('LIMIT_EXCEEDED', `message is over the limit of ${limits.maxFrameBytes} bytes`),
     },
   );
 
