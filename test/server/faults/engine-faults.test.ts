@@ -6,6 +6,23 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, startServer, type Harness } from '../harness.js';
 import { registerFaultyEngine, until } from './faulty-engine.js';
+import { STT_ENGINES } from '../../../src/engines/registry.js';
+import { createToneSttEngine } from '../../../src/engines/tone.js';
+
+// An STT engine whose second frame never finishes: the engine timeout must end that request.
+let sttClosed = 0;
+STT_ENGINES['stt-hang-test'] = {
+  create: () => {
+    const inner = createToneSttEngine();
+    return {
+      async open(config, emit) {
+        const s = await inner.open(config, emit);
+        let frames = 0;
+        return { info: s.info, push: (f) => (++frames >= 2 ? new Promise<void>(() => {}) : s.push(f)), close: () => (sttClosed++, s.close()) };
+      },
+    };
+  },
+};
 
 const counts = registerFaultyEngine('faulty-engines-test');
 let h: Harness | undefined;
@@ -68,5 +85,26 @@ describe('engine faults', { timeout: 15_000 }, () => {
     expect(r.status).toBe(500);
     expect(await r.text()).toMatch(/^error from server 1011: /);
     expect(Date.now() - t0).toBeLessThan(3000);
+  });
+
+  it('an STT engine whose push hangs: error 1011 within the engine timeout, the stream closed, the server serves on', async () => {
+    h = await startServer({ stt: 'stt-hang-test', limits: { engineTimeoutSeconds: 0.5 } });
+    const closed = sttClosed;
+    const c = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', input_format: 'pcm' });
+    await c.waitFor((m) => m['type'] === 'ready');
+    const t0 = Date.now();
+    for (let i = 0; i < 4; i++) c.send({ type: 'audio', audio: Buffer.alloc(3840).toString('base64') });
+    const { code } = await c.closed;
+    expect(code).toBe(1011);
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(c.messages.at(-1)).toMatchObject({ type: 'error', code: 1011 });
+    expect(String(c.messages.at(-1)!['message'])).toMatch(/took longer than 0.5 s/);
+    await until(() => sttClosed === closed + 1, 1000, 'the STT stream closed');
+    const tts = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    tts.send({ type: 'setup', output_format: 'pcm' });
+    tts.send({ type: 'text', text: 'fine' });
+    tts.send({ type: 'end_of_stream' });
+    expect((await tts.closed).code).toBe(1000);
   });
 });
