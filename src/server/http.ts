@@ -72,11 +72,26 @@ export async function* limitedBody(req: IncomingMessage, maxBytes: number): Asyn
   }
 }
 
-/** Writes a chunk, waiting for 'drain' when the socket buffer is full (backpressure). */
-export function write(res: ServerResponse, chunk: string | Uint8Array): Promise<void> | undefined {
+/**
+ * Writes a chunk, waiting for 'drain' when the socket buffer is full (backpressure); with
+ * `stallMs`, a drain that does not come within it destroys the response and rejects (`LIMIT_EXCEEDED`).
+ */
+export function write(res: ServerResponse, chunk: string | Uint8Array, stallMs?: number): Promise<void> | undefined {
   if (res.write(chunk)) return undefined;
-  return new Promise<void>((resolve) => {
+  return new Promise<void>((resolve, reject) => {
+    // A client that stops reading (TCP window full) would hold the request, its session slot and
+    // the engine forever: no drain within `stallMs` cuts the response (README server limits, idle).
+    const timer =
+      stallMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            res.off('drain', done);
+            res.off('close', done);
+            res.destroy();
+            reject(new VoicewireError('LIMIT_EXCEEDED', `the client read nothing for ${stallMs / 1000} s`));
+          }, stallMs);
     const done = (): void => {
+      clearTimeout(timer);
       res.off('drain', done);
       res.off('close', done);
       resolve();

@@ -5,7 +5,7 @@
  * client's time to first audio stays normal meanwhile.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Socket } from 'node:net';
+import { connect as tcp, type Socket } from 'node:net';
 import { connect, startServer, type Harness, type WsConversation } from '../harness.js';
 import { until } from './faulty-engine.js';
 
@@ -74,5 +74,32 @@ describe('a client that never reads', { timeout: 15_000 }, () => {
     socketOf(c).destroy();
     // The server cut it (it was never told by the client).
     expect(h.logs.some((l) => /did not answer a ping|idle for more than/.test(l))).toBe(true);
+  });
+
+  it('a POST /post/speech/tts client that never reads its body: cut after idleSeconds (0.5 s) without progress, memory bounded', async () => {
+    h = await startServer({ limits: { idleSeconds: 0.5, pingSeconds: 10 } });
+    const port = Number(new URL(h.base).port);
+    const body = JSON.stringify({ text: 'abcdefghij'.repeat(300), output_format: 'pcm', only_audio: true });
+    const s = tcp(port, '127.0.0.1');
+    s.on('error', () => {});
+    await new Promise<void>((r) => s.once('connect', () => r()));
+    const ext0 = process.memoryUsage().external + process.memoryUsage().arrayBuffers;
+    s.write(`POST /api/post/speech/tts HTTP/1.1\r\nHost: x\r\nx-api-key: ${h.apiKey}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    s.pause();
+    await until(() => h!.server.context.sessions.live === 1, 2000, 'the POST session open');
+    const t0 = Date.now();
+    let peak = 0;
+    const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().external + process.memoryUsage().arrayBuffers - ext0)), 5);
+    try {
+      await until(() => h!.server.context.sessions.live === 0, 5000, 'the stalled POST cut');
+    } finally {
+      clearInterval(sample);
+      s.destroy();
+    }
+    expect(Date.now() - t0).toBeLessThan(3000);
+    // 3,000 characters are ≈ 23 MB of PCM; a bounded server holds its body queue (16 lines) and
+    // socket buffers. Fails today (≈ 45 MB): a TTS engine call emits synchronously and
+    // src/sessions/http.ts queues all of it (its backpressure acts only between engine calls).
+    expect(peak).toBeLessThan(12 << 20);
   });
 });
