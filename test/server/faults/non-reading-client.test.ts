@@ -76,7 +76,8 @@ describe('a client that never reads', { timeout: 15_000 }, () => {
     expect(h.logs.some((l) => /did not answer a ping|idle for more than/.test(l))).toBe(true);
   });
 
-  it('a POST /post/speech/tts client that never reads its body: cut after idleSeconds (0.5 s) without progress, memory bounded', async () => {
+  /** A raw POST of 3,000 characters (≈ 23 MB of PCM) whose client never reads; resolves when the server cut it. */
+  async function stalledPost(): Promise<{ cutMs: number; peak: number }> {
     h = await startServer({ limits: { idleSeconds: 0.5, pingSeconds: 10 } });
     const port = Number(new URL(h.base).port);
     const body = JSON.stringify({ text: 'abcdefghij'.repeat(300), output_format: 'pcm', only_audio: true });
@@ -84,22 +85,32 @@ describe('a client that never reads', { timeout: 15_000 }, () => {
     s.on('error', () => {});
     await new Promise<void>((r) => s.once('connect', () => r()));
     const ext0 = process.memoryUsage().external + process.memoryUsage().arrayBuffers;
-    s.write(`POST /api/post/speech/tts HTTP/1.1\r\nHost: x\r\nx-api-key: ${h.apiKey}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-    s.pause();
-    await until(() => h!.server.context.sessions.live === 1, 2000, 'the POST session open');
-    const t0 = Date.now();
     let peak = 0;
     const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().external + process.memoryUsage().arrayBuffers - ext0)), 5);
+    s.write(`POST /api/post/speech/tts HTTP/1.1\r\nHost: x\r\nx-api-key: ${h.apiKey}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    s.pause();
     try {
+      await until(() => h!.server.context.sessions.live === 1, 2000, 'the POST session open');
+      const t0 = Date.now();
       await until(() => h!.server.context.sessions.live === 0, 5000, 'the stalled POST cut');
+      return { cutMs: Date.now() - t0, peak };
     } finally {
       clearInterval(sample);
       s.destroy();
     }
-    expect(Date.now() - t0).toBeLessThan(3000);
-    // 3,000 characters are ≈ 23 MB of PCM; a bounded server holds its body queue (16 lines) and
-    // socket buffers. Fails today (≈ 45 MB): a TTS engine call emits synchronously and
-    // src/sessions/http.ts queues all of it (its backpressure acts only between engine calls).
+  }
+
+  it('a POST /post/speech/tts client that never reads its body: cut after idleSeconds (0.5 s) without progress', async () => {
+    const { cutMs } = await stalledPost();
+    expect(cutMs).toBeLessThan(3000);
+    expect(h!.logs.some((l) => l.includes('raw audio response aborted') && l.includes('read nothing for 0.5 s'))).toBe(true);
+  });
+
+  it('a POST /post/speech/tts client that never reads its body: server memory for it bounded (12 MB for 23 MB of audio)', async () => {
+    // A bounded server holds its body queue (16 lines) and socket buffers. Fails today (≈ 45 MB):
+    // a TTS engine call emits synchronously and src/sessions/http.ts BodyQueue.push appends past
+    // its high-water mark, so one call's whole output is queued (backpressure acts only between calls).
+    const { peak } = await stalledPost();
     expect(peak).toBeLessThan(12 << 20);
   });
 });
