@@ -11,6 +11,7 @@
  */
 import type { WebSocket, RawData } from 'ws';
 import type { ServerSession, ServerTransport } from '../sessions/server.js';
+import { VoicewireError } from '../util/errors.js';
 
 /** The transport a `ws` socket gives a runner. */
 export interface WebSocketTransport extends ServerTransport {
@@ -34,15 +35,22 @@ export function webSocketTransport(ws: WebSocket): WebSocketTransport {
   };
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Options of {@link attachWebSocketSession}. */
 export interface AttachWebSocketOptions {
   /** Called with each frame before the session sees it (idle timers, size limits); returning `false` drops the frame. */
   onFrame?: (data: RawData, isBinary: boolean) => boolean | void;
+  /**
+   * A frame over ws's `maxPayload` (ws drops it unread and would close 1009 without a word):
+   * the error the session answers with first. Default `LIMIT_EXCEEDED` naming no size.
+   */
+  oversizeFrameError?: () => VoicewireError;
 }
 
 /**
  * Creates a session over `ws` with `create(transport)` and wires the socket to it: text frames go
- * to `session.receive` as strings, binary frames as bytes, and the socket's close to
+ * to `session.receive` as strings (bytes when not valid UTF-8), binary frames as bytes, and the socket's close to
  * `session.transportClosed()`.
  */
 export function attachWebSocketSession<S>(
@@ -51,10 +59,29 @@ export function attachWebSocketSession<S>(
   options: AttachWebSocketOptions = {},
 ): ServerSession<S> {
   const session = create(webSocketTransport(ws));
+  // ws reports an oversize frame on its receiver, then closes 1009 with no message (clients that
+  // cannot see close codes learn nothing). Heard first, the session sends its §7.3 `error` and
+  // closes; ws's own close then finds the socket closing. `_receiver` is ws 8's internal name:
+  // without it (another ws) the bare 1009 stays.
+  const receiver = (ws as unknown as { _receiver?: { prependListener(e: 'error', f: (err: Error & { code?: string }) => void): void } })._receiver;
+  receiver?.prependListener('error', (err) => {
+    if (err.code !== 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' || session.closed) return;
+    session.fail(options.oversizeFrameError?.() ?? new VoicewireError('LIMIT_EXCEEDED', 'message over the size limit'));
+  });
   ws.on('message', (data: RawData, isBinary: boolean) => {
     if (options.onFrame?.(data, isBinary) === false) return;
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-    session.receive(isBinary ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : bytes.toString('utf8'));
+    const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (isBinary) return session.receive(view);
+    // A text frame that is not UTF-8 (ws with skipUTF8Validation) goes on as bytes: the parser
+    // answers it with its §7.3 error instead of the replacement characters toString would make.
+    let text: string;
+    try {
+      text = UTF8.decode(view);
+    } catch {
+      return session.receive(view);
+    }
+    session.receive(text);
   });
   ws.on('close', () => {
     if (!session.closed) session.transportClosed();

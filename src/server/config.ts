@@ -26,6 +26,12 @@ export interface ServerLimits {
   requestTimeoutMs: number;
   /** Live WebSocket connections and streaming requests per API key. Default 50. */
   connectionsPerKey: number;
+  /** Bytes a WebSocket may hold unsent (ws `bufferedAmount`) before the peer counts as not reading and the socket is cut. Default 16 MiB (≈ 2 min of 48 kHz PCM as JSON). */
+  maxBufferedBytes: number;
+  /** Longest single engine call (open, text, flush, end; STT push), seconds; past it that request ends with `ENGINE_TIMEOUT` 1011. Default 30. */
+  engineTimeoutSeconds: number;
+  /** Time for the core API (--core-url) to answer the headers, and between body chunks, ms; past it 504 `FORWARD_TIMEOUT`. Default 30 000. */
+  upstreamTimeoutMs: number;
   /** After a drain starts (SIGTERM), how long live sessions may take before they are cut, seconds. Default 30 (+ session limit bound). */
   drainGraceSeconds: number;
 }
@@ -69,6 +75,9 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 120_000,
   connectionsPerKey: 50,
+  engineTimeoutSeconds: 30,
+  maxBufferedBytes: 16 << 20,
+  upstreamTimeoutMs: 30_000,
   drainGraceSeconds: 30,
 });
 

@@ -14,7 +14,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
 
 /**
  * Sends an error in the service's forms: 422 §2.7 JSON, 404 JSON `{"detail":"Not Found"}`, 403 /
- * 502 / 503 plain text, else 500 plain text (§7.1: `error from server <code>: …` when the error
+ * 502 / 503 / 504 plain text, else 500 plain text (§7.1: `error from server <code>: …` when the error
  * has a close code, the raw message otherwise).
  */
 export function sendError(res: ServerResponse, error: unknown): void {
@@ -24,8 +24,8 @@ export function sendError(res: ServerResponse, error: unknown): void {
     return;
   }
   if (e.code === 'NOT_FOUND') return sendJson(res, 404, { detail: e.message });
-  if (e.code === 'RESIDENCY_DENIED' || e.code === 'FORWARD_FAILED' || e.code === 'STORE_UNAVAILABLE') {
-    const status = e.code === 'RESIDENCY_DENIED' ? 403 : e.code === 'FORWARD_FAILED' ? 502 : 503;
+  if (e.code === 'RESIDENCY_DENIED' || e.code === 'FORWARD_FAILED' || e.code === 'FORWARD_TIMEOUT' || e.code === 'STORE_UNAVAILABLE') {
+    const status = e.code === 'RESIDENCY_DENIED' ? 403 : e.code === 'FORWARD_FAILED' ? 502 : e.code === 'FORWARD_TIMEOUT' ? 504 : 503;
     res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
     res.end(e.message);
     return;
@@ -72,11 +72,26 @@ export async function* limitedBody(req: IncomingMessage, maxBytes: number): Asyn
   }
 }
 
-/** Writes a chunk, waiting for 'drain' when the socket buffer is full (backpressure). */
-export function write(res: ServerResponse, chunk: string | Uint8Array): Promise<void> | undefined {
+/**
+ * Writes a chunk, waiting for 'drain' when the socket buffer is full (backpressure); with
+ * `stallMs`, a drain that does not come within it destroys the response and rejects (`LIMIT_EXCEEDED`).
+ */
+export function write(res: ServerResponse, chunk: string | Uint8Array, stallMs?: number): Promise<void> | undefined {
   if (res.write(chunk)) return undefined;
-  return new Promise<void>((resolve) => {
+  return new Promise<void>((resolve, reject) => {
+    // A client that stops reading (TCP window full) would hold the request, its session slot and
+    // the engine forever: no drain within `stallMs` cuts the response (README server limits, idle).
+    const timer =
+      stallMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            res.off('drain', done);
+            res.off('close', done);
+            res.destroy();
+            reject(new VoicewireError('LIMIT_EXCEEDED', `the client read nothing for ${stallMs / 1000} s`));
+          }, stallMs);
     const done = (): void => {
+      clearTimeout(timer);
       res.off('drain', done);
       res.off('close', done);
       resolve();

@@ -16,6 +16,7 @@ import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, type Engine
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
 import { authenticate } from './auth.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
+import { timedSttEngine, timedTtsEngine } from './engine-timeout.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
 import { SessionTracker } from './sessions.js';
 import { Router } from './router.js';
@@ -100,8 +101,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     version: options.version ?? '0.0.0',
     startedAt: Date.now(),
     engineContext,
-    ttsEngine: (who) => meteredTtsEngine(ctx, who, tts.create(engineContext(who.org.id))),
-    sttEngine: (who) => meteredSttEngine(ctx, who, stt.create(engineContext(who.org.id))),
+    ttsEngine: (who) => meteredTtsEngine(ctx, who, timedTtsEngine(tts.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
+    sttEngine: (who) => meteredSttEngine(ctx, who, timedSttEngine(stt.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
     // `allowToken`: the route takes `?token=` as TTS does (service-api.md §5.2) — voicewire's extension
     // for the routes its web page calls, since a browser cannot set a WebSocket's headers.
     auth: (req, o = {}) =>
@@ -113,7 +114,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   if (config.coreUrl === null) modules.push(usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes);
   const router = new Router(modules);
   const page = createPageHandler(options.pageDir === undefined ? defaultPageDir() : options.pageDir);
-  const forward = config.coreUrl === null ? null : createForwarder(config.coreUrl);
+  const forward = config.coreUrl === null ? null : createForwarder(config.coreUrl, config.limits.upstreamTimeoutMs);
 
   const scopeOf = (req: IncomingMessage, path: string, params: Record<string, string>): RequestScope => {
     const requestId = randomUUID();
@@ -161,11 +162,16 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     }
   };
 
-  const http: Server = createServer({ headersTimeout: config.limits.headersTimeoutMs, requestTimeout: config.limits.requestTimeoutMs }, (req, res) => {
+  // node:http checks both timeouts only every connectionsCheckingInterval (default 30 s, so a
+  // slowloris peer held a socket up to 30 s past them): check at least every second.
+  const checkMs = Math.max(50, Math.min(1000, config.limits.headersTimeoutMs / 4));
+  const http: Server = createServer({ headersTimeout: config.limits.headersTimeoutMs, requestTimeout: config.limits.requestTimeoutMs, connectionsCheckingInterval: checkMs }, (req, res) => {
     void onRequest(req, res);
   });
-  // ws's own cap (close 1009, no message) stays above the limit the sessions check with an error message first.
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024 });
+  // ws's own cap stays above the limit the sessions check, so frames past the limit are read only
+  // up to it; either way the session answers with its error first (src/node/ws-session.ts).
+  // UTF-8 is checked by the session's parser (an `error` 1008 naming it, §7.3), not by ws (a bare close 1007).
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024, skipUTF8Validation: true });
   http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.startsWith(`${API}/`) ? url.pathname.slice(API.length) : null;

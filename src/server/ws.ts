@@ -2,7 +2,8 @@
  * The WebSocket side of the routes: authenticate on the upgraded socket (frames wait: the socket
  * is paused until the session is attached, so a client that pipelines setup and data before
  * `ready` loses nothing), count the session, attach the runner (src/node/ws-session.ts), and
- * enforce the per-socket limits: session duration, idle time, pings for dead peers (§5.6, §7.3).
+ * enforce the per-socket limits: session duration, idle time, pings for dead peers, unsent bytes
+ * of a peer that does not read (§5.6, §7.3).
  */
 import type { IncomingMessage } from 'node:http';
 import type { WebSocket } from 'ws';
@@ -69,7 +70,15 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
             timedFirst = true;
             histogram.observe({ route: options.route }, (performance.now() - firstFrameAt) / 1000);
           }
-          return transport.send(text);
+          const r = transport.send(text);
+          // A peer that does not read (TCP window full) would have the engine's output pile up
+          // here: past the cap it is cut (no close frame: it would queue behind what it does not read).
+          if (ws.bufferedAmount > limits.maxBufferedBytes && ws.readyState === ws.OPEN) {
+            log.info({ route: options.route, buffered: ws.bufferedAmount }, 'peer does not read: terminated');
+            ctx.metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
+            ws.terminate();
+          }
+          return r;
         },
       };
       return options.create(who, {
@@ -95,6 +104,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
         }
         return true;
       },
+      oversizeFrameError: () => new VoicewireError('LIMIT_EXCEEDED', `message is over the limit of ${limits.maxFrameBytes} bytes`),
     },
   );
 

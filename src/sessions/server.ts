@@ -862,6 +862,12 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
   }
 
   private runTags(d: TtsDriver, events: readonly TagEvent[]): MaybePromise<void> {
+    // A long text goes to the engine in pieces cut at spaces, each a call of its own behind the
+    // gate: an engine emits a call's audio at once, so without the cut one long message would be
+    // synthesized whole however slowly the client reads (memory linear in the text, not bounded).
+    if (events.some((e) => e.type === 'text' && e.text.length > ENGINE_TEXT_PIECE)) {
+      events = events.flatMap((e) => (e.type === 'text' && e.text.length > ENGINE_TEXT_PIECE ? splitAtSpaces(e.text, ENGINE_TEXT_PIECE).map((text) => ({ type: 'text' as const, text })) : [e]));
+    }
     const s = d.stream!;
     const run = (e: TagEvent): MaybePromise<void> => {
       if (d.closed) return undefined;
@@ -921,4 +927,21 @@ export function createTtsServerSession(options: TtsServerSessionOptions): Server
   objectArg(options, 'createTtsServerSession: options');
   objectArg(options.engine, 'createTtsServerSession: options.engine');
   return new TtsServerRunner(options);
+}
+
+/** Longest text handed to a TTS engine in one call, characters (a longer message is cut at spaces). */
+const ENGINE_TEXT_PIECE = 256;
+
+/** `text` in pieces of at most `max` characters, each ending after a space where one is near (a word longer than `max` is cut). */
+function splitAtSpaces(text: string, max: number): string[] {
+  const pieces: string[] = [];
+  let at = 0;
+  while (text.length - at > max) {
+    const space = text.lastIndexOf(' ', at + max - 1);
+    const end = space > at ? space + 1 : at + max;
+    pieces.push(text.slice(at, end));
+    at = end;
+  }
+  if (at < text.length) pieces.push(text.slice(at));
+  return pieces;
 }

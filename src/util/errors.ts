@@ -114,6 +114,8 @@ export const ERROR_CODES = {
   NOT_FOUND: { description: 'No such route or resource (404 JSON `{"detail":"Not Found"}`).', httpStatus: 404 },
   RESIDENCY_DENIED: { description: 'The organization is pinned to another region than this server\'s --region (403, before the body is read).', httpStatus: 403 },
   FORWARD_FAILED: { description: 'The core API (--core-url) could not be reached (502).', httpStatus: 502 },
+  FORWARD_TIMEOUT: { description: 'The core API (--core-url) did not answer within the upstream timeout (504).', httpStatus: 504 },
+  ENGINE_TIMEOUT: { description: 'A speech engine call (open, text, flush, end, push) took longer than the engine timeout; that request ends, the others go on.', closeCode: 1011 },
 
   // --- engines --------------------------------------------------------------------------
   ENGINE_UNAVAILABLE: { description: 'A speech engine is not installed here (the message names the npm or Debian package to install).', closeCode: 1011, httpStatus: 503 },

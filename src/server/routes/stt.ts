@@ -38,7 +38,7 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
         timed = true;
         ctx.metrics.timeToFirstText.observe({ route: 'stt_post' }, (performance.now() - started) / 1000);
       }
-      await write(res, r.value);
+      await write(res, r.value, ctx.config.limits.idleSeconds * 1000);
     }
     res.end();
     log.info({ route: 'stt_post', ms: Math.round(performance.now() - started) }, 'stt done');

@@ -45,7 +45,7 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
     ctx.metrics.timeToFirstAudio.observe({ route: 'tts_post' }, (performance.now() - started) / 1000);
     res.writeHead(200, { 'content-type': body.only_audio ? audioContentType(body.output_format) : 'application/x-ndjson', 'x-request-id': scope.requestId });
     try {
-      for (let r = first; !r.done; r = await it.next()) await write(res, r.value);
+      for (let r = first; !r.done; r = await it.next()) await write(res, r.value, ctx.config.limits.idleSeconds * 1000);
     } catch (err) {
       // Raw audio has no in-stream error form: the response is cut (the client sees a broken body).
       log.warn({ route: 'tts_post', error: (err as Error).message }, 'raw audio response aborted');

@@ -1,0 +1,55 @@
+/**
+ * A per-call time limit on engines: a call (open, text, pause, flush, end; push) that does not
+ * settle within `ms` fails that request with `ENGINE_TIMEOUT` (1011, service-api.md §7.3), so a hung
+ * model cannot hold a session, its credits or a drain forever (issue 16 "Faults"). The runner then
+ * closes the stream; a late result of the hung call is ignored.
+ */
+import { VoicewireError } from '../util/errors.js';
+import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from '../sessions/engine.js';
+
+function timed<T>(what: string, ms: number, call: () => MaybePromise<T>, late?: (value: T) => void): MaybePromise<T> {
+  const r = call();
+  // Synchronous engines (tone) pay no timer.
+  if (!(r instanceof Promise)) return r;
+  let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(new VoicewireError('ENGINE_TIMEOUT', `engine ${what} took longer than ${ms / 1000} s`));
+    }, ms);
+  });
+  // A stream that opens after its open timed out is closed at once (nobody else holds it).
+  r.then((v) => timedOut && late?.(v), () => undefined);
+  return Promise.race([r, limit]).finally(() => clearTimeout(timer));
+}
+
+/** Wraps a TTS engine so each call settles within `ms`. */
+export function timedTtsEngine(inner: TtsEngine, ms: number): TtsEngine {
+  return {
+    async open(config, emit) {
+      const s = await timed('open', ms, () => inner.open(config, emit), (late) => late.close());
+      const stream: TtsEngineStream = {
+        info: s.info,
+        text: (text) => timed('text', ms, () => s.text(text)),
+        pause: (seconds) => timed('pause', ms, () => s.pause(seconds)),
+        flush: () => timed('flush', ms, () => s.flush()),
+        end: () => timed('end', ms, () => s.end()),
+        close: () => s.close(),
+      };
+      return stream;
+    },
+  };
+}
+
+/** Wraps an STT engine so each call settles within `ms`. */
+export function timedSttEngine(inner: SttEngine, ms: number): SttEngine {
+  return {
+    async open(config, emit) {
+      const s = await timed('open', ms, () => inner.open(config, emit), (late) => late.close());
+      const stream: SttEngineStream = { info: s.info, push: (frame) => timed('push', ms, () => s.push(frame)), close: () => s.close() };
+      if (s.end) stream.end = () => timed('end', ms, () => s.end!());
+      return stream;
+    },
+  };
+}
