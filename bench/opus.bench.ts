@@ -35,6 +35,9 @@ const packets20 = frames(ONE_S, 960); // 50 packets
 const buffers20 = packets20.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength));
 
 const groups: GroupResult[] = [];
+/** `OPUS_BENCH=backends,demux` runs only those sections (all by default): backends, wrapper, latency, demux, live. */
+const only = process.env.OPUS_BENCH?.split(',');
+const section = (name: string): boolean => only === undefined || only.includes(name);
 const summary: Record<string, unknown> = {};
 let sink = 0;
 let k = 0;
@@ -74,7 +77,9 @@ function interleaved(label: string, cases: { name: string; fn: () => void }[], r
 }
 
 const native = nativeOpusBackend();
-if (native === undefined) {
+if (!section('backends')) {
+  // skipped
+} else if (native === undefined) {
   console.log('\n@evan/opus is not installed here: the native backend is skipped');
 } else {
   type EvanCodec = { encode(b: ArrayBufferView): Uint8Array; decode(b: ArrayBufferView): Uint8Array };
@@ -101,20 +106,24 @@ if (native === undefined) {
   // Decode 10 s per stream, so a stream's set-up (a pooled decoder, its reset) weighs as in a real upload.
   const TEN_S = audio(10);
   const ogg = encodeOggOpus(TEN_S);
-  const rawPackets = (() => {
-    const e = new OpusEncoder();
-    const out = Array.from({ length: 500 }, (_, i) => e.encode(TEN_S.subarray(i * 960, (i + 1) * 960)));
-    e.destroy();
-    return out;
-  })();
+  // The raw APIs decode the very packets of that file (a fresh encoder's packets differ, and so
+  // does their decode time): the comparison is then of the layers around libopus alone.
+  const rawPackets: Uint8Array[] = [];
+  {
+    const r = new OggPacketReader();
+    for (const g of r.push(ogg)) for (const p of g.packets) rawPackets.push(p.slice());
+    r.flush();
+    rawPackets.splice(0, 2); // OpusHead, OpusTags
+  }
   const rawBufs = rawPackets.map((p) => Buffer.from(p));
   const evanDec = new evan.Decoder({ channels: 1, sample_rate: 48000 });
   const osDec1 = new OpusScript(48000, 1, OpusScript.Application.AUDIO);
   const oggDecode = (backend: 'wasm' | typeof native) => () => {
+    // The libopus decoder is made when OpusHead is read, inside push: keep the choice until then.
     setOpusBackend(backend);
     const d = new OggOpusDecoder();
-    setOpusBackend(undefined);
     for (const c of d.push(ogg)) sink += c.length;
+    setOpusBackend(undefined);
     d.flush();
   };
   summary['backendsDecode'] = interleaved('decode 10 s, 48 kHz mono, 20 ms packets (Ogg: the whole 10 s file, CRC, pre-skip, trim)', [
@@ -126,6 +135,7 @@ if (native === undefined) {
   setOpusBackend('wasm');
 }
 
+if (section('wrapper')) {
 // --- encode / decode beside opusscript ------------------------------------------------------------
 
 const vwEnc = new OpusEncoder();
@@ -255,7 +265,9 @@ summary['latency'] = {
   decode20_opusscript: percentiles('decode 20 ms, opusscript', (i) => void osDec.decode(encodedBuffers[i % 50]!)),
   oggPush80_voicewire: percentiles('OggOpusEncoder.push 80 ms frame (= 1 page)', (i) => void oggEnc.push(frames80[i % 12]!), 1000),
 };
+}
 
+if (section('demux')) {
 // --- Ogg demux beside prism-media ------------------------------------------------------------------
 
 const ogg60s = encodeOggOpus(audio(60));
@@ -279,24 +291,23 @@ function ourPackets(data: Uint8Array, chunk: number): number {
   return n;
 }
 const ogg60Buf = Buffer.from(ogg60s);
+const demux: Record<string, unknown> = {};
 for (const chunk of [ogg60s.length, 4096]) {
-  groups.push(
-    runGroup(
-      `Ogg demux, 60 s Ogg Opus (${(ogg60s.length / 1024).toFixed(0)} KB) in ${chunk === ogg60s.length ? 'one chunk' : '4 KB chunks'}`,
-      [
-        { name: 'voicewire OggPacketReader (CRC checked)', fn: () => void (sink += ourPackets(ogg60s, chunk)) },
-        { name: 'prism-media OggDemuxer (no CRC)', fn: () => void (sink += prismPackets(ogg60Buf, chunk)) },
-      ],
-      60,
-    ),
-  );
+  const how = chunk === ogg60s.length ? 'one chunk' : '4 KB chunks';
+  demux[how] = interleaved(`Ogg demux, 60 s Ogg Opus (${(ogg60s.length / 1024).toFixed(0)} KB) in ${how}`, [
+    { name: 'prism-media OggDemuxer (no CRC)', fn: () => void (sink += prismPackets(ogg60Buf, chunk)) },
+    { name: 'voicewire OggPacketReader (CRC checked)', fn: () => void (sink += ourPackets(ogg60s, chunk)) },
+  ], Number(process.env.BENCH_ROUNDS ?? 201));
 }
+summary['demux'] = demux;
 const span = readFileSync(new URL('../fixtures/opus/opusenc_tags2pages.opus', import.meta.url));
 const spanOurs = ourPackets(new Uint8Array(span), span.length);
 const spanPrism = prismPackets(span, span.length);
 console.log(`\nOpusTags spanning two pages (fixtures/opus/opusenc_tags2pages.opus): voicewire reads ${spanOurs} packets, prism-media OggDemuxer ${spanPrism} (it stalls on the continued packet)`);
 summary['spanningPackets'] = { voicewire: spanOurs, prismMedia: spanPrism };
+}
 
+if (section('live')) {
 // --- live instances --------------------------------------------------------------------------------
 
 const frame = packets20[10]!;
@@ -339,5 +350,6 @@ const frame = packets20[10]!;
   summary['liveOpusscript'] = { working, failure };
 }
 
+}
 console.log(`\n(sink ${sink})`);
 save('opus', { groups, ...summary });

@@ -598,6 +598,8 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
   private readonly ignored = new Set<number>();
   private pendingError: VoicewireError | undefined;
   private failure: VoicewireError | undefined;
+  /** Used up by `flush()` (a flag, not an Error: building one costs its stack trace on every stream). */
+  private flushed = false;
 
   constructor(options: OggPacketReaderOptions = {}) {
     options = checkReaderOptions(options, 'OggPacketReader');
@@ -650,7 +652,7 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
       throw this.failure;
     }
     this.streams.clear();
-    this.failure = new VoicewireError('INVALID_STATE', 'OggPacketReader was flushed');
+    this.flushed = true;
     return [];
   }
 
@@ -665,10 +667,8 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
       this.pendingError = undefined;
       throw err;
     }
-    if (this.failure) {
-      const after = this.failure.code === 'INVALID_STATE' ? 'flush()' : `an error (${this.failure.code})`;
-      throw new VoicewireError('INVALID_STATE', `OggPacketReader cannot be used after ${after}`, { cause: this.failure });
-    }
+    if (this.failure) throw new VoicewireError('INVALID_STATE', `OggPacketReader cannot be used after an error (${this.failure.code})`, { cause: this.failure });
+    if (this.flushed) throw new VoicewireError('INVALID_STATE', 'OggPacketReader cannot be used after flush()');
   }
 
   private handlePages(pages: OggPage[]): OggPagePackets[] {
