@@ -237,6 +237,23 @@ function overhead(label: string, ours: () => void, theirs: () => void, rounds = 
 console.log('\noverhead beside opusscript (interleaved rounds of 1 s)');
 summary['overhead'] = {
   encode: overhead('encode 50 × 20 ms', () => { for (const p of packets20) sink += vwEnc.encode(p).length; }, () => { for (const b of buffers20) sink += osEnc.encode(b, 960).length; }),
+  // A long-lived wasm encoder's speed swings up to 3x with its history (the same input, the same
+  // settings; cause not established, float denormals in libopus' state are one candidate, as
+  // wasm cannot flush them to zero). Fresh encoders, on the same 1 s each round, compare the
+  // wrappers alone.
+  encodeFresh: overhead(
+    'encode 50 × 20 ms, fresh encoders each round',
+    () => {
+      const e = new OpusEncoder();
+      for (const p of packets20) sink += e.encode(p).length;
+      e.destroy();
+    },
+    () => {
+      const e = new OpusScript(48000, 1, OpusScript.Application.AUDIO);
+      for (const b of buffers20) sink += e.encode(b, 960).length;
+      e.delete();
+    },
+  ),
   decode: overhead('decode 50 × 20 ms', () => { for (const p of encodedPackets) sink += vwDec.decode(p).length; }, () => { for (const b of encodedBuffers) sink += osDec.decode(b).length; }),
 };
 
