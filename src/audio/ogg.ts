@@ -11,7 +11,7 @@
  * Header type bits: 0x01 continued packet, 0x02 beginning of stream (BOS), 0x04 end of stream (EOS).
  */
 import { ByteQueue, concatChunks, describe, toBytes } from '../util/bytes.js';
-import { oggCrc32, oggCrc32Prefix, oggCrc32Shift, oggCrc32Zeros } from './crc32.js';
+import { oggCrc32, oggCrc32Prefix, oggCrc32Shift, oggPageCrc } from './crc32.js';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import type { Incremental } from '../util/stream-core.js';
 
@@ -463,9 +463,7 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
     let crc: number;
     if (computed === undefined) {
       // RFC 3533 §6: the CRC is computed over the whole page with the CRC field set to zero.
-      crc = oggCrc32(bytes, 0, 0, 22);
-      crc = oggCrc32Zeros(crc);
-      crc = oggCrc32(bytes, crc, 26, bytes.length);
+      crc = oggPageCrc(bytes);
     } else {
       crc = computed;
     }

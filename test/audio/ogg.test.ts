@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { oggCrc32 } from '../../src/audio/crc32.js';
+import { oggCrc32, oggPageCrc } from '../../src/audio/crc32.js';
 import { OggPacketReader, OggPageReader, OggPageWriter, buildOggPage, type OggPage, type OggPagePackets, type OggWarning } from '../../src/audio/ogg.js';
 import { VoicewireError } from '../../src/util/errors.js';
 import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
@@ -86,9 +86,22 @@ describe('oggCrc32 (RFC 3533 §6)', () => {
     for (const p of naivePages(TAGS2)) {
       const page = TAGS2.slice(p.offset, p.offset + 27 + p.lacing.length + p.body.length);
       const stored = new DataView(page.buffer).getUint32(22, true);
+      expect(oggPageCrc(page)).toBe(stored); // the field is taken as zero, whatever it holds
       page.fill(0, 22, 26);
       expect(oggCrc32(page)).toBe(stored);
     }
+  });
+
+  it('oggPageCrc equals the bit-by-bit reference over the page with its CRC field zeroed', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 27, maxLength: 700 }), (page) => {
+        const zeroed = page.slice();
+        zeroed.fill(0, 22, 26);
+        expect(oggPageCrc(page)).toBe(naiveCrc(zeroed));
+      }),
+      { numRuns: 200 },
+    );
+    expectError(() => oggPageCrc(new Uint8Array(26)), 'INVALID_ARGUMENT');
   });
 });
 
