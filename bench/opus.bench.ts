@@ -50,8 +50,8 @@ interface Spread {
   p90: number;
 }
 /**
- * Runs every case once per round (the order rotated each round), `rounds` times; returns, per
- * case, the median and 10th–90th percentile of its per-round time ratio to the first case.
+ * Runs every case once per round (the order rotated each round), `rounds` times, timing process
+ * CPU time; returns, per case, the median and 10th–90th percentile of its per-round time ratio to the first case.
  */
 function interleaved(label: string, cases: { name: string; fn: () => void }[], rounds = Number(process.env.BENCH_ROUNDS ?? 61)): Record<string, Spread & { medianUs: number }> {
   for (let i = 0; i < 5; i++) for (const c of cases) c.fn();
@@ -59,9 +59,12 @@ function interleaved(label: string, cases: { name: string; fn: () => void }[], r
   for (let r = 0; r < rounds; r++) {
     for (let j = 0; j < cases.length; j++) {
       const i = (j + r) % cases.length;
-      const t0 = process.hrtime.bigint();
+      // Process CPU time (µs resolution): on a shared machine, wall time also counts the rounds
+      // this process spent descheduled, which decided many ratios' spread.
+      const t0 = process.cpuUsage();
       cases[i]!.fn();
-      times[i]!.push(Number(process.hrtime.bigint() - t0));
+      const u = process.cpuUsage(t0);
+      times[i]!.push((u.user + u.system) * 1000);
     }
   }
   const q = (xs: number[], f: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * f))]!;
