@@ -106,6 +106,17 @@ describe('oggCrc32 (RFC 3533 §6)', () => {
 });
 
 describe('OggPageReader', () => {
+  it('reads back every header field as written: any int64 granule (-1 included), serial and sequence up to 2^32 - 1', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), fc.nat({ max: 0xffffffff }), fc.nat({ max: 0xffffffff }), fc.nat({ max: 7 }), (granule, serial, sequence, headerType) => {
+        const page = buildOggPage({ headerType, granule, serial, sequence, segments: [3], body: new Uint8Array([1, 2, 3]) });
+        const [read] = new OggPageReader().push(page);
+        expect(read).toMatchObject({ granule, serial, sequence, headerType });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('reads the pages of opusenc files exactly as a reference parser does', () => {
     for (const file of [OPUSENC, TAGS2]) {
       const ref = naivePages(file);
