@@ -35,6 +35,9 @@ const packets20 = frames(ONE_S, 960); // 50 packets
 const buffers20 = packets20.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength));
 
 const groups: GroupResult[] = [];
+/** `OPUS_BENCH=backends,demux` runs only those sections (all by default): backends, wrapper, latency, demux, live. */
+const only = process.env.OPUS_BENCH?.split(',');
+const section = (name: string): boolean => only === undefined || only.includes(name);
 const summary: Record<string, unknown> = {};
 let sink = 0;
 let k = 0;
@@ -47,8 +50,8 @@ interface Spread {
   p90: number;
 }
 /**
- * Runs every case once per round (the order rotated each round), `rounds` times; returns, per
- * case, the median and 10th–90th percentile of its per-round time ratio to the first case.
+ * Runs every case once per round (the order rotated each round), `rounds` times, timing process
+ * CPU time; returns, per case, the median and 10th–90th percentile of its per-round time ratio to the first case.
  */
 function interleaved(label: string, cases: { name: string; fn: () => void }[], rounds = Number(process.env.BENCH_ROUNDS ?? 61)): Record<string, Spread & { medianUs: number }> {
   for (let i = 0; i < 5; i++) for (const c of cases) c.fn();
@@ -56,9 +59,12 @@ function interleaved(label: string, cases: { name: string; fn: () => void }[], r
   for (let r = 0; r < rounds; r++) {
     for (let j = 0; j < cases.length; j++) {
       const i = (j + r) % cases.length;
-      const t0 = process.hrtime.bigint();
+      // Process CPU time (µs resolution): on a shared machine, wall time also counts the rounds
+      // this process spent descheduled, which decided many ratios' spread.
+      const t0 = process.cpuUsage();
       cases[i]!.fn();
-      times[i]!.push(Number(process.hrtime.bigint() - t0));
+      const u = process.cpuUsage(t0);
+      times[i]!.push((u.user + u.system) * 1000);
     }
   }
   const q = (xs: number[], f: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * f))]!;
@@ -74,7 +80,9 @@ function interleaved(label: string, cases: { name: string; fn: () => void }[], r
 }
 
 const native = nativeOpusBackend();
-if (native === undefined) {
+if (!section('backends')) {
+  // skipped
+} else if (native === undefined) {
   console.log('\n@evan/opus is not installed here: the native backend is skipped');
 } else {
   type EvanCodec = { encode(b: ArrayBufferView): Uint8Array; decode(b: ArrayBufferView): Uint8Array };
@@ -101,20 +109,24 @@ if (native === undefined) {
   // Decode 10 s per stream, so a stream's set-up (a pooled decoder, its reset) weighs as in a real upload.
   const TEN_S = audio(10);
   const ogg = encodeOggOpus(TEN_S);
-  const rawPackets = (() => {
-    const e = new OpusEncoder();
-    const out = Array.from({ length: 500 }, (_, i) => e.encode(TEN_S.subarray(i * 960, (i + 1) * 960)));
-    e.destroy();
-    return out;
-  })();
+  // The raw APIs decode the very packets of that file (a fresh encoder's packets differ, and so
+  // does their decode time): the comparison is then of the layers around libopus alone.
+  const rawPackets: Uint8Array[] = [];
+  {
+    const r = new OggPacketReader();
+    for (const g of r.push(ogg)) for (const p of g.packets) rawPackets.push(p.slice());
+    r.flush();
+    rawPackets.splice(0, 2); // OpusHead, OpusTags
+  }
   const rawBufs = rawPackets.map((p) => Buffer.from(p));
   const evanDec = new evan.Decoder({ channels: 1, sample_rate: 48000 });
   const osDec1 = new OpusScript(48000, 1, OpusScript.Application.AUDIO);
   const oggDecode = (backend: 'wasm' | typeof native) => () => {
+    // The libopus decoder is made when OpusHead is read, inside push: keep the choice until then.
     setOpusBackend(backend);
     const d = new OggOpusDecoder();
-    setOpusBackend(undefined);
     for (const c of d.push(ogg)) sink += c.length;
+    setOpusBackend(undefined);
     d.flush();
   };
   summary['backendsDecode'] = interleaved('decode 10 s, 48 kHz mono, 20 ms packets (Ogg: the whole 10 s file, CRC, pre-skip, trim)', [
@@ -126,6 +138,7 @@ if (native === undefined) {
   setOpusBackend('wasm');
 }
 
+if (section('wrapper')) {
 // --- encode / decode beside opusscript ------------------------------------------------------------
 
 const vwEnc = new OpusEncoder();
@@ -208,9 +221,10 @@ function overhead(label: string, ours: () => void, theirs: () => void, rounds = 
   }
   const ratios: number[] = [];
   const time = (f: () => void): number => {
-    const t0 = process.hrtime.bigint();
+    const t0 = process.cpuUsage(); // CPU time: see interleaved()
     f();
-    return Number(process.hrtime.bigint() - t0);
+    const u = process.cpuUsage(t0);
+    return u.user + u.system;
   };
   for (let r = 0; r < rounds; r++) {
     // Alternate which runs first, so neither always pays for the other's garbage.
@@ -227,6 +241,23 @@ function overhead(label: string, ours: () => void, theirs: () => void, rounds = 
 console.log('\noverhead beside opusscript (interleaved rounds of 1 s)');
 summary['overhead'] = {
   encode: overhead('encode 50 × 20 ms', () => { for (const p of packets20) sink += vwEnc.encode(p).length; }, () => { for (const b of buffers20) sink += osEnc.encode(b, 960).length; }),
+  // A long-lived wasm encoder's speed swings up to 3x with its history (the same input, the same
+  // settings; cause not established, float denormals in libopus' state are one candidate, as
+  // wasm cannot flush them to zero). Fresh encoders, on the same 1 s each round, compare the
+  // wrappers alone.
+  encodeFresh: overhead(
+    'encode 50 × 20 ms, fresh encoders each round',
+    () => {
+      const e = new OpusEncoder();
+      for (const p of packets20) sink += e.encode(p).length;
+      e.destroy();
+    },
+    () => {
+      const e = new OpusScript(48000, 1, OpusScript.Application.AUDIO);
+      for (const b of buffers20) sink += e.encode(b, 960).length;
+      e.delete();
+    },
+  ),
   decode: overhead('decode 50 × 20 ms', () => { for (const p of encodedPackets) sink += vwDec.decode(p).length; }, () => { for (const b of encodedBuffers) sink += osDec.decode(b).length; }),
 };
 
@@ -255,7 +286,9 @@ summary['latency'] = {
   decode20_opusscript: percentiles('decode 20 ms, opusscript', (i) => void osDec.decode(encodedBuffers[i % 50]!)),
   oggPush80_voicewire: percentiles('OggOpusEncoder.push 80 ms frame (= 1 page)', (i) => void oggEnc.push(frames80[i % 12]!), 1000),
 };
+}
 
+if (section('demux')) {
 // --- Ogg demux beside prism-media ------------------------------------------------------------------
 
 const ogg60s = encodeOggOpus(audio(60));
@@ -279,24 +312,24 @@ function ourPackets(data: Uint8Array, chunk: number): number {
   return n;
 }
 const ogg60Buf = Buffer.from(ogg60s);
+const demux: Record<string, unknown> = {};
 for (const chunk of [ogg60s.length, 4096]) {
-  groups.push(
-    runGroup(
-      `Ogg demux, 60 s Ogg Opus (${(ogg60s.length / 1024).toFixed(0)} KB) in ${chunk === ogg60s.length ? 'one chunk' : '4 KB chunks'}`,
-      [
-        { name: 'voicewire OggPacketReader (CRC checked)', fn: () => void (sink += ourPackets(ogg60s, chunk)) },
-        { name: 'prism-media OggDemuxer (no CRC)', fn: () => void (sink += prismPackets(ogg60Buf, chunk)) },
-      ],
-      60,
-    ),
-  );
+  const how = chunk === ogg60s.length ? 'one chunk' : '4 KB chunks';
+  demux[how] = interleaved(`Ogg demux, 60 s Ogg Opus (${(ogg60s.length / 1024).toFixed(0)} KB) in ${how}`, [
+    // Five files a round: one (0.7 ms) is shorter than the GC pauses that would decide its ratio.
+    { name: 'prism-media OggDemuxer (no CRC), 5 files', fn: () => { for (let i = 0; i < 5; i++) sink += prismPackets(ogg60Buf, chunk); } },
+    { name: 'voicewire OggPacketReader (CRC checked), 5 files', fn: () => { for (let i = 0; i < 5; i++) sink += ourPackets(ogg60s, chunk); } },
+  ], Number(process.env.BENCH_ROUNDS ?? 201));
 }
+summary['demux'] = demux;
 const span = readFileSync(new URL('../fixtures/opus/opusenc_tags2pages.opus', import.meta.url));
 const spanOurs = ourPackets(new Uint8Array(span), span.length);
 const spanPrism = prismPackets(span, span.length);
 console.log(`\nOpusTags spanning two pages (fixtures/opus/opusenc_tags2pages.opus): voicewire reads ${spanOurs} packets, prism-media OggDemuxer ${spanPrism} (it stalls on the continued packet)`);
 summary['spanningPackets'] = { voicewire: spanOurs, prismMedia: spanPrism };
+}
 
+if (section('live')) {
 // --- live instances --------------------------------------------------------------------------------
 
 const frame = packets20[10]!;
@@ -339,5 +372,6 @@ const frame = packets20[10]!;
   summary['liveOpusscript'] = { working, failure };
 }
 
+}
 console.log(`\n(sink ${sink})`);
 save('opus', { groups, ...summary });

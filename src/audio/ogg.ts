@@ -11,7 +11,7 @@
  * Header type bits: 0x01 continued packet, 0x02 beginning of stream (BOS), 0x04 end of stream (EOS).
  */
 import { ByteQueue, concatChunks, describe, toBytes } from '../util/bytes.js';
-import { oggCrc32, oggCrc32Prefix, oggCrc32Shift, oggCrc32Zeros } from './crc32.js';
+import { oggCrc32, oggCrc32Prefix, oggCrc32Shift, oggPageCrc } from './crc32.js';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import type { Incremental } from '../util/stream-core.js';
 
@@ -128,6 +128,23 @@ const S_FAILED = 4;
 
 /** "OggS", the capture pattern (RFC 3533 §6). */
 const CAPTURE = [0x4f, 0x67, 0x67, 0x53] as const;
+
+/** A little-endian u32 of a page header (RFC 3533 §6: every field is little-endian). */
+function u32le(b: Uint8Array, at: number): number {
+  return (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
+}
+
+/** Eight bytes seen as an int64 of this platform's byte order: the granule without a DataView per page. */
+const GRANULE_BYTES = new Uint8Array(8);
+const GRANULE = new BigInt64Array(GRANULE_BYTES.buffer);
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** The page's granule position (bytes 6–13, a signed little-endian int64; -1 means none). */
+function granuleOf(b: Uint8Array): bigint {
+  if (!LITTLE_ENDIAN) return new DataView(b.buffer, b.byteOffset, b.byteLength).getBigInt64(6, true);
+  for (let k = 0; k < 8; k++) GRANULE_BYTES[k] = b[6 + k]!;
+  return GRANULE[0]!;
+}
 
 /**
  * Reads Ogg pages from bytes pushed in chunks of any size (an explicit state machine over a
@@ -458,19 +475,16 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
   /** Verifies the CRC (computed here unless given); returns the page, or undefined when it failed and bad pages are skipped. */
   private checkPage(bytes: Uint8Array, computed?: number): OggPage | undefined {
     const n = bytes[26]!;
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const stored = view.getUint32(22, true);
+    const stored = u32le(bytes, 22);
     let crc: number;
     if (computed === undefined) {
       // RFC 3533 §6: the CRC is computed over the whole page with the CRC field set to zero.
-      crc = oggCrc32(bytes, 0, 0, 22);
-      crc = oggCrc32Zeros(crc);
-      crc = oggCrc32(bytes, crc, 26, bytes.length);
+      crc = oggPageCrc(bytes);
     } else {
       crc = computed;
     }
-    const serial = view.getUint32(14, true);
-    const sequence = view.getUint32(18, true);
+    const serial = u32le(bytes, 14);
+    const sequence = u32le(bytes, 18);
     if (crc !== stored) {
       const message = `Ogg page at byte ${this.position} (serial ${serial}, sequence ${sequence}) fails its CRC: stored 0x${stored.toString(16).padStart(8, '0')}, computed 0x${crc.toString(16).padStart(8, '0')}`;
       if (this.strict) throw new VoicewireError('OGG_CRC_MISMATCH', message, { details: { offset: this.position, serial, sequence } });
@@ -484,7 +498,7 @@ export class OggPageReader implements Incremental<Uint8Array, OggPage> {
       continued: (headerType & OGG_CONTINUED) !== 0,
       bos: (headerType & OGG_BOS) !== 0,
       eos: (headerType & OGG_EOS) !== 0,
-      granule: view.getBigInt64(6, true),
+      granule: granuleOf(bytes),
       serial,
       sequence,
       segments: bytes.subarray(OGG_HEADER_SIZE, OGG_HEADER_SIZE + n),
@@ -598,6 +612,8 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
   private readonly ignored = new Set<number>();
   private pendingError: VoicewireError | undefined;
   private failure: VoicewireError | undefined;
+  /** Used up by `flush()` (a flag, not an Error: building one costs its stack trace on every stream). */
+  private flushed = false;
 
   constructor(options: OggPacketReaderOptions = {}) {
     options = checkReaderOptions(options, 'OggPacketReader');
@@ -650,7 +666,7 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
       throw this.failure;
     }
     this.streams.clear();
-    this.failure = new VoicewireError('INVALID_STATE', 'OggPacketReader was flushed');
+    this.flushed = true;
     return [];
   }
 
@@ -665,10 +681,8 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
       this.pendingError = undefined;
       throw err;
     }
-    if (this.failure) {
-      const after = this.failure.code === 'INVALID_STATE' ? 'flush()' : `an error (${this.failure.code})`;
-      throw new VoicewireError('INVALID_STATE', `OggPacketReader cannot be used after ${after}`, { cause: this.failure });
-    }
+    if (this.failure) throw new VoicewireError('INVALID_STATE', `OggPacketReader cannot be used after an error (${this.failure.code})`, { cause: this.failure });
+    if (this.flushed) throw new VoicewireError('INVALID_STATE', 'OggPacketReader cannot be used after flush()');
   }
 
   private handlePages(pages: OggPage[]): OggPagePackets[] {

@@ -8,6 +8,11 @@
  * JS wrapper: `encode`/`decode` write into one buffer the addon owns and return the length, and
  * the wrapper's `slice` of that buffer is a copy we do not need (we copy once, into the caller's
  * array). The addon reads Int16 PCM straight from the caller's array (no copy in).
+ * That package's `node/index.js` (loaded by its main entry, `require('@evan/opus')`) replaces the
+ * addon's `Encoder`/`Decoder` exports in place with subclasses whose `encode`/`decode` return that
+ * copy instead of the length; the addon object is shared, so an application that also uses
+ * `@evan/opus` directly would hand us the subclasses. We therefore take the root (native) classes
+ * of the prototype chain, and refuse any result that is not a length.
  * Memory: the addon frees a libopus state when its JS object is collected; `free()` drops our
  * reference. The instance cap and the pool of `opus.ts` apply as for wasm.
  */
@@ -24,7 +29,8 @@ interface AddonDecoder {
   decode(packet: ArrayBufferView): number;
   ctl(request: number, value?: number): number;
 }
-interface Addon {
+/** The raw addon's exports (`@evan/opus/node/<arch>-<platform>.node`). */
+export interface Addon {
   Encoder: new (options: { channels: number; sample_rate: number; application: string }) => AddonEncoder;
   Decoder: new (options: { channels: number; sample_rate: number }) => AddonDecoder;
   buffers: { encoder(): Uint8Array; decoder(): Uint8Array };
@@ -40,7 +46,30 @@ function addonError(err: unknown, encoder: boolean, what: string): VoicewireErro
   return new VoicewireError(encoder ? 'OPUS_ENCODER_ERROR' : 'OPUS_DECODER_ERROR', `libopus ${what}: ${message}`, { cause: err });
 }
 
-function makeBackend(addon: Addon): OpusBackend {
+/** The first class in `C`'s chain that defines `method` itself and whose parent does not: the addon's own class. */
+function rootClass<T extends abstract new (...args: never[]) => unknown>(C: T, method: string): T {
+  let c = C;
+  for (;;) {
+    const parent = Object.getPrototypeOf(c) as T | null;
+    if (typeof parent !== 'function' || parent === Function.prototype || !(parent.prototype && method in (parent.prototype as object))) return c;
+    c = parent;
+  }
+}
+
+/** A length from the addon; anything else means its methods were replaced (see the module comment). */
+function length(n: unknown, what: 'encode' | 'decode'): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new VoicewireError(what === 'encode' ? 'OPUS_ENCODER_ERROR' : 'OPUS_DECODER_ERROR', `@evan/opus ${what} returned ${typeof n}, not a byte length`);
+  return n;
+}
+
+/**
+ * The backend over a loaded `@evan/opus` addon object (exported for tests; use {@link nativeOpusBackend}).
+ * @internal
+ */
+export function nativeOpusBackendOf(addon: Addon): OpusBackend {
+  // Captured now: later loads of `@evan/opus/node/index.js` overwrite the exports (module comment).
+  const Encoder = rootClass(addon.Encoder, 'encode');
+  const Decoder = rootClass(addon.Decoder, 'decode');
   const packetOut = addon.buffers.encoder();
   const pcmOutBytes = addon.buffers.decoder();
   const pcmOut = new Int16Array(pcmOutBytes.buffer, pcmOutBytes.byteOffset, pcmOutBytes.byteLength >> 1);
@@ -56,13 +85,13 @@ function makeBackend(addon: Addon): OpusBackend {
         input = scratch.subarray(0, pcm.length);
         for (let i = 0; i < pcm.length; i++) input[i] = floatToS16(pcm[i]!);
       }
-      let len: number;
+      let len: unknown;
       try {
         len = e.encode(input);
       } catch (err) {
         throw addonError(err, true, 'opus_encode');
       }
-      return packetOut.subarray(0, len);
+      return packetOut.subarray(0, length(len, 'encode'));
     }
     set(request: number, value: number): number {
       try {
@@ -89,13 +118,13 @@ function makeBackend(addon: Addon): OpusBackend {
       private readonly channels: number,
     ) {}
     decode(packet: Uint8Array, out: Int16Array | Float32Array, offset: number): number {
-      let bytes: number;
+      let bytes: unknown;
       try {
         bytes = this.d!.decode(packet);
       } catch (err) {
         throw addonError(err, false, 'opus_decode');
       }
-      const count = bytes >> 1;
+      const count = length(bytes, 'decode') >> 1;
       if (out instanceof Int16Array) {
         out.set(pcmOut.subarray(0, count), offset);
       } else {
@@ -126,10 +155,10 @@ function makeBackend(addon: Addon): OpusBackend {
     name: 'native',
     description: 'libopus (native, @evan/opus)',
     createEncoder(sampleRate, channels, application) {
-      return new NativeEncoder(new addon.Encoder({ channels, sample_rate: sampleRate, application: APPLICATION_NAMES[application] ?? 'audio' }));
+      return new NativeEncoder(new Encoder({ channels, sample_rate: sampleRate, application: APPLICATION_NAMES[application] ?? 'audio' }));
     },
     createDecoder(sampleRate, channels) {
-      return new NativeDecoder(new addon.Decoder({ channels, sample_rate: sampleRate }), channels);
+      return new NativeDecoder(new Decoder({ channels, sample_rate: sampleRate }), channels);
     },
   };
 }
@@ -146,7 +175,7 @@ export function nativeOpusBackend(): OpusBackend | undefined {
   try {
     const req = typeof require === 'function' ? require : createRequire(import.meta.url);
     const addon = req(`@evan/opus/node/${process.arch}-${process.platform}.node`) as Addon;
-    const backend = makeBackend(addon);
+    const backend = nativeOpusBackendOf(addon);
     // A smoke test: a binary that loads but does not work must not replace the wasm.
     const e = backend.createEncoder(48000, 1, 2049);
     const packet = e.encode(new Int16Array(960), 960);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { oggCrc32 } from '../../src/audio/crc32.js';
+import { oggCrc32, oggPageCrc } from '../../src/audio/crc32.js';
 import { OggPacketReader, OggPageReader, OggPageWriter, buildOggPage, type OggPage, type OggPagePackets, type OggWarning } from '../../src/audio/ogg.js';
 import { VoicewireError } from '../../src/util/errors.js';
 import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
@@ -86,13 +86,37 @@ describe('oggCrc32 (RFC 3533 §6)', () => {
     for (const p of naivePages(TAGS2)) {
       const page = TAGS2.slice(p.offset, p.offset + 27 + p.lacing.length + p.body.length);
       const stored = new DataView(page.buffer).getUint32(22, true);
+      expect(oggPageCrc(page)).toBe(stored); // the field is taken as zero, whatever it holds
       page.fill(0, 22, 26);
       expect(oggCrc32(page)).toBe(stored);
     }
   });
+
+  it('oggPageCrc equals the bit-by-bit reference over the page with its CRC field zeroed', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 27, maxLength: 700 }), (page) => {
+        const zeroed = page.slice();
+        zeroed.fill(0, 22, 26);
+        expect(oggPageCrc(page)).toBe(naiveCrc(zeroed));
+      }),
+      { numRuns: 200 },
+    );
+    expectError(() => oggPageCrc(new Uint8Array(26)), 'INVALID_ARGUMENT');
+  });
 });
 
 describe('OggPageReader', () => {
+  it('reads back every header field as written: any int64 granule (-1 included), serial and sequence up to 2^32 - 1', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), fc.nat({ max: 0xffffffff }), fc.nat({ max: 0xffffffff }), fc.nat({ max: 7 }), (granule, serial, sequence, headerType) => {
+        const page = buildOggPage({ headerType, granule, serial, sequence, segments: [3], body: new Uint8Array([1, 2, 3]) });
+        const [read] = new OggPageReader().push(page);
+        expect(read).toMatchObject({ granule, serial, sequence, headerType });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('reads the pages of opusenc files exactly as a reference parser does', () => {
     for (const file of [OPUSENC, TAGS2]) {
       const ref = naivePages(file);

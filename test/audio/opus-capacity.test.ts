@@ -212,3 +212,40 @@ it('the native backend is chosen by voicewire/node when installed (VOICEWIRE_OPU
     delete process.env['VOICEWIRE_OPUS'];
   }
 });
+
+it.skipIf(native === undefined)(
+  native === undefined
+    ? 'native backend unaffected by @evan/opus replacing its addon classes [SKIPPED: @evan/opus not installed]'
+    : 'the native backend still encodes and decodes when @evan/opus/node/index.js has replaced the shared addon classes (as loading @evan/opus does), bit-identical to the raw addon',
+  async () => {
+    const { createRequire } = await import('node:module');
+    const { nativeOpusBackendOf } = await import('../../src/node/opus-native.js');
+    type Addon = Parameters<typeof nativeOpusBackendOf>[0];
+    const addon = createRequire(import.meta.url)(`@evan/opus/node/${process.arch}-${process.platform}.node`) as Addon;
+    // What @evan/opus/node/index.js does to the addon object: subclasses returning a copy, not the length.
+    const eb = addon.buffers.encoder();
+    const db = addon.buffers.decoder();
+    const Enc = addon.Encoder as unknown as new (o: object) => { encode(b: ArrayBufferView): number };
+    const Dec = addon.Decoder as unknown as new (o: object) => { decode(b: ArrayBufferView): number };
+    const patched = {
+      ...addon,
+      Encoder: class extends Enc { override encode(b: ArrayBufferView): number { return eb.slice(0, super.encode(b)) as unknown as number; } },
+      Decoder: class extends Dec { override decode(b: ArrayBufferView): number { return db.slice(0, super.decode(b)) as unknown as number; } },
+    } as unknown as Addon;
+    const run = (backend: OpusBackend): { packet: string; pcm: string } => {
+      setOpusBackend(backend);
+      const e = new OpusEncoder();
+      const d = new OpusDecoder();
+      const packet = e.encode(frame);
+      const pcm = d.decode(packet);
+      e.destroy();
+      d.destroy();
+      return { packet: b64(packet), pcm: b64(pcm) };
+    };
+    setOpusLimits({ poolHighWaterMark: 0 }); // no pooled instance of the other backend object (same name, same pool key)
+    const want = run(nativeOpusBackendOf(addon));
+    expect(Buffer.from(want.packet, 'base64').length).toBeGreaterThan(10);
+    expect(Buffer.from(want.pcm, 'base64').length).toBe(1920);
+    expect(run(nativeOpusBackendOf(patched))).toEqual(want);
+  },
+);
