@@ -21,7 +21,7 @@ import {
   type ResamplerQuality,
 } from '../../src/audio/resampler.js';
 import { designPolyphaseFilter, MAX_TABLE_COEFS } from '../../src/audio/resampler-design.js';
-import { roundToInt16 } from '../../src/audio/resampler-simd.js';
+import { roundToInt16, runFoldScalar, runScalar } from '../../src/audio/resampler-simd.js';
 import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
 import { has, needs, run } from '../helpers/tools.js';
 
@@ -798,5 +798,36 @@ describe('streams', () => {
       code: 'RESAMPLER_NON_FINITE',
     });
     expectCode(() => createResamplerTransform({ from: 8000, to: 16000, encoding: 'u8' as never }), 'INVALID_ARGUMENT', /encoding/);
+  });
+});
+
+describe('folded symmetric rows', () => {
+  it("'high' folds the four integer-ratio pairs, and a folded dot product equals the unfolded one to float32 precision", () => {
+    for (const [from, to] of [[48000, 24000], [24000, 16000], [24000, 8000], [48000, 8000]] as const) {
+      const f = designPolyphaseFilter(from, to, 'high');
+      expect(f.fold, `${from}->${to}`).not.toBeNull();
+      const fd = f.fold!;
+      // Half the taps (rounded up to 8) of the unfolded row.
+      expect(fd.taps).toBeLessThanOrEqual(f.taps / 2 + 8);
+      const x = signal(4000, from + to);
+      const n = Math.floor(((4000 - f.taps) * f.up) / f.down);
+      const a = new Float32Array(n);
+      const b = new Float32Array(n);
+      runScalar(f.coefs!, f.taps, f.step!, f.next!, x, 0, 0, 0, a, 0, 1, n);
+      runFoldScalar(fd, f.step!, f.next!, x, 0, 0, 0, b, 0, 1, n);
+      let err = 0;
+      let peak = 0;
+      for (let i = 0; i < n; i++) {
+        err = Math.max(err, Math.abs(a[i]! - b[i]!));
+        peak = Math.max(peak, Math.abs(a[i]!));
+      }
+      expect(peak).toBeGreaterThan(0.1);
+      expect(err / peak, `${from}->${to}`).toBeLessThan(2e-6); // −114 dB: float32 rounding only
+    }
+  });
+
+  it('a row that is not symmetric is not folded', () => {
+    // 44.1k → 24k: most phases sit at offsets other than 0 or ½ of an input sample.
+    expect(designPolyphaseFilter(44100, 24000, 'high').fold).toBeNull();
   });
 });
