@@ -121,6 +121,11 @@ const F32X4_ADD = 0xe4;
 const F32X4_MUL = 0xe6;
 const V128_STORE = 0x0b;
 const V128_AND = 0x4e;
+const V128_ANDNOT = 0x4f;
+const F32X4_LT = 0x43;
+const F32X4_NE = 0x42;
+const F32X4_MIN = 0xe8;
+const F32X4_MAX = 0xe9;
 const V128_OR = 0x50;
 const F32X4_GE = 0x46;
 const F32X4_TRUNC = 0x69;
@@ -730,29 +735,60 @@ function buildRound16(): number[] {
   return [1, 2, V128, ...c];
 }
 
+/**
+ * `tame(p, n)`: in place over n floats (rounded up to 4), tiny non-zero samples (|v| < 2^-50)
+ * become +0 and the rest are clamped to ±2^64 — {@link tame}'s rule, 4 per step.
+ */
+function buildTame(): number[] {
+  const [P, N, V, A] = [0, 1, 2, 3];
+  const c: number[] = [];
+  const get = (i: number): void => void c.push(op.get, i);
+  c.push(op.block, op.void);
+  get(N);
+  c.push(op.i32Const, 0, op.i32GtS, op.i32Eqz, op.brIf, 0, op.loop, op.void);
+  get(P);
+  c.push(...simd(V128_LOAD), 2, 0, op.set, V);
+  get(P);
+  get(V);
+  get(V);
+  c.push(...simd(F32X4_ABS), op.tee, A, ...v128x4(0x26800000), ...simd(F32X4_LT)); // |v| < 2^-50
+  get(A);
+  c.push(...v128x4(0), ...simd(F32X4_NE), ...simd(V128_AND)); // and v ≠ 0
+  c.push(...simd(V128_ANDNOT)); // → +0
+  c.push(...v128x4(0xdf800000), ...simd(F32X4_MAX), ...v128x4(0x5f800000), ...simd(F32X4_MIN)); // ±2^64
+  c.push(...simd(V128_STORE), 2, 0);
+  get(P);
+  c.push(op.i32Const, 16, op.i32Add, op.set, P);
+  get(N);
+  c.push(op.i32Const, 4, op.i32Sub, op.tee, N, op.i32Const, 0, op.i32GtS, op.brIf, 0, op.end, op.end);
+  return [1, 2, V128, ...c];
+}
+
 function build(): Uint8Array<ArrayBuffer> {
   const folds = Array.from({ length: FOLD_MAX_DOWN }, (_, i) => buildFold(i + 1));
-  const bodies = [buildRun(), buildGather(), buildCombine(), buildRound16(), buildReverse(), ...folds].map((b) => [...b, op.end]);
-  const foldExports = folds.flatMap((_, i) => [...str(`fold${i + 1}`), 0x00, 5 + i]);
+  const bodies = [buildRun(), buildGather(), buildCombine(), buildRound16(), buildReverse(), buildTame(), ...folds].map((b) => [...b, op.end]);
+  const foldExports = folds.flatMap((_, i) => [...str(`fold${i + 1}`), 0x00, 6 + i]);
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, [
-      5,
+      6,
       0x60, 11, ...new Array<number>(11).fill(I32), 0,
       0x60, 4, I32, I32, I32, I32, 0,
       0x60, 8, I32, I32, I32, I32, I32, I32, F32, I32, 0,
       0x60, 3, I32, I32, I32, 0,
       0x60, 12, ...new Array<number>(12).fill(I32), 0,
+      0x60, 2, I32, I32, 0,
     ]),
     ...section(2, [1, ...str('e'), ...str('m'), 0x02, 0x00, 0x01]),
-    ...section(3, [bodies.length, 0, 1, 2, 3, 3, ...folds.map(() => 4)]),
-    ...section(7, [5 + folds.length, ...str('run'), 0x00, 0, ...str('gather'), 0x00, 1, ...str('combine'), 0x00, 2, ...str('round16'), 0x00, 3, ...str('reverse'), 0x00, 4, ...foldExports]),
+    ...section(3, [bodies.length, 0, 1, 2, 3, 3, 5, ...folds.map(() => 4)]),
+    ...section(7, [6 + folds.length, ...str('tame'), 0x00, 5, ...str('run'), 0x00, 0, ...str('gather'), 0x00, 1, ...str('combine'), 0x00, 2, ...str('round16'), 0x00, 3, ...str('reverse'), 0x00, 4, ...foldExports]),
     ...section(10, [bodies.length, ...bodies.flatMap((b) => [...uleb(b.length), ...b])]),
   ]);
 }
 
 type RunFn = (coef: number, taps: number, step: number, next: number, x: number, phase: number, out: number, n: number, up: number, down: number, copy: number) => void;
 type FoldFn = (coef: number, taps: number, step: number, next: number, x: number, xr0: number, phase: number, out: number, n: number, up: number, down: number, lohi: number) => void;
+type TameFn = (p: number, n: number) => void;
 type ReverseFn = (src: number, dst: number, n: number) => void;
 type GatherFn = (src: number, dst: number, n: number, stride: number) => void;
 type Round16Fn = (src: number, dst: number, n: number) => void;
@@ -767,6 +803,7 @@ interface Wasm {
   /** `fold[D − 1]`: the fold kernel for `down = D`. */
   fold: FoldFn[];
   reverse: ReverseFn;
+  tame: TameFn;
   f32: Float32Array;
   i32: Int32Array;
   /** End of the phase tables (they start at 16); the scratch area follows. */
@@ -788,7 +825,8 @@ function instantiate(): Wasm | null {
     const round16 = instance.exports['round16'] as Round16Fn;
     const fold = Array.from({ length: FOLD_MAX_DOWN }, (_, i) => instance.exports[`fold${i + 1}`] as FoldFn);
     const reverse = instance.exports['reverse'] as ReverseFn;
-    return { memory, run, gather, combine, round16, fold, reverse, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer), top: 16, tables: new WeakMap(), folds: new WeakMap() };
+    const tame = instance.exports['tame'] as TameFn;
+    return { memory, run, gather, combine, round16, fold, reverse, tame, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer), top: 16, tables: new WeakMap(), folds: new WeakMap() };
   } catch {
     return null;
   }
@@ -1218,5 +1256,42 @@ export function roundToInt16(src: Float32Array, n: number, dst: Int16Array): voi
     w.f32.set(src.subarray(at, at + m), inPtr >> 2);
     w.round16(inPtr, outPtr, m);
     dst.set(new Int16Array(w.memory.buffer, outPtr, m), at);
+  }
+}
+
+/** Input samples below this magnitude are read as 0 (see resampler.ts `RESAMPLER_FLUSH_BELOW`). */
+export const FLUSH_BELOW = 2 ** -50;
+/** Input samples are clamped to ±this (see resampler.ts `RESAMPLER_CLAMP_ABOVE`). */
+export const CLAMP_ABOVE = 2 ** 64;
+
+/**
+ * Flushes tiny and clamps huge samples of `h[from … to)` in place ({@link FLUSH_BELOW},
+ * {@link CLAMP_ABOVE}; ±0 stay as they are, tiny non-zero samples become +0). The wasm `tame`
+ * and the JS loop give identical results. The JS loop tests |v| so the usual sample takes no
+ * branch that depends on its sign (testing v against both ± bounds mispredicted on every sign
+ * change: 6 ns a sample, more than the filter); the wasm runs 4 samples per step (0.3 ns).
+ */
+export function tame(h: Float32Array, from: number, to: number): void {
+  if (!useWasm || to - from < 64) {
+    for (let i = from; i < to; i++) {
+      const v = h[i]!;
+      const a = Math.abs(v);
+      if (a < FLUSH_BELOW) {
+        if (v !== 0) h[i] = 0;
+      } else if (a > CLAMP_ABOVE) {
+        h[i] = v > 0 ? CLAMP_ABOVE : -CLAMP_ABOVE;
+      }
+    }
+    return;
+  }
+  const w = wasm!;
+  const ptr = (w.top + 15) & ~15;
+  ensureBytes(w, ptr + ROUND_BATCH * 4 + 16);
+  for (let at = from; at < to; at += ROUND_BATCH) {
+    const m = Math.min(ROUND_BATCH, to - at);
+    const f32 = w.f32;
+    f32.set(h.subarray(at, at + m), ptr >> 2);
+    w.tame(ptr, m);
+    h.set(f32.subarray(ptr >> 2, (ptr >> 2) + m), at);
   }
 }

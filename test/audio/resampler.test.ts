@@ -21,7 +21,7 @@ import {
   type ResamplerQuality,
 } from '../../src/audio/resampler.js';
 import { designPolyphaseFilter, MAX_TABLE_COEFS } from '../../src/audio/resampler-design.js';
-import { roundToInt16, runFoldScalar, runScalar } from '../../src/audio/resampler-simd.js';
+import { roundToInt16, runFoldScalar, runScalar, tame } from '../../src/audio/resampler-simd.js';
 import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
 import { has, needs, run } from '../helpers/tools.js';
 
@@ -829,5 +829,28 @@ describe('folded symmetric rows', () => {
   it('a row that is not symmetric is not folded', () => {
     // 44.1k → 24k: most phases sit at offsets other than 0 or ½ of an input sample.
     expect(designPolyphaseFilter(44100, 24000, 'high').fold).toBeNull();
+  });
+});
+
+describe('input taming', () => {
+  it('wasm tame and its JS twin flush and clamp alike: tiny → +0, ±0 kept, beyond ±2^64 clamped (fast-check)', () => {
+    const edge = [0, -0, 2 ** -50, -(2 ** -50), 2 ** -51, -(2 ** -51), 1e-40, -1e-40, 2 ** 64, -(2 ** 64), 2 ** 65, -(2 ** 65), 3.4e38, -3.4e38, 0.5, -0.5];
+    fc.assert(
+      fc.property(fc.float32Array({ noNaN: true, noDefaultInfinity: true, minLength: 64, maxLength: 300 }), fc.integer({ min: 0, max: 7 }), (rnd, off) => {
+        const src = concat([Float32Array.from(edge), rnd]);
+        // Oracle: the rule, written out.
+        const want = Float32Array.from(src, (v) => (v !== 0 && Math.abs(v) < 2 ** -50 ? 0 : Math.max(-(2 ** 64), Math.min(2 ** 64, v))));
+        const a = src.slice();
+        const b = src.slice();
+        setResamplerBackend('wasm-simd');
+        tame(a, off, a.length);
+        setResamplerBackend('js');
+        tame(b, off, b.length);
+        setResamplerBackend('wasm-simd');
+        for (let i = off; i < src.length; i++) expect(Object.is(a[i], want[i]) && Object.is(b[i], want[i]), `${src[i]} at ${i}`).toBe(true);
+        for (let i = 0; i < off; i++) expect(Object.is(a[i], src[i])).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
   });
 });
