@@ -67,7 +67,8 @@ export interface ResamplerQualitySpec {
  *   upsampling, images of tones at 0.9×–0.999× of the input Nyquist ≥ 100 dB down; gain within
  *   ±0.01 dB to 0.9× (measured ±0.0067 dB); 1 kHz SNR ≥ 105 dB. Taps per output: 200 for 2:1,
  *   296 for 3:1, 584 for 6:1, 152 for 24k→16k — about 1.25× speexdsp q5's, which is not
- *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×).
+ *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×); their rows are symmetric, so they run
+ *   folded ({@link FoldedRows}: 104, 152, 296 and 80 multiplies per output).
  * - `best` (sox's default `rate` class: 125 dB): Kaiser 126 dB, flat to 0.9× (±0.00001 dB),
  *   −6 dB at 0.95×, stopband from 1.0×: tones at 1.0×–1.05× ≤ −134 dBFS, at 1.25× ≤ −145 dBFS;
  *   images ≥ 128 dB down; SNR ≥ 137.5 dB. 336 taps for 2:1, 496 for 3:1.
