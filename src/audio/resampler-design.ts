@@ -67,7 +67,8 @@ export interface ResamplerQualitySpec {
  *   upsampling, images of tones at 0.9×–0.999× of the input Nyquist ≥ 100 dB down; gain within
  *   ±0.01 dB to 0.9× (measured ±0.0067 dB); 1 kHz SNR ≥ 105 dB. Taps per output: 200 for 2:1,
  *   296 for 3:1, 584 for 6:1, 152 for 24k→16k — about 1.25× speexdsp q5's, which is not
- *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×).
+ *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×); their rows are symmetric, so they run
+ *   folded ({@link FoldedRows}: 104, 152, 296 and 80 multiplies per output).
  * - `best` (sox's default `rate` class: 125 dB): Kaiser 126 dB, flat to 0.9× (±0.00001 dB),
  *   −6 dB at 0.95×, stopband from 1.0×: tones at 1.0×–1.05× ≤ −134 dBFS, at 1.25× ≤ −145 dBFS;
  *   images ≥ 128 dB down; SNR ≥ 137.5 dB. 336 taps for 2:1, 496 for 3:1.
@@ -139,6 +140,29 @@ export interface PolyphaseFilter {
    * and the next. Null with an exact table.
    */
   readonly interp: { readonly rows: number; readonly coefs: Float32Array } | null;
+  /**
+   * The rows folded on their symmetry (see {@link FoldedRows}) when every row of the exact
+   * table is symmetric and none is a unit row: integer decimation and 3:2 (all of `'high'`'s
+   * integer-ratio pairs), else null.
+   */
+  readonly fold: FoldedRows | null;
+}
+
+/**
+ * A linear-phase prototype sampled at offset 0 or ½ of an input sample gives a symmetric row
+ * (`row[lo + i] === row[hi − i]`, exactly: the prototype is stored symmetric), so each output is
+ * `Σ g[i]·(x[lo + i] + x[hi − i])` over half the taps: half the multiplies and coefficient loads.
+ * `g[i] = row[lo + i]`, the middle tap of an odd span halved (exact: `g·(x + x)` is then `row·x`),
+ * zero-padded to `taps` (a multiple of 8); the padded taps read inside the row's span, times 0.
+ */
+export interface FoldedRows {
+  /** Folded taps per phase, a multiple of 8. */
+  readonly taps: number;
+  /** `up × taps` folded coefficients, phase-major. */
+  readonly coefs: Float32Array;
+  /** By phase: the first and last non-zero tap of the row (indices into the unfolded row). */
+  readonly lo: Int32Array;
+  readonly hi: Int32Array;
 }
 
 /**
@@ -167,6 +191,11 @@ export const MAX_PHASES = 1024;
 export const MAX_INTERP_ROWS = 1024;
 /** Longest minimax prototype designed (remez.ts, ~0.2 s at this length); longer ones use a Kaiser window. */
 export const MAX_REMEZ_TAPS = 1201;
+/**
+ * Largest `down` whose table is folded ({@link FoldedRows}): the SIMD kernel is assembled once
+ * per `down` (the two outputs of a pair are `down` inputs apart, an offset in its loads).
+ */
+export const MAX_FOLD_DOWN = 8;
 /** Coefficients smaller than this are stored as 0 (−240 dB: keeps products out of the slow denormal range). */
 const TINY_COEF = 1e-12;
 
@@ -313,7 +342,7 @@ function build(up: number, down: number, spec: ResamplerQualitySpec): PolyphaseF
     const rows = Math.max(2, Math.min(MAX_INTERP_ROWS, Math.floor(MAX_TABLE_COEFS / taps) - 1));
     const coefs = new Float32Array((rows + 1) * taps);
     for (let q = 0; q <= rows; q++) kernelRow(partial, q, rows, coefs.subarray(q * taps, (q + 1) * taps));
-    return { ...partial, coefs: null, step: null, next: null, copy: null, decimator: null, interp: { rows, coefs } };
+    return { ...partial, coefs: null, step: null, next: null, copy: null, decimator: null, interp: { rows, coefs }, fold: null };
   }
   const coefs = new Float32Array(up * taps);
   for (let p = 0; p < up; p++) fillPhaseRow(partial, p, coefs.subarray(p * taps, (p + 1) * taps));
@@ -324,10 +353,42 @@ function build(up: number, down: number, spec: ResamplerQualitySpec): PolyphaseF
     step[p] = Math.floor(t / up);
     next[p] = t % up;
   }
-  const f: PolyphaseFilter = { ...partial, coefs, step, next, copy: unitRows(coefs, up, taps), decimator: null, interp: null };
+  const copy = unitRows(coefs, up, taps);
+  const fold = copy === null && down <= MAX_FOLD_DOWN ? foldRows(coefs, up, taps) : null;
+  const f: PolyphaseFilter = { ...partial, coefs, step, next, copy, decimator: null, interp: null, fold };
   // Only M = 2 pays: for M = 3 the two remaining branches cost as much as the zeros they skip.
   // Only a Kaiser cutoff at the Nyquist (1/1) gives the half-band's zero taps.
   return up === 1 && down === 2 && cutNum === cutDen && proto === null ? { ...f, decimator: splitDecimator(f) } : f;
+}
+
+/** The {@link FoldedRows} of a table, or null when a row is not exactly symmetric. */
+function foldRows(coefs: Float32Array, up: number, taps: number): FoldedRows | null {
+  const lo = new Int32Array(up);
+  const hi = new Int32Array(up);
+  let ft = 0;
+  for (let p = 0; p < up; p++) {
+    const r = p * taps;
+    let a = 0;
+    let b = taps - 1;
+    while (a < taps && coefs[r + a] === 0) a++;
+    while (b > a && coefs[r + b] === 0) b--;
+    if (a >= b) return null;
+    for (let i = a, j = b; i < j; i++, j--) if (coefs[r + i] !== coefs[r + j]) return null;
+    lo[p] = a;
+    hi[p] = b;
+    ft = Math.max(ft, (((b - a + 2) >> 1) + 7) & ~7);
+  }
+  // The padded taps must stay inside the row (they read x[lo + i] and x[hi − i]).
+  for (let p = 0; p < up; p++) if (lo[p]! + ft > taps || hi[p]! - ft + 1 < 0) return null;
+  const out = new Float32Array(up * ft);
+  for (let p = 0; p < up; p++) {
+    const a = lo[p]!;
+    const b = hi[p]!;
+    const h = (b - a + 2) >> 1;
+    for (let i = 0; i < h; i++) out[p * ft + i] = coefs[p * taps + a + i]!;
+    if (((b - a) & 1) === 0) out[p * ft + h - 1] = coefs[p * taps + a + h - 1]! / 2;
+  }
+  return { taps: ft, coefs: out, lo, hi };
 }
 
 /** The {@link PolyphaseFilter.copy} table: which rows are a single tap of exactly 1. */
@@ -370,7 +431,7 @@ function splitDecimator(f: PolyphaseFilter): DecimatorBranches {
     const coefs = new Float32Array(taps);
     for (let i = 0; i < count; i++) coefs[pad + i] = row[first + i * M]!;
     const filter: PolyphaseFilter = {
-      up: 1, down: 1, half: 0, taps, coefs, step: Int32Array.of(1), next: Int32Array.of(0), copy: null, beta: f.beta, attenuationDb: f.attenuationDb, cutNum: 1, cutDen: 1, decimator: null, proto: null, interp: null, // prettier-ignore
+      up: 1, down: 1, half: 0, taps, coefs, step: Int32Array.of(1), next: Int32Array.of(0), copy: null, beta: f.beta, attenuationDb: f.attenuationDb, cutNum: 1, cutDen: 1, decimator: null, proto: null, interp: null, fold: null, // prettier-ignore
     };
     branches.push({ first, count, pad, filter });
   }

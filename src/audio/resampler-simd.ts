@@ -20,6 +20,11 @@
  * coefficient row), so a row is read from memory once per batch, not once per output; the order
  * does not change any output's arithmetic.
  *
+ * Folded rows (`fold`, {@link runFoldScalar}): where every phase row is symmetric (the integer
+ * decimations and 3:2 of a linear-phase prototype, resampler-design.ts `FoldedRows`), tap pairs
+ * `x[lo + i] + x[hi − i]` are added before one multiply, read from the input and from a reversed
+ * copy of it (`reverse`): half the multiplies and coefficient loads, 1.2–1.25× faster.
+ *
  * Unit rows: where a phase row is a single tap of exactly 1 (phase 0 of every upsampler: the
  * output falls on an input sample), `run` copies that input instead of a dot product — a third of
  * the outputs of 8k→24k and 16k→24k, half of those of 2:1.
@@ -36,7 +41,7 @@
  * area after them, and the outputs are copied back. That copying is a few percent of the dot
  * products and keeps every resampler a plain JS object that needs no `destroy()`.
  */
-import type { DecimatorBranches, PolyphaseFilter } from './resampler-design.js';
+import { MAX_FOLD_DOWN as FOLD_MAX_DOWN, type DecimatorBranches, type FoldedRows, type PolyphaseFilter } from './resampler-design.js';
 
 // ---------------------------------------------------------------------------------------------
 // A tiny assembler: just the opcodes the kernel uses (WebAssembly core spec 1.0 + SIMD proposal).
@@ -109,12 +114,18 @@ const op = {
 } as const;
 const simd = (code: number): number[] => [0xfd, ...uleb(code)];
 const V128_LOAD = 0x00;
+const I8X16_SHUFFLE = 0x0d;
 const V128_CONST = 0x0c;
 const F32X4_EXTRACT = 0x1f;
 const F32X4_ADD = 0xe4;
 const F32X4_MUL = 0xe6;
 const V128_STORE = 0x0b;
 const V128_AND = 0x4e;
+const V128_ANDNOT = 0x4f;
+const F32X4_LT = 0x43;
+const F32X4_NE = 0x42;
+const F32X4_MIN = 0xe8;
+const F32X4_MAX = 0xe9;
 const V128_OR = 0x50;
 const F32X4_GE = 0x46;
 const F32X4_TRUNC = 0x69;
@@ -354,6 +365,258 @@ function buildRun(): number[] {
   return [4, ...uleb(10), I32, ...uleb(5), V128, 1, I32, 6, V128, ...c];
 }
 
+// Parameters and locals of `fold`.
+const F_COEF = 0;
+const F_TAPS = 1;
+const F_STEP = 2;
+const F_NEXT = 3;
+const F_X = 4;
+const F_XR0 = 5;
+const F_PHASE = 6;
+const F_OUT = 7;
+const F_N = 8;
+const F_UP = 9;
+const F_DOWN = 10;
+const F_LOHI = 11;
+const FL_R = 12;
+const FL_C = 13;
+const FL_XP = 14;
+const FL_END = 15;
+const FL_XOFF = 16;
+const FL_K = 17;
+const FL_OP = 18;
+const FL_ROW = 19;
+const FL_XB = 20;
+const FL_XRB = 21;
+const FL_XQ = 22;
+const FL_A = 23; // a0, a1 = 23, 24
+const FL_B = 25; // b0, b1 = 25, 26: the second output of a pair
+const FL_S = 27;
+const FL_CV = 28;
+
+
+/**
+ * `fold(coef, taps, step, next, x, xr0, phase, out, n, up, down, lohi)`, assembled for one
+ * `down` = `D`: `run` over {@link FoldedRows}. Tap i of an output at input `b` multiplies
+ * `x[b + lo + i] + x[b + hi − i]`, the second read forwards from a reversed copy of the input
+ * (`xr0` is where `x[0]` sits in it, `x[j]` at `xr0 − 4j`), so both are plain vector loads;
+ * `lohi` holds `lo·4, hi·4` by phase. Pairs as in `run` (outputs k and k + L share each
+ * coefficient load); the pair's second output is `D` inputs on, so its loads use the same
+ * pointers with `4D` in the load's offset: three pointers instead of five, which V8 keeps in
+ * registers (five spilled: slower than not folding). Same accumulators and reduction as `run`.
+ */
+function buildFold(D: number): number[] {
+  const c: number[] = [];
+  const get = (i: number): void => void c.push(op.get, i);
+  const set = (i: number): void => void c.push(op.set, i);
+  const i32 = (v: number): void => void c.push(op.i32Const, ...sleb(v));
+  const shl2 = (): void => void c.push(op.i32Const, 2, op.i32Shl);
+  const addTo = (l: number, v: number): void => {
+    get(l);
+    i32(v);
+    c.push(op.i32Add);
+    set(l);
+  };
+  const load = (p: number, off: number): void => {
+    get(p);
+    c.push(...simd(V128_LOAD), 2, ...uleb(off));
+  };
+  // XQ points at the pair's second output's reversed taps (4D bytes before the first's), so
+  // every offset is non-negative: first output x at XP + off, xr at XQ + off + 4D; second
+  // output x at XP + off + 4D, xr at XQ + off. A single output uses XQ + off + 4D as well.
+  const mac = (pair: boolean, a: number, off: number): void => {
+    load(FL_C, off);
+    set(FL_CV);
+    get(FL_A + a);
+    get(FL_CV);
+    load(FL_XP, off);
+    load(FL_XQ, off + 4 * D);
+    c.push(...simd(F32X4_ADD), ...simd(F32X4_MUL), ...simd(F32X4_ADD));
+    set(FL_A + a);
+    if (!pair) return;
+    get(FL_B + a);
+    get(FL_CV);
+    load(FL_XP, off + 4 * D);
+    load(FL_XQ, off);
+    c.push(...simd(F32X4_ADD), ...simd(F32X4_MUL), ...simd(F32X4_ADD));
+    set(FL_B + a);
+  };
+  const reduceStore = (acc: number): void => {
+    get(acc);
+    get(acc + 1);
+    c.push(...simd(F32X4_ADD));
+    set(FL_S);
+    for (const [x, y] of [[0, 1], [2, 3]] as const) {
+      get(FL_S);
+      c.push(...simd(F32X4_EXTRACT), x);
+      get(FL_S);
+      c.push(...simd(F32X4_EXTRACT), y, op.f32Add);
+    }
+    c.push(op.f32Add, op.f32Store, 2, 0);
+  };
+  const dot = (pair: boolean): void => {
+    get(FL_ROW);
+    c.push(op.tee, FL_C);
+    get(F_TAPS);
+    shl2();
+    c.push(op.i32Add);
+    set(FL_END);
+    get(FL_XB);
+    set(FL_XP);
+    get(FL_XRB);
+    i32(4 * D);
+    c.push(op.i32Sub);
+    set(FL_XQ);
+    for (let a = 0; a < 2; a++) {
+      for (const base of pair ? [FL_A, FL_B] : [FL_A]) {
+        c.push(...simd(V128_CONST), ...new Array<number>(16).fill(0));
+        set(base + a);
+      }
+    }
+    const bump = (by: number): void => {
+      addTo(FL_C, by);
+      addTo(FL_XP, by);
+      addTo(FL_XQ, by);
+    };
+    // 8 taps per iteration: V8 schedules every load of an iteration first, and the 10 of a
+    // pair (2 coefficient, 8 input vectors) plus the 4 accumulators still fit in registers;
+    // 16 taps per iteration spill them (measured slower than not folding).
+    c.push(op.loop, op.void);
+    mac(pair, 0, 0);
+    mac(pair, 1, 16);
+    bump(32);
+    get(FL_C);
+    get(FL_END);
+    c.push(op.i32LtU, op.brIf, 0);
+    c.push(op.end);
+    get(FL_OP);
+    reduceStore(FL_A);
+    if (pair) {
+      get(FL_OP);
+      get(F_UP);
+      shl2();
+      c.push(op.i32Add);
+      reduceStore(FL_B);
+    }
+  };
+  const advance = (m: 1 | 2): void => {
+    for (const [l, by, sh, sub] of [[FL_XB, F_DOWN, 2, false], [FL_XRB, F_DOWN, 2, true], [FL_OP, F_UP, 2, false], [FL_K, F_UP, 0, false]] as const) {
+      get(l);
+      get(by);
+      i32(sh + m - 1);
+      c.push(op.i32Shl, sub ? op.i32Sub : op.i32Add);
+      set(l);
+    }
+  };
+
+  c.push(op.block, op.void);
+  get(F_N);
+  c.push(op.i32Eqz, op.brIf, 0);
+  c.push(op.loop, op.void); // --- for r = 0 … min(up, n) − 1
+  // row = coef + phase·taps·4; xb = x + xoff + lo; xrb = xr0 − xoff − hi; op = out + r·4; k = r
+  get(F_COEF);
+  get(F_PHASE);
+  get(F_TAPS);
+  c.push(op.i32Mul);
+  shl2();
+  c.push(op.i32Add);
+  set(FL_ROW);
+  get(F_X);
+  get(FL_XOFF);
+  c.push(op.i32Add);
+  get(F_LOHI);
+  get(F_PHASE);
+  i32(3);
+  c.push(op.i32Shl, op.i32Add, op.i32Load, 2, 0, op.i32Add);
+  set(FL_XB);
+  get(F_XR0);
+  get(FL_XOFF);
+  c.push(op.i32Sub);
+  get(F_LOHI);
+  get(F_PHASE);
+  i32(3);
+  c.push(op.i32Shl, op.i32Add, op.i32Load, 2, 4, op.i32Sub);
+  set(FL_XRB);
+  get(F_OUT);
+  get(FL_R);
+  shl2();
+  c.push(op.i32Add);
+  set(FL_OP);
+  get(FL_R);
+  set(FL_K);
+  c.push(op.loop, op.void); // --- for k = r; k < n; k += up (or 2·up)
+  get(FL_K);
+  get(F_UP);
+  c.push(op.i32Add);
+  get(F_N);
+  c.push(op.i32LtU, op.if, op.void);
+  dot(true);
+  advance(2);
+  c.push(op.else);
+  dot(false);
+  advance(1);
+  c.push(op.end);
+  get(FL_K);
+  get(F_N);
+  c.push(op.i32LtU, op.brIf, 0, op.end);
+  // xoff += step[phase]·4; phase = next[phase]; r += 1; while r < up && r < n
+  get(FL_XOFF);
+  get(F_STEP);
+  get(F_PHASE);
+  shl2();
+  c.push(op.i32Add, op.i32Load, 2, 0);
+  shl2();
+  c.push(op.i32Add);
+  set(FL_XOFF);
+  get(F_NEXT);
+  get(F_PHASE);
+  shl2();
+  c.push(op.i32Add, op.i32Load, 2, 0);
+  set(F_PHASE);
+  get(FL_R);
+  i32(1);
+  c.push(op.i32Add, op.tee, FL_R);
+  get(F_UP);
+  c.push(op.i32LtU);
+  get(FL_R);
+  get(F_N);
+  c.push(op.i32LtU, op.i32And, op.brIf, 0);
+  c.push(op.end, op.end);
+
+  return [2, ...uleb(FL_A - FL_R), I32, ...uleb(FL_CV - FL_A + 1), V128, ...c];
+}
+
+/**
+ * `reverse(src, dst, n)`: `dst[i] = src[n − 1 − i]` for i < n rounded up to 4 (the slack reads
+ * up to 3 floats before `src` and writes past `dst[n − 1]`; both areas allow it).
+ */
+function buildReverse(): number[] {
+  const [SRC, DST, N] = [0, 1, 2];
+  const c: number[] = [];
+  const get = (i: number): void => void c.push(op.get, i);
+  // s = src + (n − 4)·4, stepping back 16 bytes per 4 floats.
+  get(SRC);
+  get(N);
+  c.push(op.i32Const, 4, op.i32Sub, op.i32Const, 2, op.i32Shl, op.i32Add, op.set, SRC);
+  c.push(op.block, op.void);
+  get(N);
+  c.push(op.i32Const, 0, op.i32GtS, op.i32Eqz, op.brIf, 0, op.loop, op.void);
+  get(DST);
+  get(SRC);
+  c.push(...simd(V128_LOAD), 2, 0);
+  get(SRC);
+  c.push(...simd(V128_LOAD), 2, 0);
+  c.push(...simd(I8X16_SHUFFLE), 12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3);
+  c.push(...simd(V128_STORE), 2, 0);
+  get(SRC);
+  c.push(op.i32Const, 16, op.i32Sub, op.set, SRC);
+  get(DST);
+  c.push(op.i32Const, 16, op.i32Add, op.set, DST);
+  get(N);
+  c.push(op.i32Const, 4, op.i32Sub, op.tee, N, op.i32Const, 0, op.i32GtS, op.brIf, 0, op.end, op.end);
+  return [0, ...c];
+}
+
 /** `gather(src, dst, n, stride)`: copies n floats from src, src + stride, … (bytes) to dst, dst + 4, … */
 function buildGather(): number[] {
   const [SRC, DST, N, STRIDE] = [0, 1, 2, 3];
@@ -472,25 +735,61 @@ function buildRound16(): number[] {
   return [1, 2, V128, ...c];
 }
 
+/**
+ * `tame(p, n)`: in place over n floats (rounded up to 4), tiny non-zero samples (|v| < 2^-50)
+ * become +0 and the rest are clamped to ±2^64 — {@link tame}'s rule, 4 per step.
+ */
+function buildTame(): number[] {
+  const [P, N, V, A] = [0, 1, 2, 3];
+  const c: number[] = [];
+  const get = (i: number): void => void c.push(op.get, i);
+  c.push(op.block, op.void);
+  get(N);
+  c.push(op.i32Const, 0, op.i32GtS, op.i32Eqz, op.brIf, 0, op.loop, op.void);
+  get(P);
+  c.push(...simd(V128_LOAD), 2, 0, op.set, V);
+  get(P);
+  get(V);
+  get(V);
+  c.push(...simd(F32X4_ABS), op.tee, A, ...v128x4(0x26800000), ...simd(F32X4_LT)); // |v| < 2^-50
+  get(A);
+  c.push(...v128x4(0), ...simd(F32X4_NE), ...simd(V128_AND)); // and v ≠ 0
+  c.push(...simd(V128_ANDNOT)); // → +0
+  c.push(...v128x4(0xdf800000), ...simd(F32X4_MAX), ...v128x4(0x5f800000), ...simd(F32X4_MIN)); // ±2^64
+  c.push(...simd(V128_STORE), 2, 0);
+  get(P);
+  c.push(op.i32Const, 16, op.i32Add, op.set, P);
+  get(N);
+  c.push(op.i32Const, 4, op.i32Sub, op.tee, N, op.i32Const, 0, op.i32GtS, op.brIf, 0, op.end, op.end);
+  return [1, 2, V128, ...c];
+}
+
 function build(): Uint8Array<ArrayBuffer> {
-  const bodies = [buildRun(), buildGather(), buildCombine(), buildRound16()].map((b) => [...b, op.end]);
+  const folds = Array.from({ length: FOLD_MAX_DOWN }, (_, i) => buildFold(i + 1));
+  const bodies = [buildRun(), buildGather(), buildCombine(), buildRound16(), buildReverse(), buildTame(), ...folds].map((b) => [...b, op.end]);
+  const foldExports = folds.flatMap((_, i) => [...str(`fold${i + 1}`), 0x00, 6 + i]);
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, [
-      4,
+      6,
       0x60, 11, ...new Array<number>(11).fill(I32), 0,
       0x60, 4, I32, I32, I32, I32, 0,
       0x60, 8, I32, I32, I32, I32, I32, I32, F32, I32, 0,
       0x60, 3, I32, I32, I32, 0,
+      0x60, 12, ...new Array<number>(12).fill(I32), 0,
+      0x60, 2, I32, I32, 0,
     ]),
     ...section(2, [1, ...str('e'), ...str('m'), 0x02, 0x00, 0x01]),
-    ...section(3, [4, 0, 1, 2, 3]),
-    ...section(7, [4, ...str('run'), 0x00, 0, ...str('gather'), 0x00, 1, ...str('combine'), 0x00, 2, ...str('round16'), 0x00, 3]),
+    ...section(3, [bodies.length, 0, 1, 2, 3, 3, 5, ...folds.map(() => 4)]),
+    ...section(7, [6 + folds.length, ...str('tame'), 0x00, 5, ...str('run'), 0x00, 0, ...str('gather'), 0x00, 1, ...str('combine'), 0x00, 2, ...str('round16'), 0x00, 3, ...str('reverse'), 0x00, 4, ...foldExports]),
     ...section(10, [bodies.length, ...bodies.flatMap((b) => [...uleb(b.length), ...b])]),
   ]);
 }
 
 type RunFn = (coef: number, taps: number, step: number, next: number, x: number, phase: number, out: number, n: number, up: number, down: number, copy: number) => void;
+type FoldFn = (coef: number, taps: number, step: number, next: number, x: number, xr0: number, phase: number, out: number, n: number, up: number, down: number, lohi: number) => void;
+type TameFn = (p: number, n: number) => void;
+type ReverseFn = (src: number, dst: number, n: number) => void;
 type GatherFn = (src: number, dst: number, n: number, stride: number) => void;
 type Round16Fn = (src: number, dst: number, n: number) => void;
 type CombineFn = (out: number, y: number, nb: number, ystride: number, cen: number, cstride: number, center: number, n: number) => void;
@@ -501,11 +800,16 @@ interface Wasm {
   gather: GatherFn;
   combine: CombineFn;
   round16: Round16Fn;
+  /** `fold[D − 1]`: the fold kernel for `down = D`. */
+  fold: FoldFn[];
+  reverse: ReverseFn;
+  tame: TameFn;
   f32: Float32Array;
   i32: Int32Array;
   /** End of the phase tables (they start at 16); the scratch area follows. */
   top: number;
   tables: WeakMap<PolyphaseFilter, Tables>;
+  folds: WeakMap<FoldedRows, FoldTables>;
 }
 
 function instantiate(): Wasm | null {
@@ -519,7 +823,10 @@ function instantiate(): Wasm | null {
     const gather = instance.exports['gather'] as GatherFn;
     const combine = instance.exports['combine'] as CombineFn;
     const round16 = instance.exports['round16'] as Round16Fn;
-    return { memory, run, gather, combine, round16, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer), top: 16, tables: new WeakMap() };
+    const fold = Array.from({ length: FOLD_MAX_DOWN }, (_, i) => instance.exports[`fold${i + 1}`] as FoldFn);
+    const reverse = instance.exports['reverse'] as ReverseFn;
+    const tame = instance.exports['tame'] as TameFn;
+    return { memory, run, gather, combine, round16, fold, reverse, tame, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer), top: 16, tables: new WeakMap(), folds: new WeakMap() };
   } catch {
     return null;
   }
@@ -586,6 +893,38 @@ function tablesOf(w: Wasm, f: PolyphaseFilter): Tables | null {
   return t;
 }
 
+/** Byte addresses of a {@link FoldedRows} in wasm memory (`lohi`: `lo·4, hi·4` by phase). */
+interface FoldTables {
+  coef: number;
+  step: number;
+  next: number;
+  lohi: number;
+}
+
+function foldTablesOf(w: Wasm, f: PolyphaseFilter, fd: FoldedRows): FoldTables | null {
+  let t = w.folds.get(fd);
+  if (t === undefined) {
+    const coef = w.top;
+    const step = coef + fd.coefs.length * 4;
+    const next = step + f.up * 4;
+    const lohi = next + f.up * 4;
+    const top = (lohi + f.up * 8 + 15) & ~15;
+    if (top > MAX_TABLE_BYTES) return null;
+    w.top = top;
+    ensureBytes(w, w.top);
+    w.f32.set(fd.coefs, coef >> 2);
+    w.i32.set(f.step!, step >> 2);
+    w.i32.set(f.next!, next >> 2);
+    for (let p = 0; p < f.up; p++) {
+      w.i32[(lohi >> 2) + 2 * p] = fd.lo[p]! * 4;
+      w.i32[(lohi >> 2) + 2 * p + 1] = fd.hi[p]! * 4;
+    }
+    t = { coef, step, next, lohi };
+    w.folds.set(fd, t);
+  }
+  return t;
+}
+
 /** Outputs per kernel call: bounds the scratch (and sets how often a phase row is reused). */
 const BATCH = 8192;
 
@@ -605,6 +944,7 @@ export function runPolyphase(
   stride: number,
   n: number,
 ): number {
+  if (f.fold !== null) return runFolded(f, f.fold, hist, h0, base, phase, out, o, stride, n);
   const t = useWasm ? tablesOf(wasm!, f) : null;
   if (t === null) return runScalar(f.coefs!, f.taps, f.step!, f.next!, hist, h0, base, phase, out, o, stride, n, f.copy);
   const w = wasm!;
@@ -637,6 +977,113 @@ export function runPolyphase(
     n -= m;
   }
   return base * f.up + phase;
+}
+
+/** {@link runPolyphase} over {@link FoldedRows}: the `fold` kernel or its JS twin {@link runFoldScalar}. */
+function runFolded(f: PolyphaseFilter, fd: FoldedRows, hist: Float32Array, h0: number, base: number, phase: number, out: Float32Array, o: number, stride: number, n: number): number {
+  const t = useWasm ? foldTablesOf(wasm!, f, fd) : null;
+  if (t === null) return runFoldScalar(fd, f.step!, f.next!, hist, h0, base, phase, out, o, stride, n);
+  const w = wasm!;
+  const taps = f.taps;
+  const perOut = Math.ceil(f.down / f.up);
+  const batch = Math.max(1, Math.min(BATCH, Math.floor((1 << 16) / perOut)));
+  const fold = w.fold[f.down - 1]!;
+  const span = (taps + batch * perOut + 3) & ~3;
+  const xPtr = w.top;
+  const xrPtr = xPtr + span * 4;
+  const outPtr = xrPtr + span * 4;
+  ensureBytes(w, outPtr + batch * 4);
+  const limit = hist.length;
+  while (n > 0) {
+    const m = Math.min(n, batch);
+    const from = h0 + base;
+    const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
+    const f32 = w.f32;
+    f32.set(hist.subarray(from, from + len), xPtr >> 2);
+    w.reverse(xPtr, xrPtr, len);
+    fold(t.coef, fd.taps, t.step, t.next, xPtr, xrPtr + (len - 1) * 4, phase, outPtr, m, f.up, f.down, t.lohi);
+    const total = phase + m * f.down;
+    base += Math.floor(total / f.up);
+    phase = total % f.up;
+    const src = outPtr >> 2;
+    if (stride === 1) {
+      out.set(f32.subarray(src, src + m), o);
+      o += m;
+    } else {
+      for (let k = 0; k < m; k++, o += stride) out[o] = f32[src + k]!;
+    }
+    n -= m;
+  }
+  return base * f.up + phase;
+}
+
+/**
+ * The scalar twin of the `fold` kernel: tap i adds `g[i]·(x[lo + i] + x[hi − i])` to the same
+ * partial sum as {@link runScalar}'s tap i, each sum and product rounded to float32.
+ */
+export function runFoldScalar(
+  fd: FoldedRows,
+  step: Int32Array,
+  next: Int32Array,
+  hist: Float32Array,
+  h0: number,
+  base: number,
+  phase: number,
+  out: Float32Array,
+  o: number,
+  stride: number,
+  n: number,
+): number {
+  const up = step.length;
+  const taps = fd.taps;
+  const g = fd.coefs;
+  for (let k = 0; k < n; k++) {
+    let c = phase * taps;
+    const end = c + taps;
+    let x = h0 + base + fd.lo[phase]!;
+    let y = h0 + base + fd.hi[phase]!;
+    let a00 = 0, a01 = 0, a02 = 0, a03 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0; // prettier-ignore
+    if ((taps & 8) !== 0) {
+      a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
+      a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
+      a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
+      a03 = fr(a03 + fr(g[c + 3]! * fr(hist[x + 3]! + hist[y - 3]!)));
+      a10 = fr(a10 + fr(g[c + 4]! * fr(hist[x + 4]! + hist[y - 4]!)));
+      a11 = fr(a11 + fr(g[c + 5]! * fr(hist[x + 5]! + hist[y - 5]!)));
+      a12 = fr(a12 + fr(g[c + 6]! * fr(hist[x + 6]! + hist[y - 6]!)));
+      a13 = fr(a13 + fr(g[c + 7]! * fr(hist[x + 7]! + hist[y - 7]!)));
+      c += 8;
+      x += 8;
+      y -= 8;
+    }
+    for (; c < end; c += 16, x += 16, y -= 16) {
+      a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
+      a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
+      a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
+      a03 = fr(a03 + fr(g[c + 3]! * fr(hist[x + 3]! + hist[y - 3]!)));
+      a10 = fr(a10 + fr(g[c + 4]! * fr(hist[x + 4]! + hist[y - 4]!)));
+      a11 = fr(a11 + fr(g[c + 5]! * fr(hist[x + 5]! + hist[y - 5]!)));
+      a12 = fr(a12 + fr(g[c + 6]! * fr(hist[x + 6]! + hist[y - 6]!)));
+      a13 = fr(a13 + fr(g[c + 7]! * fr(hist[x + 7]! + hist[y - 7]!)));
+      a00 = fr(a00 + fr(g[c + 8]! * fr(hist[x + 8]! + hist[y - 8]!)));
+      a01 = fr(a01 + fr(g[c + 9]! * fr(hist[x + 9]! + hist[y - 9]!)));
+      a02 = fr(a02 + fr(g[c + 10]! * fr(hist[x + 10]! + hist[y - 10]!)));
+      a03 = fr(a03 + fr(g[c + 11]! * fr(hist[x + 11]! + hist[y - 11]!)));
+      a10 = fr(a10 + fr(g[c + 12]! * fr(hist[x + 12]! + hist[y - 12]!)));
+      a11 = fr(a11 + fr(g[c + 13]! * fr(hist[x + 13]! + hist[y - 13]!)));
+      a12 = fr(a12 + fr(g[c + 14]! * fr(hist[x + 14]! + hist[y - 14]!)));
+      a13 = fr(a13 + fr(g[c + 15]! * fr(hist[x + 15]! + hist[y - 15]!)));
+    }
+    const s0 = fr(a00 + a10);
+    const s1 = fr(a01 + a11);
+    const s2 = fr(a02 + a12);
+    const s3 = fr(a03 + a13);
+    out[o] = fr(s0 + s1) + fr(s2 + s3);
+    o += stride;
+    base += step[phase]!;
+    phase = next[phase]!;
+  }
+  return base * up + phase;
 }
 
 const scratch: { x: Float32Array; y: Float32Array } = { x: new Float32Array(0), y: new Float32Array(0) };
@@ -809,5 +1256,42 @@ export function roundToInt16(src: Float32Array, n: number, dst: Int16Array): voi
     w.f32.set(src.subarray(at, at + m), inPtr >> 2);
     w.round16(inPtr, outPtr, m);
     dst.set(new Int16Array(w.memory.buffer, outPtr, m), at);
+  }
+}
+
+/** Input samples below this magnitude are read as 0 (see resampler.ts `RESAMPLER_FLUSH_BELOW`). */
+export const FLUSH_BELOW = 2 ** -50;
+/** Input samples are clamped to ±this (see resampler.ts `RESAMPLER_CLAMP_ABOVE`). */
+export const CLAMP_ABOVE = 2 ** 64;
+
+/**
+ * Flushes tiny and clamps huge samples of `h[from … to)` in place ({@link FLUSH_BELOW},
+ * {@link CLAMP_ABOVE}; ±0 stay as they are, tiny non-zero samples become +0). The wasm `tame`
+ * and the JS loop give identical results. The JS loop tests |v| so the usual sample takes no
+ * branch that depends on its sign (testing v against both ± bounds mispredicted on every sign
+ * change: 6 ns a sample, more than the filter); the wasm runs 4 samples per step (0.3 ns).
+ */
+export function tame(h: Float32Array, from: number, to: number): void {
+  if (!useWasm || to - from < 64) {
+    for (let i = from; i < to; i++) {
+      const v = h[i]!;
+      const a = Math.abs(v);
+      if (a < FLUSH_BELOW) {
+        if (v !== 0) h[i] = 0;
+      } else if (a > CLAMP_ABOVE) {
+        h[i] = v > 0 ? CLAMP_ABOVE : -CLAMP_ABOVE;
+      }
+    }
+    return;
+  }
+  const w = wasm!;
+  const ptr = (w.top + 15) & ~15;
+  ensureBytes(w, ptr + ROUND_BATCH * 4 + 16);
+  for (let at = from; at < to; at += ROUND_BATCH) {
+    const m = Math.min(ROUND_BATCH, to - at);
+    const f32 = w.f32;
+    f32.set(h.subarray(at, at + m), ptr >> 2);
+    w.tame(ptr, m);
+    h.set(f32.subarray(ptr >> 2, (ptr >> 2) + m), at);
   }
 }

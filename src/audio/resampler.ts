@@ -15,7 +15,7 @@ import { describe } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
 import type { Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
-import { roundToInt16, runDecimator, runPolyphase } from './resampler-simd.js';
+import { CLAMP_ABOVE, FLUSH_BELOW, roundToInt16, runDecimator, runPolyphase, tame } from './resampler-simd.js';
 import { designPolyphaseFilter, RESAMPLER_QUALITIES, type PolyphaseFilter, type ResamplerQuality } from './resampler-design.js';
 
 export type { ResamplerQuality, ResamplerQualitySpec } from './resampler-design.js';
@@ -454,24 +454,12 @@ class PolyphaseCore {
  * products of tiny inputs with small coefficients, would otherwise take the CPU's slow path
  * (issue 11 §7: 40× the time; WebAssembly cannot set flush-to-zero).
  */
-export const RESAMPLER_FLUSH_BELOW = 2 ** -50;
+export const RESAMPLER_FLUSH_BELOW = FLUSH_BELOW;
 /**
  * Input samples are clamped to ±this (2^64, +385 dBFS): a constant 3.4e38 input would overflow
  * float32 sums to ±Infinity and NaN (issue 11 §7); with the clamp every output is finite.
  */
-export const RESAMPLER_CLAMP_ABOVE = 2 ** 64;
-
-/** Flushes tiny and clamps huge samples of `h[from … to)` in place (see the two constants). */
-function tame(h: Float32Array, from: number, to: number): void {
-  for (let i = from; i < to; i++) {
-    const v = h[i]!;
-    if (v < RESAMPLER_FLUSH_BELOW && v > -RESAMPLER_FLUSH_BELOW) {
-      if (v !== 0) h[i] = 0; // ±0 stay as they are
-    }
-    else if (v > RESAMPLER_CLAMP_ABOVE) h[i] = RESAMPLER_CLAMP_ABOVE;
-    else if (v < -RESAMPLER_CLAMP_ABOVE) h[i] = -RESAMPLER_CLAMP_ABOVE;
-  }
-}
+export const RESAMPLER_CLAMP_ABOVE = CLAMP_ABOVE;
 
 function checkedMax(core: PolyphaseCore, inputLength: number): number {
   if (!Number.isSafeInteger(inputLength) || inputLength < 0) {

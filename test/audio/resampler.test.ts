@@ -21,7 +21,7 @@ import {
   type ResamplerQuality,
 } from '../../src/audio/resampler.js';
 import { designPolyphaseFilter, MAX_TABLE_COEFS } from '../../src/audio/resampler-design.js';
-import { roundToInt16 } from '../../src/audio/resampler-simd.js';
+import { roundToInt16, runFoldScalar, runScalar, tame } from '../../src/audio/resampler-simd.js';
 import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
 import { has, needs, run } from '../helpers/tools.js';
 
@@ -798,5 +798,59 @@ describe('streams', () => {
       code: 'RESAMPLER_NON_FINITE',
     });
     expectCode(() => createResamplerTransform({ from: 8000, to: 16000, encoding: 'u8' as never }), 'INVALID_ARGUMENT', /encoding/);
+  });
+});
+
+describe('folded symmetric rows', () => {
+  it("'high' folds the four integer-ratio pairs, and a folded dot product equals the unfolded one to float32 precision", () => {
+    for (const [from, to] of [[48000, 24000], [24000, 16000], [24000, 8000], [48000, 8000]] as const) {
+      const f = designPolyphaseFilter(from, to, 'high');
+      expect(f.fold, `${from}->${to}`).not.toBeNull();
+      const fd = f.fold!;
+      // Half the taps (rounded up to 8) of the unfolded row.
+      expect(fd.taps).toBeLessThanOrEqual(f.taps / 2 + 8);
+      const x = signal(4000, from + to);
+      const n = Math.floor(((4000 - f.taps) * f.up) / f.down);
+      const a = new Float32Array(n);
+      const b = new Float32Array(n);
+      runScalar(f.coefs!, f.taps, f.step!, f.next!, x, 0, 0, 0, a, 0, 1, n);
+      runFoldScalar(fd, f.step!, f.next!, x, 0, 0, 0, b, 0, 1, n);
+      let err = 0;
+      let peak = 0;
+      for (let i = 0; i < n; i++) {
+        err = Math.max(err, Math.abs(a[i]! - b[i]!));
+        peak = Math.max(peak, Math.abs(a[i]!));
+      }
+      expect(peak).toBeGreaterThan(0.1);
+      expect(err / peak, `${from}->${to}`).toBeLessThan(2e-6); // −114 dB: float32 rounding only
+    }
+  });
+
+  it('a row that is not symmetric is not folded', () => {
+    // 44.1k → 24k: most phases sit at offsets other than 0 or ½ of an input sample.
+    expect(designPolyphaseFilter(44100, 24000, 'high').fold).toBeNull();
+  });
+});
+
+describe('input taming', () => {
+  it('wasm tame and its JS twin flush and clamp alike: tiny → +0, ±0 kept, beyond ±2^64 clamped (fast-check)', () => {
+    const edge = [0, -0, 2 ** -50, -(2 ** -50), 2 ** -51, -(2 ** -51), 1e-40, -1e-40, 2 ** 64, -(2 ** 64), 2 ** 65, -(2 ** 65), 3.4e38, -3.4e38, 0.5, -0.5];
+    fc.assert(
+      fc.property(fc.float32Array({ noNaN: true, noDefaultInfinity: true, minLength: 64, maxLength: 300 }), fc.integer({ min: 0, max: 7 }), (rnd, off) => {
+        const src = concat([Float32Array.from(edge), rnd]);
+        // Oracle: the rule, written out.
+        const want = Float32Array.from(src, (v) => (v !== 0 && Math.abs(v) < 2 ** -50 ? 0 : Math.max(-(2 ** 64), Math.min(2 ** 64, v))));
+        const a = src.slice();
+        const b = src.slice();
+        setResamplerBackend('wasm-simd');
+        tame(a, off, a.length);
+        setResamplerBackend('js');
+        tame(b, off, b.length);
+        setResamplerBackend('wasm-simd');
+        for (let i = off; i < src.length; i++) expect(Object.is(a[i], want[i]) && Object.is(b[i], want[i]), `${src[i]} at ${i}`).toBe(true);
+        for (let i = 0; i < off; i++) expect(Object.is(a[i], src[i])).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
   });
 });
