@@ -16,10 +16,10 @@ import { VoicewireError } from '../util/errors.js';
 import type { Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
 import { CLAMP_ABOVE, FLUSH_BELOW, roundToInt16, runDecimator, runPolyphase, tame } from './resampler-simd.js';
-import { designPolyphaseFilter, RESAMPLER_QUALITIES, type PolyphaseFilter, type ResamplerQuality } from './resampler-design.js';
+import { designPolyphaseFilter, RESAMPLER_QUALITIES, resamplerCost as designCost, type PolyphaseFilter, type ResamplerCost, type ResamplerQuality } from './resampler-design.js';
 
 export type { ResamplerQuality, ResamplerQualitySpec } from './resampler-design.js';
-export { RESAMPLER_QUALITIES, resamplerCost } from './resampler-design.js';
+export { RESAMPLER_QUALITIES } from './resampler-design.js';
 export type { ResamplerCost } from './resampler-design.js';
 export { resamplerBackend, setResamplerBackend } from './resampler-simd.js';
 export type { ResamplerBackend } from './resampler-simd.js';
@@ -95,6 +95,16 @@ function checkRate(name: string, rate: unknown): number {
     throw new VoicewireError('RESAMPLER_INVALID_RATE', `resampler: ${name} rate must be a positive integer (Hz), got ${String(rate)}`);
   }
   return rate;
+}
+
+/**
+ * What resampling `from → to` at `quality` costs per input frame (multiply-adds, table size): a
+ * deterministic proxy for CPU that a server can check before accepting a rate (issue 11 §6).
+ * @throws VoicewireError `RESAMPLER_INVALID_RATE`, `INVALID_ARGUMENT` as {@link createResampler}.
+ */
+export function resamplerCost(from: number, to: number, quality: ResamplerQuality = 'high'): ResamplerCost {
+  const o = checkOptions(from, to, { quality });
+  return designCost(o.from, o.to, o.quality);
 }
 
 function checkOptions(from: unknown, to: unknown, options: ResampleOptions): { from: number; to: number; channels: number; quality: ResamplerQuality } {

@@ -399,7 +399,8 @@ export interface TtsAudioFields {
  * @param audio - the encoded bytes (base64-encoded here) or a base64 string (trusted as is).
  */
 export function serializeTtsAudioMessage(audio: Uint8Array | string, fields: TtsAudioFields = {}): string {
-  const b64 = typeof audio === 'string' ? audio : encodeBase64(audio);
+  if (fields === null || typeof fields !== 'object') throw new VoicewireError('INVALID_ARGUMENT', 'serializeTtsAudioMessage: fields must be an object');
+  const b64 = handBuiltBase64('serializeTtsAudioMessage', audio);
   let line = '{"type":"audio","audio":"' + b64 + '"';
   if (fields.start_s !== undefined) line += ',"start_s":' + jsonNumber(fields.start_s);
   if (fields.stop_s !== undefined) line += ',"stop_s":' + jsonNumber(fields.stop_s);
@@ -413,9 +414,17 @@ export function serializeTtsAudioMessage(audio: Uint8Array | string, fields: Tts
  * identical to `JSON.stringify({ type: 'audio', audio, client_req_id })`.
  */
 export function serializeSttAudioMessage(audio: Uint8Array | string, clientReqId?: string): string {
-  const b64 = typeof audio === 'string' ? audio : encodeBase64(audio);
+  if (clientReqId !== undefined && typeof clientReqId !== 'string') throw new VoicewireError('INVALID_ARGUMENT', 'serializeSttAudioMessage: clientReqId must be a string');
+  const b64 = handBuiltBase64('serializeSttAudioMessage', audio);
   const line = '{"type":"audio","audio":"' + b64 + '"';
   return clientReqId === undefined ? line + '}' : line + ',"client_req_id":' + JSON.stringify(clientReqId) + '}';
+}
+
+/** The base64 a hand-built line splices in: bytes are encoded; a string must already be base64 (it is not escaped). */
+function handBuiltBase64(fn: string, audio: Uint8Array | string): string {
+  if (typeof audio !== 'string') return encodeBase64(audio);
+  if (!isBase64Text(audio)) throw new VoicewireError('INVALID_ARGUMENT', `${fn}: a string audio must be base64`);
+  return audio;
 }
 
 function isBase64Text(value: string): boolean {

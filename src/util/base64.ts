@@ -103,6 +103,7 @@ export function encodeBase64(bytes: Uint8Array): string {
 
 /** The JS encoder (exported for tests that compare it with the native one). */
 export function encodeBase64Js(bytes: Uint8Array): string {
+  if (!(bytes instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', 'encodeBase64Js: expected a Uint8Array');
   const n = bytes.length;
   const whole = n - (n % 3);
   const outLength = (whole / 3) * 4;

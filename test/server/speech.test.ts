@@ -229,11 +229,16 @@ describe('STT', () => {
     await c.closed;
   });
 
-  it('STT WebSocket takes no token: error 1008', async () => {
+  it('STT WebSocket takes a temporary token (a voicewire extension for browsers); a wrong one is error 1008', async () => {
     const t = (await (await fetch(`${h.base}/api-keys/token`, { headers: { 'x-api-key': h.apiKey } })).json()) as { token: string };
-    const c = connect(`${h.wsBase}/speech/asr?token=${t.token}`);
-    expect((await c.closed).code).toBe(1008);
-    expect(c.messages[0]).toMatchObject({ type: 'error', code: 1008 });
+    const ok = connect(`${h.wsBase}/speech/asr?token=${t.token}`);
+    ok.send({ type: 'setup', input_format: 'pcm' });
+    expect(await ok.waitFor((m) => m['type'] === 'ready')).toMatchObject({ type: 'ready' });
+    ok.ws.close();
+    await ok.closed;
+    const bad = connect(`${h.wsBase}/speech/asr?token=vwt_not-a-token`);
+    expect((await bad.closed).code).toBe(1008);
+    expect(bad.messages[0]).toMatchObject({ type: 'error', code: 1008 });
   });
 
   it('/speech/s2s: an error message saying it is not offered, then close', async () => {
