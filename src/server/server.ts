@@ -20,6 +20,7 @@ import { SessionTracker } from './sessions.js';
 import { Router } from './router.js';
 import { sendError, sendJson } from './http.js';
 import { failSocket } from './ws.js';
+import { StoreHealth, type StoreHealthOptions } from './store-health.js';
 import type { RequestScope, RouteModule, ServerContext } from './context.js';
 import type { Store } from './store/store.js';
 import { probeRoutes } from './routes/probes.js';
@@ -42,6 +43,8 @@ export interface VoiceServerOptions extends ServerConfigInput {
   version?: string;
   /** Collect Node's process metrics in /metrics (default false: tests run several servers). */
   processMetrics?: boolean;
+  /** Periodic store pings behind /readyz (src/server/store-health.ts; default every 1000 ms, 2000 ms timeout). */
+  storeHealth?: StoreHealthOptions;
 }
 
 /** A running (or ready to run) server. */
@@ -77,6 +80,14 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     pino({ level: 'info', base: { service: 'voicewire' }, redact: { paths: ['req.headers["x-api-key"]', 'token', 'key', 'apiKey'], censor: '[redacted]' } }, options.logDestination);
   const metrics: ServerMetrics = createMetrics({ process: options.processMetrics ?? false });
   const sessions = new SessionTracker(metrics, config.limits.connectionsPerKey);
+  const storeHealth = new StoreHealth(options.store, {
+    ...options.storeHealth,
+    onChange: (up, error) => {
+      if (up) log.info('store answers again: ready');
+      else log.error({ error }, 'store unavailable: not ready, new sessions refused');
+      options.storeHealth?.onChange?.(up, error);
+    },
+  });
 
   // A missing model is not fatal: its routes answer ENGINE_UNAVAILABLE naming what to install.
   await tts.warm?.().catch((err: unknown) => log.warn({ engine: config.tts, err: (err as Error)?.message }, 'TTS engine unavailable'));
@@ -94,13 +105,17 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     log,
     metrics,
     sessions,
+    storeHealth,
     version: options.version ?? '0.0.0',
     startedAt: Date.now(),
     engineContext,
     ttsEngine: (who) => meteredTtsEngine(ctx, who, tts.create(engineContext(who.org.id))),
     sttEngine: (who) => meteredSttEngine(ctx, who, stt.create(engineContext(who.org.id))),
-    auth: (req, o = {}) =>
-      authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.route ?? 'rest' }, { region: config.region, admin: o.admin ?? false }),
+    auth: async (req, o = {}) => {
+      // A store known to be down refuses at once rather than after the driver's timeout.
+      storeHealth.assertUp();
+      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.route ?? 'rest' }, { region: config.region, admin: o.admin ?? false });
+    },
   };
 
   const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes];
@@ -180,6 +195,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   let closed: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closed ??= new Promise<void>((resolve) => {
+      storeHealth.stop();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       http.close(() => resolve());
@@ -197,6 +213,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         http.listen(port, host, () => {
           http.off('error', reject);
           const a = http.address() as AddressInfo;
+          storeHealth.start();
           resolve({ port: a.port, host });
         });
       }),
