@@ -2,7 +2,7 @@
  * `voicewire serve --workers N`: N worker processes sharing one port through Node's `cluster`
  * (the primary accepts connections and hands them to the workers round-robin), so one machine's
  * cores all serve. The primary runs no server: it bootstraps the store once, forks the workers,
- * prints the `listening on` line when the first worker is bound, replaces a worker that dies
+ * prints the `listening on` line once every worker is bound, replaces a worker that dies
  * unexpectedly, and on SIGTERM/SIGINT forwards SIGTERM to every worker (each drains as a single
  * `serve` does) and exits 0 once all have exited 0.
  *
@@ -42,8 +42,10 @@ export function runPrimary(workers: number, host: string, log: Logger): Promise<
     const finishIfDone = (): void => {
       if (Object.keys(cluster.workers ?? {}).length === 0) resolve(failed ? 1 : 0);
     };
-    cluster.on('listening', (_w, address) => {
-      if (announced) return;
+    const bound = new Set<Worker>();
+    cluster.on('listening', (w, address) => {
+      bound.add(w);
+      if (announced || bound.size < workers) return;
       announced = true;
       const shown = host.includes(':') ? `[${host}]` : host;
       process.stdout.write(`listening on http://${shown}:${address.port}/api\n`);
@@ -51,6 +53,7 @@ export function runPrimary(workers: number, host: string, log: Logger): Promise<
     cluster.on('exit', (w, code, signal) => {
       const life = Date.now() - (born.get(w) ?? 0);
       born.delete(w);
+      bound.delete(w);
       if (stopping) {
         if (code !== 0) failed = true;
         log.info({ pid: w.process.pid, code, signal }, 'worker stopped');
@@ -73,8 +76,9 @@ export function runPrimary(workers: number, host: string, log: Logger): Promise<
       for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
       finishIfDone();
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    // `on`, not `once`: a second signal during the drain must not kill the primary under its workers.
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
     for (let i = 0; i < workers; i++) fork();
   });
 }

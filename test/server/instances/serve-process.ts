@@ -14,6 +14,8 @@ export interface ServeProcess {
   base: string;
   wsBase: string;
   stderr(): string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
   /** SIGTERM, then resolves with the exit code (SIGKILL after `boundMs`: a hang fails the test with null). */
   stop(boundMs?: number): Promise<number | null>;
 }
@@ -51,6 +53,7 @@ export function startServe(args: string[], env: Record<string, string> = {}): Pr
         base,
         wsBase: base.replace('http:', 'ws:'),
         stderr: () => err,
+        exited,
         async stop(boundMs = 15_000) {
           if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
           child.kill('SIGTERM');
