@@ -1,5 +1,5 @@
 /**
- * Load benchmark (issue 16; a benchmark, not a test): `npx tsx bench/load.ts [--save] [--quick]`
+ * Load benchmark (issue 16; a benchmark, not a test): `npx tsx bench/load.ts [--save] [--quick] [--postgres]`
  * after `npm run build`. For each worker count (1, 2), engine (tone; espeak when installed) and
  * output format (pcm, ulaw_8000, opus), it starts `voicewire serve --workers N` (dist/cli.js, a
  * SQLite store in a temp folder), runs the load generator (bench/load-client.ts, its own process)
@@ -24,11 +24,15 @@ import { ensureOrganization } from '../src/server/bootstrap.js';
 import { createKey } from '../src/server/keys.js';
 import { machine, saveFile } from './util.js';
 import type { ClientConfig, StepReport } from './load-client.js';
+import { startPostgres } from '../test/helpers/postgres.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cliJs = join(root, 'dist/cli.js');
 const quick = process.argv.includes('--quick');
-const STEPS = quick ? [50, 200, 500] : [50, 100, 200, 300, 400, 500, 600, 800, 1000, 1200];
+// --postgres: the store is a throwaway local Postgres cluster (durable settings) instead of SQLite:
+// with --workers, SQLite's one-writer lock is shared by the worker processes.
+const usePostgres = process.argv.includes('--postgres');
+const STEPS = quick ? [50, 200, 500] : [10, 25, 50, 100, 200, 300, 400, 500, 600, 800, 1000, 1200];
 const STEP_MS = quick ? 3000 : 4000;
 const P99_LIMIT_MS = 300;
 const TICK = 100; // /proc clock ticks per second (USER_HZ)
@@ -74,7 +78,10 @@ const q = (xs: number[], p: number): number => {
 
 const dir = mkdtempSync(join(tmpdir(), 'vw-load-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-const store = await openStore({ data: join(dir, 'data') });
+const pg = usePostgres ? await startPostgres({ durable: true }) : null;
+process.on('exit', () => pg?.destroy());
+const storeArgs = pg ? ['--store', pg.url()] : ['--data', join(dir, 'data')];
+const store = await openStore(pg ? { data: join(dir, 'data'), store: pg.url() } : { data: join(dir, 'data') });
 await store.migrate();
 const org = await ensureOrganization(store, 'load', { credits: 1_000_000_000 });
 // The per-key connection limit (50 per process) is a per-customer guard, not a capacity figure: one key per 25 sessions.
@@ -83,7 +90,7 @@ await store.close();
 const clipPath = join(dir, 'clip.pcm');
 
 function startServer(workers: number, tts: string): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, [cliJs, 'serve', '--workers', String(workers), '--data', join(dir, 'data'), '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap'], {
+  const child = spawn(process.execPath, [cliJs, 'serve', '--workers', String(workers), ...storeArgs, '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap'], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
   });
@@ -174,7 +181,7 @@ async function run(workers: number, engine: string, format: string): Promise<Run
   };
 }
 
-console.log(`voicewire load bench on ${machine()}; steps ${STEPS.join(', ')} (${STEP_MS / 1000} s each), limit p99 TTFA ${P99_LIMIT_MS} ms or any error`);
+console.log(`voicewire load bench on ${machine()}; store ${pg ? 'Postgres (local, durable)' : 'SQLite'}; steps ${STEPS.join(', ')} (${STEP_MS / 1000} s each), limit p99 TTFA ${P99_LIMIT_MS} ms or any error`);
 const results: RunResult[] = [];
 const engines = hasEspeak ? ['tone', 'espeak'] : ['tone'];
 if (!hasEspeak) console.log('espeak-ng not installed: tone engine only');
@@ -195,4 +202,4 @@ for (const r of results) {
   );
 }
 for (const r of results) if (r.stoppedAt?.errorSamples.length) console.log(`errors (${r.workers}w ${r.engine} ${r.format}): ${r.stoppedAt.errorSamples.join(' | ')}`);
-saveFile('load.json', JSON.stringify({ machine: machine(), date: new Date().toISOString(), steps: STEPS, stepMs: STEP_MS, results }, null, 2) + '\n');
+saveFile(pg ? 'load-postgres.json' : 'load.json', JSON.stringify({ machine: machine(), store: pg ? 'postgres' : 'sqlite', date: new Date().toISOString(), steps: STEPS, stepMs: STEP_MS, results }, null, 2) + '\n');
