@@ -43,7 +43,7 @@ export interface VoiceServerOptions extends ServerConfigInput {
   version?: string;
   /** Collect Node's process metrics in /metrics (default false: tests run several servers). */
   processMetrics?: boolean;
-  /** Periodic store pings behind /readyz (src/server/store-health.ts; default every 1000 ms, 2000 ms timeout). */
+  /** Periodic store pings behind /readyz (src/server/store-health.ts; default every 1000 ms, 5000 ms timeout, down after 2 failures in a row). */
   storeHealth?: StoreHealthOptions;
 }
 

@@ -1,7 +1,9 @@
 /**
  * Store health for readiness (README "Many instances"): the store is pinged every `intervalMs`;
- * a ping that fails or takes longer than `timeoutMs` marks the store down, the next one that
- * answers marks it up again. While down, /readyz answers 503 (the load balancer stops sending new
+ * `failuresBeforeDown` pings in a row that fail or take longer than `timeoutMs` mark the store
+ * down, the next one that answers marks it up again. One slow ping is not enough: under load the
+ * ping waits for a pooled connection behind the debits (bench/load.ts saw 2 s waits), and a busy
+ * store is not a lost one. While down, /readyz answers 503 (the load balancer stops sending new
  * sessions here) and new sessions are refused at once with `STORE_UNAVAILABLE` instead of each
  * waiting out the driver's connection timeout; live sessions are left alone.
  */
@@ -12,14 +14,16 @@ import type { Store } from './store/store.js';
 export interface StoreHealthOptions {
   /** How often the store is pinged, ms. Default 1000. */
   intervalMs?: number;
-  /** A ping slower than this counts as failed, ms. Default 2000. */
+  /** A ping slower than this counts as failed, ms. Default 5000 (the Postgres pool's connection timeout). */
   timeoutMs?: number;
+  /** Failed pings in a row before the store counts as down. Default 2. */
+  failuresBeforeDown?: number;
   /** Called when the state changes (for logs). */
   onChange?: (up: boolean, error: string | null) => void;
 }
 
 /** Defaults of {@link StoreHealthOptions}, as documented in the README. */
-export const STORE_HEALTH_DEFAULTS = { intervalMs: 1000, timeoutMs: 2000 } as const;
+export const STORE_HEALTH_DEFAULTS = { intervalMs: 1000, timeoutMs: 5000, failuresBeforeDown: 2 } as const;
 
 /** Periodic store pings; `up` is the last answer (true until a ping says otherwise). */
 export class StoreHealth {
@@ -27,8 +31,10 @@ export class StoreHealth {
   #error: string | null = null;
   #timer: NodeJS.Timeout | undefined;
   #inFlight = false;
+  #failures = 0;
   readonly intervalMs: number;
   readonly timeoutMs: number;
+  readonly failuresBeforeDown: number;
 
   constructor(
     private readonly store: Store,
@@ -36,7 +42,8 @@ export class StoreHealth {
   ) {
     this.intervalMs = options.intervalMs ?? STORE_HEALTH_DEFAULTS.intervalMs;
     this.timeoutMs = options.timeoutMs ?? STORE_HEALTH_DEFAULTS.timeoutMs;
-    for (const [k, v] of [['intervalMs', this.intervalMs], ['timeoutMs', this.timeoutMs]] as const) {
+    this.failuresBeforeDown = options.failuresBeforeDown ?? STORE_HEALTH_DEFAULTS.failuresBeforeDown;
+    for (const [k, v] of [['intervalMs', this.intervalMs], ['timeoutMs', this.timeoutMs], ['failuresBeforeDown', this.failuresBeforeDown]] as const) {
       if (!Number.isFinite(v) || v <= 0) throw new VoicewireError('INVALID_ARGUMENT', `store health: ${k} must be a positive number, got ${v}`);
     }
   }
@@ -73,9 +80,11 @@ export class StoreHealth {
         timer = setTimeout(() => reject(new Error(`ping took over ${this.timeoutMs} ms`)), this.timeoutMs);
       });
       await Promise.race([this.store.ping(), timeout]);
+      this.#failures = 0;
       this.#set(true, null);
     } catch (err) {
-      this.#set(false, (err as Error)?.message ?? String(err));
+      this.#failures++;
+      if (this.#failures >= this.failuresBeforeDown) this.#set(false, (err as Error)?.message ?? String(err));
     } finally {
       clearTimeout(timer);
       this.#inFlight = false;

@@ -1,6 +1,6 @@
 /**
  * The database goes away under a running `voicewire serve` (issue 16): /readyz turns 503 within
- * a few seconds (store pinged every 1000 ms, 2000 ms timeout: src/server/store-health.ts), a live
+ * a few seconds (store pinged every 1000 ms, down after 2 failed pings: src/server/store-health.ts), a live
  * session finishes, new sessions get STORE_UNAVAILABLE in the §7 forms (WebSocket `error` 1011,
  * HTTP 503 plain text), and all recovers without a restart once the database is back.
  */
