@@ -3,7 +3,7 @@
  * real sockets (`ws`, `fetch`) against a running `voicewire serve`, a realistic mix held at a
  * target concurrency that ramps step by step:
  *
- * - TTS WebSocket sessions (share `tts`): 10–40 words sent one word at a time at speaking pace
+ * - TTS WebSocket sessions (share `tts`): 10–40 words (sentences of 6–10) sent one word at a time at speaking pace
  *   (150 words a minute), then `end_of_stream`; time to first audio from the first word sent.
  * - STT WebSocket sessions (share `stt`): a tone-engine clip streamed in 80 ms chunks at real
  *   time; one in three carries two multiplexed requests (`client_req_id`); time to first text
@@ -54,7 +54,17 @@ let keyIndex = 0;
 const nextKey = (): string => cfg.keys[keyIndex++ % cfg.keys.length]!;
 let seed = 12345;
 const rand = (): number => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
-const words = (): string[] => Array.from({ length: 10 + Math.floor(rand() * 31) }, (_, i) => WORDS[(i + Math.floor(rand() * 100)) % WORDS.length]!);
+/** 10–40 words in sentences of 6–10 (text as an LLM streams it has punctuation; espeak speaks per sentence). */
+const words = (): string[] => {
+  const n = 10 + Math.floor(rand() * 31);
+  let untilStop = 6 + Math.floor(rand() * 5);
+  return Array.from({ length: n }, (_, i) => {
+    const w = WORDS[(i + Math.floor(rand() * 100)) % WORDS.length]!;
+    if (--untilStop > 0 && i < n - 1) return w;
+    untilStop = 6 + Math.floor(rand() * 5);
+    return `${w}.`;
+  });
+};
 
 /** Sessions started in a step's first second (the generator's jump to the new target) are not timed: steady state only. */
 const RAMP_MS = 1000;
