@@ -2,12 +2,14 @@
  * `voicewire serve`: the reference service (src/server) on one machine.
  *
  *   voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL] [--tts ENGINE]
- *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap]
+ *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap] [--workers N]
  *
  * stdout carries exactly one line, `listening on http://HOST:PORT/api`, once connections are
  * accepted (scripts wait for it); the first-start keys and the JSON logs go to stderr. SIGTERM and
  * SIGINT drain (readiness 503, new sessions refused, live ones finish within the grace period) and
  * exit 0. `--store memory:` keeps everything in memory (tests and demos: nothing persists).
+ * `--workers N` (default 1: one process, no cluster) runs N worker processes on one port
+ * (./serve-workers.ts).
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -22,6 +24,7 @@ import { registerSttEngine, sttEngineFromPath } from '../engines/registry.js';
 import { MemoryStore } from '../server/store/memory-store.js';
 import type { Store } from '../server/store/store.js';
 import type { CliSubcommand } from './main.js';
+import { isServeWorker, leaveCluster, runPrimary } from './serve-workers.js';
 
 /** Opens the store of `--data DIR` / `--store URL` (env VOICEWIRE_DATA / VOICEWIRE_STORE). */
 export async function openCliStore(values: { data?: string | undefined; store?: string | undefined }): Promise<Store> {
@@ -39,7 +42,8 @@ function usage(message: string): VoicewireError {
 
 export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL]
                        [--tts ENGINE] [--stt ENGINE] [--stt-model PATH] [--core-url URL] [--region NAME]
-                       [--no-bootstrap]
+                       [--no-bootstrap] [--workers N]
+  --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
   ENGINE: tts espeak (default when installed) | tone; stt pocketsphinx (default) | tone.
   --stt-model: a pocketsphinx model directory, or a module whose default export is an SttEngine.
   env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT mirror --data, --store, --port.`;
@@ -61,6 +65,7 @@ export const serveCommand: CliSubcommand = {
           'core-url': { type: 'string' },
           region: { type: 'string' },
           'no-bootstrap': { type: 'boolean' },
+          workers: { type: 'string' },
           help: { type: 'boolean', short: 'h' },
         },
         strict: true,
@@ -76,9 +81,21 @@ export const serveCommand: CliSubcommand = {
     const port = Number(portText);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw usage(`--port must be 0 to 65535, got ${portText}`);
     const host = values.host ?? '127.0.0.1';
+    const workersText = values.workers ?? '1';
+    const workers = Number(workersText);
+    if (!Number.isInteger(workers) || workers < 1 || workers > 256) throw usage(`--workers must be 1 to 256, got ${workersText}`);
+    const worker = isServeWorker();
+    const primary = workers > 1 && !worker;
+    if (workers > 1 && (values.store ?? process.env['VOICEWIRE_STORE']) === 'memory:') {
+      throw usage('--workers above 1 needs a shared store (a --data folder or a postgres:// --store), not memory:');
+    }
     const store = await openCliStore(values);
-    const logger = pino({ level: process.env['VOICEWIRE_LOG_LEVEL'] ?? 'info', base: { service: 'voicewire' } }, pino.destination(2));
-    if (!values['no-bootstrap']) {
+    const logger = pino(
+      { level: process.env['VOICEWIRE_LOG_LEVEL'] ?? 'info', base: { service: 'voicewire', pid: process.pid, ...(primary ? { role: 'primary' } : worker ? { role: 'worker' } : {}) } },
+      pino.destination(2),
+    );
+    // Workers leave the first start to the primary, which bootstraps before forking them.
+    if (!values['no-bootstrap'] && !worker) {
       const boot = await bootstrap(store);
       if (boot !== undefined) {
         process.stderr.write(
@@ -91,6 +108,10 @@ export const serveCommand: CliSubcommand = {
           ].join('\n'),
         );
       }
+    }
+    if (primary) {
+      await store.close();
+      return runPrimary(workers, host, logger);
     }
     let stt = values.stt;
     if (values['stt-model'] !== undefined) {
@@ -117,7 +138,8 @@ export const serveCommand: CliSubcommand = {
     });
     const bound = await server.listen(port, host);
     const shown = host.includes(':') ? `[${host}]` : host;
-    process.stdout.write(`listening on http://${shown}:${bound.port}/api\n`);
+    // Under --workers the primary announces the shared port once.
+    if (!worker) process.stdout.write(`listening on http://${shown}:${bound.port}/api\n`);
     await new Promise<void>((resolve) => {
       let stopping = false;
       const stop = (signal: string): void => {
@@ -132,6 +154,8 @@ export const serveCommand: CliSubcommand = {
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
     });
+    // A worker's IPC channel to the primary would keep it alive.
+    if (worker) leaveCluster();
     return 0;
   },
 };

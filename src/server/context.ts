@@ -12,6 +12,7 @@ import type { ServerMetrics } from './metrics.js';
 import type { SessionTracker } from './sessions.js';
 import type { Store } from './store/store.js';
 import type { Principal } from './auth.js';
+import type { StoreHealth } from './store-health.js';
 
 export interface ServerContext {
   readonly config: ServerConfig;
@@ -19,6 +20,8 @@ export interface ServerContext {
   readonly log: Logger;
   readonly metrics: ServerMetrics;
   readonly sessions: SessionTracker;
+  /** Periodic store pings: /readyz is 503 and new sessions are refused while the store is down. */
+  readonly storeHealth: StoreHealth;
   readonly version: string;
   readonly startedAt: number;
   /** The engine context of an organization (voices and dictionaries it may use). */

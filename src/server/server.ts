@@ -22,6 +22,7 @@ import { SessionTracker } from './sessions.js';
 import { Router } from './router.js';
 import { sendError, sendJson } from './http.js';
 import { failSocket } from './ws.js';
+import { StoreHealth, type StoreHealthOptions } from './store-health.js';
 import type { RequestScope, RouteModule, ServerContext } from './context.js';
 import type { Store } from './store/store.js';
 import { probeRoutes } from './routes/probes.js';
@@ -46,6 +47,8 @@ export interface VoiceServerOptions extends ServerConfigInput {
   processMetrics?: boolean;
   /** The web page's folder, served at `/` (default: the built dist/web when present); null: no page. */
   pageDir?: string | null;
+  /** Periodic store pings behind /readyz (src/server/store-health.ts; default every 1000 ms, 5000 ms timeout, down after 2 failures in a row). */
+  storeHealth?: StoreHealthOptions;
 }
 
 /** A running (or ready to run) server. */
@@ -81,6 +84,14 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     pino({ level: 'info', base: { service: 'voicewire' }, redact: { paths: ['req.headers["x-api-key"]', 'token', 'key', 'apiKey'], censor: '[redacted]' } }, options.logDestination);
   const metrics: ServerMetrics = createMetrics({ process: options.processMetrics ?? false });
   const sessions = new SessionTracker(metrics, config.limits.connectionsPerKey);
+  const storeHealth = new StoreHealth(options.store, {
+    ...options.storeHealth,
+    onChange: (up, error) => {
+      if (up) log.info('store answers again: ready');
+      else log.error({ error }, 'store unavailable: not ready, new sessions refused');
+      options.storeHealth?.onChange?.(up, error);
+    },
+  });
 
   // A missing model is not fatal: its routes answer ENGINE_UNAVAILABLE naming what to install.
   await tts.warm?.().catch((err: unknown) => log.warn({ engine: config.tts, err: (err as Error)?.message }, 'TTS engine unavailable'));
@@ -98,6 +109,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     log,
     metrics,
     sessions,
+    storeHealth,
     version: options.version ?? '0.0.0',
     startedAt: Date.now(),
     engineContext,
@@ -105,8 +117,11 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     sttEngine: (who) => meteredSttEngine(ctx, who, timedSttEngine(stt.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
     // `allowToken`: the route takes `?token=` as TTS does (service-api.md §5.2) — voicewire's extension
     // for the routes its web page calls, since a browser cannot set a WebSocket's headers.
-    auth: (req, o = {}) =>
-      authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region, admin: o.admin ?? false }),
+    auth: async (req, o = {}) => {
+      // A store known to be down refuses at once rather than after the driver's timeout.
+      storeHealth.assertUp();
+      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region, admin: o.admin ?? false });
+    },
   };
 
   const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes];
@@ -195,6 +210,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   let closed: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closed ??= new Promise<void>((resolve) => {
+      storeHealth.stop();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       http.close(() => resolve());
@@ -212,6 +228,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         http.listen(port, host, () => {
           http.off('error', reject);
           const a = http.address() as AddressInfo;
+          storeHealth.start();
           resolve({ port: a.port, host });
         });
       }),

@@ -14,6 +14,9 @@ export const probeRoutes: RouteModule = {
       path: '/readyz',
       handle: async ({ ctx }, _req, res) => {
         const r = readiness({ mode: ctx.sessions.draining ? 'draining' : 'serving', sessions: ctx.sessions.live });
+        // Draining wins (the instance is going away); else a store that stopped answering makes
+        // this instance unready until it answers again (README "Many instances").
+        if (r.status === 200 && !ctx.storeHealth.up) return sendJson(res, 503, { status: 'store_unavailable' });
         sendJson(res, r.status, r.body);
       },
     },
@@ -27,6 +30,9 @@ export const probeRoutes: RouteModule = {
           environment: ctx.config.environment,
           uptime_s: Math.round((Date.now() - ctx.startedAt) / 1000),
           draining: ctx.sessions.draining,
+          // Which process answered: with `serve --workers N` each worker is its own process.
+          pid: process.pid,
+          store: ctx.storeHealth.up ? 'up' : 'unavailable',
           live_sessions: ctx.sessions.live,
           sessions_per_route: ctx.sessions.routes(),
           engines: { tts: ctx.config.tts, stt: ctx.config.stt },

@@ -1,0 +1,64 @@
+/**
+ * `voicewire serve --workers 2` (Node cluster): requests are answered by two different worker
+ * processes on one port, and SIGTERM to the primary drains every worker (a live session
+ * finishes) before it exits 0. The store is a SQLite folder shared by the workers.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { get } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect, audioBytes } from '../harness.js';
+import { cli, startServe, type ServeProcess } from './serve-process.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'vw-workers-'));
+let s: ServeProcess | undefined;
+
+afterAll(async () => {
+  await s?.stop(5000);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** GET on a fresh connection (no keep-alive: the cluster hands each new connection to the next worker). */
+function getJson(url: string, headers: Record<string, string>): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve(JSON.parse(body) as Record<string, unknown>));
+    }).on('error', reject);
+  });
+}
+
+describe('serve --workers 2', () => {
+  it('two worker pids answer on one port; SIGTERM drains a live session and exits 0', async () => {
+    const admin = cli(['keys', 'create', '--org', 'ops', '--admin', '--data', dir]).trim();
+    s = await startServe(['--workers', '2', '--data', dir, '--no-bootstrap']);
+    const pids = new Set<number>();
+    for (let i = 0; i < 20 && pids.size < 2; i++) {
+      const st = await getJson(`${s.base}/statusz`, { 'x-api-key': admin });
+      pids.add(Number(st['pid']));
+    }
+    expect(pids.size).toBe(2);
+    expect(pids.has(s.child.pid!)).toBe(false); // the primary serves nothing itself
+
+    const live = connect(`${s.wsBase}/speech/tts`, { 'x-api-key': admin });
+    live.send({ type: 'setup', output_format: 'pcm_16000' });
+    live.send({ type: 'text', text: 'before the signal.', flush: true });
+    await live.waitFor((m) => m['type'] === 'audio');
+    s.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    live.send({ type: 'text', text: 'after it.', flush: true });
+    live.send({ type: 'end_of_stream' });
+    expect((await live.closed).code).toBe(1000);
+    expect(live.messages.at(-1)).toEqual({ type: 'end_of_stream' });
+    expect(live.messages.some((m) => m['type'] === 'error')).toBe(false);
+    expect(audioBytes(live.messages).length).toBeGreaterThan(0);
+    expect(await s.exited).toBe(0);
+  }, 30_000);
+
+  it('--workers is validated, and memory: is refused with more than one worker', () => {
+    expect(() => cli(['serve', '--workers', '0', '--store', 'memory:'])).toThrow(/--workers must be 1 to 256/);
+    expect(() => cli(['serve', '--workers', '2', '--store', 'memory:'])).toThrow(/shared store/);
+  });
+});
