@@ -145,6 +145,13 @@ export const DEFAULT_MAX_QUEUED_MESSAGES = 4096;
  */
 export interface SttInputDecoder {
   push(bytes: Uint8Array): Uint8Array | Int16Array;
+  /**
+   * Samples still queued after `push` (a decoder that bounds its output per call, e.g. Ogg Opus at
+   * 1 s per push against decompression bombs, issue 11 §4). Optional, with {@link pull}.
+   */
+  readonly pending?: number;
+  /** The next bounded piece of the queued samples. Optional. */
+  pull?(): Uint8Array | Int16Array;
   /** Hand out samples held back without ending the stream (a flush). Optional. */
   drain?(): Uint8Array | Int16Array;
   /** End of input: the rest. Optional. */
@@ -693,7 +700,7 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
         } catch (err) {
           throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', 'STT: audio could not be decoded');
         }
-        return this.pushPcm(d, pcm);
+        return then(this.pushPcm(d, pcm), () => this.pullPending(d));
       }
       case 'flush': {
         // The server pushes silence behind a flush (protocol-notes.md "STT"): the partial frame is
@@ -722,6 +729,26 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
         );
       }
     }
+  }
+
+  /**
+   * Decodes what one message left queued, a bounded piece at a time, each behind the engine and
+   * the transport: a small message that decodes to hours (an Ogg Opus bomb) costs the event loop
+   * one piece at a time and stops at the decoder's `maxDecodedSeconds`.
+   */
+  private pullPending(d: SttDriver): MaybePromise<void> {
+    const dec = d.decoder!;
+    while (dec.pull !== undefined && (dec.pending ?? 0) > 0 && !d.closed) {
+      let pcm: Uint8Array | Int16Array;
+      try {
+        pcm = dec.pull();
+      } catch (err) {
+        throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', 'STT: audio could not be decoded');
+      }
+      const waiting = then(this.pushPcm(d, pcm), () => this.gate());
+      if (waiting !== undefined) return then(waiting, () => this.pullPending(d));
+    }
+    return undefined;
   }
 
   /** The padded partial frame (if any) and `delayInFrames` silent frames. */

@@ -89,3 +89,31 @@ describe('Ogg Opus decompression bomb', () => {
     dec.destroy();
   });
 });
+
+describe('Ogg Opus decompression bomb through the server', () => {
+  it('one STT WebSocket message of a 200 kB bomb: decoded a bounded piece at a time, ended at the session limit (120 s, four pages) with 1008, the server serving on', async () => {
+    const { startServer, connect } = await import('../server/harness.js');
+    const h = await startServer({ limits: { sessionSeconds: 120 } });
+    try {
+      const { ogg, seconds } = bomb(200_000);
+      expect(seconds).toBeGreaterThan(3600);
+      const c = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.apiKey });
+      c.send({ type: 'setup', input_format: 'opus' });
+      c.send({ type: 'audio', audio: Buffer.from(ogg).toString('base64') });
+      const t0 = Date.now();
+      const err = await c.waitFor((m) => m['type'] === 'error');
+      expect(err).toMatchObject({ code: 1008 });
+      expect(String(err['message'])).toMatch(/decodes to more than/);
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      // The queued pages were decoded after the message (a push decodes one page, 30.6 s) up to the
+      // 120 s the session may hold: at most 1,500 steps of 80 ms reached the engine.
+      const steps = c.messages.filter((m) => m['type'] === 'step').length;
+      expect(steps).toBeGreaterThan(30.6 / 0.08);
+      expect(steps).toBeLessThanOrEqual(1510);
+      const ok = await fetch(`${h.base}/healthz`);
+      expect(ok.status).toBe(200);
+    } finally {
+      await h.close();
+    }
+  }, 30_000);
+});

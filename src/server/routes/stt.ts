@@ -7,6 +7,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VoicewireError } from '../../util/errors.js';
 import { createSttHttpResponse } from '../../sessions/http.js';
 import { createSttServerSession } from '../../sessions/server.js';
+import { createSttInputDecoder } from '../../pipelines/stt-audio-decoder.js';
+import type { AudioFormatName } from '../../audio/format.js';
 import { limitedBody, write } from '../http.js';
 import { failSocket, serveWebSocketSession } from '../ws.js';
 import type { HttpRoute, RequestScope, RouteModule } from '../context.js';
@@ -27,6 +29,7 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
       body: limitedBody(req, ctx.config.limits.maxAudioBytes),
       contentType: req.headers['content-type'] ?? null,
       query: scope.url.searchParams,
+      createInputDecoder: inputDecoder(ctx.config.limits.sessionSeconds),
     });
     const it = lines[Symbol.asyncIterator]();
     res.once('close', () => void it.return?.());
@@ -47,6 +50,13 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
   }
 }
 
+/**
+ * The STT input decoder of a request: decoded audio is capped at the session limit (a request can
+ * hold no more audio than a session may last), so a small Ogg Opus message that decodes to hours
+ * ends with AUDIO_LIMIT_EXCEEDED (issue 11 §4) instead of being decoded.
+ */
+const inputDecoder = (sessionSeconds: number) => (format: AudioFormatName) => createSttInputDecoder(format, { maxDecodedSeconds: sessionSeconds });
+
 const post = (path: string): HttpRoute => ({ method: 'POST', path, handle: postAsr });
 
 export const sttRoutes: RouteModule = {
@@ -61,7 +71,7 @@ export const sttRoutes: RouteModule = {
           // web page's microphone has no other way to authenticate a browser WebSocket.
           credentials: 'tts',
           firstOutput: 'text',
-          create: (who, common) => createSttServerSession({ ...common, engine: scope.ctx.sttEngine(who) }),
+          create: (who, common) => createSttServerSession({ ...common, engine: scope.ctx.sttEngine(who), createInputDecoder: inputDecoder(scope.ctx.config.limits.sessionSeconds) }),
         }),
     },
     {
