@@ -79,6 +79,27 @@ export function checkNotTerminal(output: string | undefined, isTTY: boolean): vo
   }
 }
 
+/**
+ * Ctrl-C or kill while a temporary file exists: it goes, the target stays as it was. Installed
+ * before the file is created, so no signal lands between its creation and the guard.
+ */
+function guardTemp(path: string): Array<[NodeJS.Signals, () => void]> {
+  const handlers: Array<[NodeJS.Signals, () => void]> = [];
+  for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+    const h = (): void => {
+      try {
+        unlinkSync(path);
+      } catch {
+        // already gone, or never made
+      }
+      process.exit(code);
+    };
+    process.once(sig, h);
+    handlers.push([sig, h]);
+  }
+  return handlers;
+}
+
 /** A file descriptor written in order; patchable with positional writes when it is a regular file. */
 class FdOutput implements CliOutput {
   written = 0;
@@ -92,21 +113,7 @@ class FdOutput implements CliOutput {
     private readonly handle: FileHandle | null = null,
     private readonly temp: { path: string; target: string } | null = null,
   ) {
-    if (temp !== null) {
-      // Ctrl-C or kill: the temporary file goes, the target stays as it was.
-      for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
-        const h = (): void => {
-          try {
-            unlinkSync(temp.path);
-          } catch {
-            // already gone
-          }
-          process.exit(code);
-        };
-        process.once(sig, h);
-        this.handlers.push([sig, h]);
-      }
-    }
+    if (temp !== null) this.handlers = guardTemp(temp.path);
   }
 
   get seekable(): boolean {
@@ -256,13 +263,17 @@ export async function openOutput(output: string | undefined): Promise<CliOutput>
     }
   }
   const temp = join(dirname(target), `.${basename(target)}.voicewire-${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+  const guard = guardTemp(temp);
   let handle: FileHandle;
   try {
     handle = await open(temp, 'wx', 0o666);
   } catch (err) {
+    for (const [sig, h] of guard) process.removeListener(sig, h);
     throw ioError('write', output, err);
   }
+  for (const [sig, h] of guard) process.removeListener(sig, h);
+  const out = new FdOutput(handle.fd, output, 0, handle, { path: temp, target });
   // Replacing a file keeps its permissions (the umask applied to the new one).
   if (st !== null) await handle.chmod(st.mode & 0o7777).catch(() => {});
-  return new FdOutput(handle.fd, output, 0, handle, { path: temp, target });
+  return out;
 }
