@@ -44,6 +44,13 @@ describe('SDK REST against voicewire serve', () => {
     expect(await c.voices.update(kept.uid, { name: 'Très calme' })).toMatchObject({ name: 'Très calme' });
     await c.voices.delete(kept.uid);
     await expect(c.voices.get(kept.uid)).rejects.toMatchObject({ code: 'HTTP_ERROR', details: { status: 404 } });
+
+    // A voice from a short sample (POST /voices/, multipart), as the service's Python client makes one.
+    const sample = await c.tts({ text: 'a sample of my voice', outputFormat: 'wav' });
+    const cloned = await c.voices.create({ audio: sample.audio, name: 'Mine', description: 'from a sample', startS: 0 });
+    expect(cloned).toMatchObject({ name: 'Mine', description: 'from a sample' });
+    expect((await c.voices.list({ includeCatalog: false })).map((v) => v.uid)).toEqual([cloned.uid]);
+    await c.voices.delete(cloned.uid);
   });
 
   it('credits, pronunciations and a 422 with its detail', async () => {
