@@ -8,7 +8,7 @@
  *     costs on top of the driver);
  *   - SqliteStore, synchronous=FULL: an fsync per commit (what durability against power loss
  *     would cost: the fsync blocks the event loop, the driver being synchronous);
- *   - PostgresStore: a local throwaway cluster over a Unix socket (fsync on), when Postgres is
+ *   - PostgresStore: a local throwaway cluster on loopback (fsync on: test/helpers/postgres.ts), when Postgres is
  *     installed: what one round trip per operation costs an instance on a shared database;
  *   - MemoryStore: no I/O at all (the floor).
  * Peers run in interleaved rounds; the summary gives the median over rounds of each peer's p50
@@ -22,7 +22,7 @@ import Database from 'libsql';
 import { MemoryStore } from '../src/server/store/memory-store.js';
 import { SqliteStore } from '../src/server/store/sqlite-store.js';
 import { PostgresStore } from '../src/server/store/postgres-store.js';
-import { canRunPostgres, startCluster } from '../test/server/store/pg-cluster.js';
+import { hasPostgres, startPostgres } from '../test/helpers/postgres.js';
 import type { Store, VoiceRecord } from '../src/server/store/store.js';
 import { machine, save } from './util.js';
 
@@ -127,8 +127,8 @@ const peers: Peer[] = [
   await directPeer(),
   await storePeer('SqliteStore, synchronous=FULL', SqliteStore.open(join(dir, 'full.db'), { synchronous: 'FULL' })),
 ];
-const cluster = canRunPostgres() ? await startCluster({ fsync: true }) : undefined;
-if (cluster) peers.push(await storePeer('PostgresStore (local, Unix socket)', PostgresStore.open(await cluster.createDatabase('bench'))));
+const cluster = hasPostgres() ? await startPostgres({ durable: true }) : undefined;
+if (cluster) peers.push(await storePeer('PostgresStore (local, loopback)', PostgresStore.open(cluster.url())));
 else console.log('PostgresStore: skipped, Postgres is not installed (apt-get install postgresql)');
 peers.push(await storePeer('MemoryStore', new MemoryStore()));
 
@@ -167,5 +167,5 @@ for (const op of ops) {
   groups.push({ group: labels[op], unit: 'us', rows });
 }
 save('store', groups);
-cluster?.stop();
+cluster?.destroy();
 rmSync(dir, { recursive: true, force: true });
