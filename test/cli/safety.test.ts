@@ -126,7 +126,8 @@ describe('Ctrl-C during a conversion', () => {
     const deadline = Date.now() + 15_000;
     while (leftovers().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(leftovers()).toHaveLength(1);
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    // 'exit', not 'close': a helper process of the child (tsx's esbuild service) may hold stderr open a while.
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     child.kill('SIGINT');
     const code = await exited;
     stop = true;
