@@ -25,28 +25,13 @@ import { loadEspeak, type EspeakEvent, type EspeakWorker } from './espeak-module
 import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
 import { SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
 import { rewriteWord } from './rewrite-rules.js';
+import type { EngineContext, EngineDictionary, EngineVoice } from './context.js';
 
-/** A voice as the engine needs it (the server's `VoiceRecord` fits). */
-export interface EngineVoice {
-  uid: string;
-  language: string;
-  params: Record<string, unknown>;
-}
-
-/** A pronunciation dictionary as the engine needs it (the server's `DictionaryRecord` fits). */
-export interface EngineDictionary {
-  uid: string;
-  language: string;
-  rules: readonly { word: string; replacement: string; kind: 'respelling' | 'phonemes' }[];
-}
+/** What the espeak engine reads of a voice. */
+export type EspeakVoice = Pick<EngineVoice, 'uid' | 'language' | 'params'>;
 
 /** What the server binds per connection: its organization's voices and dictionaries. */
-export interface EspeakTtsContext {
-  /** The voice of `voice_id` (null: none given) visible to the caller, or undefined when there is none. */
-  resolveVoice(voiceId: string | null): Promise<EngineVoice | undefined>;
-  /** The caller's dictionary `id`, or undefined (unknown, or another organization's). */
-  resolvePronunciation(id: string): Promise<EngineDictionary | undefined>;
-}
+export type EspeakTtsContext = EngineContext<EspeakVoice>;
 
 /** Options of {@link createEspeakTtsEngine}. */
 export interface EspeakTtsOptions {

@@ -5,7 +5,8 @@
  * `TtsEngine` / `SttEngine` (src/sessions/engine.ts).
  */
 export { createEspeakTtsEngine, effectiveVoiceParams } from './espeak-tts.js';
-export type { EspeakTtsContext, EspeakTtsOptions, EngineVoice, EngineDictionary } from './espeak-tts.js';
+export type { EspeakTtsContext, EspeakTtsOptions, EspeakVoice } from './espeak-tts.js';
+export type { EngineContext, EngineDictionary, EngineVoice } from './context.js';
 export { espeakAvailable, ESPEAK_PACKAGE } from './espeak-module.js';
 export { catalogVoices, designVoices, voiceParamsFromSample, estimateVoiceFromSample, defaultVoiceParams } from './espeak-voices.js';
 export type { CatalogVoice, DesignVoicesInput, EspeakVoiceParams, SampleVoiceEstimate } from './espeak-voices.js';

@@ -4,56 +4,20 @@
  * organization, so engines never see the store or the organization: they ask the context for what
  * the setup names (a voice, a pronunciation dictionary).
  *
+ * Engines get an {@link EngineContext} (context.ts).
+ *
  * `tone` is built in (deterministic, model-free: see tone.ts); `espeak` (TTS, five languages) and
  * `pocketsphinx` (STT, English) are the real engines (README "Engines").
  */
 import type { SttEngine, TtsEngine } from '../sessions/engine.js';
 import { createRequire } from 'node:module';
+import type { EngineContext, EngineVoice } from './context.js';
 import { createToneSttEngine, createToneTtsEngine } from './tone.js';
 import { createEspeakTtsEngine } from './espeak-tts.js';
 import { ESPEAK_PACKAGE, loadEspeak } from './espeak-module.js';
 import { catalogVoices as espeakCatalog } from './espeak-voices.js';
 import { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
 import { pocketsphinxModelFromDir } from './pocketsphinx-ffi.js';
-
-/**
- * A voice as an engine sees it (the store's VoiceRecord satisfies it; engines sit below the
- * server and never import it).
- */
-export interface EngineVoice {
-  uid: string;
-  /** null for catalog voices. */
-  orgId: string | null;
-  name: string;
-  description: string;
-  language: string;
-  filename: string;
-  startS: number;
-  tags: string[];
-  isProClone: boolean;
-  /** Engine parameters (espeak voice, pitch, rate, …) as plain JSON. */
-  params: Record<string, unknown>;
-  createdAt: string;
-}
-
-/** A pronunciation dictionary as an engine sees it (the store's DictionaryRecord satisfies it). */
-export interface EngineDictionary {
-  uid: string;
-  language: string;
-  /** A word and what to say instead: a respelling, or engine phonemes. */
-  rules: Array<{ word: string; replacement: string; kind: 'respelling' | 'phonemes' }>;
-}
-
-/**
- * What an engine may ask of the server for one request/connection: both resolve within the
- * caller's organization (catalog voices included) and give `undefined` for an unknown id.
- */
-export interface EngineContext {
-  /** The voice `voice_id` names (null: the engine's default voice, which may resolve to undefined). */
-  resolveVoice(voiceId: string | null): Promise<EngineVoice | undefined>;
-  /** The pronunciation dictionary `pronunciation_id` names (§2.4). */
-  resolvePronunciation(id: string): Promise<EngineDictionary | undefined>;
-}
 
 /** A catalog voice an engine offers (seeded into the store at start as a voice with orgId null). */
 export type CatalogVoice = Omit<EngineVoice, 'orgId' | 'createdAt'>;
@@ -152,3 +116,5 @@ export function catalogVoices(ttsEngine: string): CatalogVoice[] {
   const voices = TTS_ENGINES[ttsEngine]?.catalogVoices() ?? [];
   return voices.length > 0 ? voices : toneCatalog();
 }
+
+export type { EngineContext, EngineDictionary, EngineVoice } from './context.js';

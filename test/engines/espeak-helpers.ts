@@ -1,5 +1,6 @@
 /** Runs the espeak engine over a script of calls and collects what it emits. */
-import { createEspeakTtsEngine, type EngineDictionary, type EngineVoice, type EspeakTtsOptions } from '../../src/engines/espeak-tts.js';
+import { createEspeakTtsEngine, type EspeakTtsOptions, type EspeakVoice } from '../../src/engines/espeak-tts.js';
+import type { EngineDictionary } from '../../src/engines/context.js';
 import { catalogVoices } from '../../src/engines/espeak-voices.js';
 import type { TtsEngineConfig, TtsEngineEvent } from '../../src/sessions/engine.js';
 
@@ -12,8 +13,8 @@ export interface Spoken {
   events: TtsEngineEvent[];
 }
 
-export function testContext(extra: { voices?: EngineVoice[]; dicts?: EngineDictionary[] } = {}) {
-  const voices: EngineVoice[] = [...catalogVoices(), ...(extra.voices ?? [])];
+export function testContext(extra: { voices?: EspeakVoice[]; dicts?: EngineDictionary[] } = {}) {
+  const voices: EspeakVoice[] = [...catalogVoices(), ...(extra.voices ?? [])];
   return {
     resolveVoice: async (id: string | null) => (id === null ? voices[0] : voices.find((v) => v.uid === id)),
     resolvePronunciation: async (id: string) => extra.dicts?.find((d) => d.uid === id),
