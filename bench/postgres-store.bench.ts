@@ -11,17 +11,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { PostgresStore } from '../src/server/store/postgres-store.js';
 import { SqliteStore } from '../src/server/store/sqlite-store.js';
-import type { Store, VoiceRecord } from '../src/server/store/store.js';
 import { hasPostgres, startPostgres } from '../test/helpers/postgres.js';
-import { machine, save } from './util.js';
+import { machine, median, save } from './util.js';
+import { BENCH_ORG, compareLatency, hash, KEYS, OPS, ROUNDS, seedStore, storePeer, voiceFor, type Peer } from './store-peers.js';
 
-const ROUNDS = Number(process.env.STORE_BENCH_ROUNDS ?? 5);
-const OPS = Number(process.env.STORE_BENCH_OPS ?? 400);
-const KEYS = 10_000;
 const CONCURRENT = 200;
 
 if (!hasPostgres()) {
@@ -31,55 +27,11 @@ if (!hasPostgres()) {
 
 const cluster = await startPostgres({ durable: true });
 const dir = mkdtempSync(join(tmpdir(), 'vw-pg-bench-'));
-const hash = (s: string): string => createHash('sha256').update(s).digest('hex');
-const ORG = { region: null, allocatedCredits: 1e12, remainingCredits: 1e12, billingPeriod: 'monthly', nextRolloverDate: '2027-01-01', planName: 'bench' };
-
-interface Peer {
-  name: string;
-  debit(): Promise<unknown>;
-  lookup(i: number): Promise<unknown>;
-  insertVoice(): Promise<unknown>;
-}
-
-function voiceFor(orgId: string): VoiceRecord {
-  return {
-    uid: randomUUID(),
-    orgId,
-    name: 'bench voice',
-    description: 'a voice made by the store benchmark',
-    language: 'en',
-    filename: 'sample.wav',
-    startS: 0,
-    tags: ['bench', 'calm'],
-    isProClone: false,
-    params: { espeak: 'en-us', pitch: 50, rate: 175 },
-    createdAt: new Date().toISOString(),
-  };
-}
-
-async function seed(store: Store): Promise<string> {
-  await store.migrate();
-  const org = await store.createOrganization({ ...ORG, name: 'bench' });
-  for (let i = 0; i < KEYS; i += 500) {
-    await Promise.all(Array.from({ length: 500 }, (_, j) => store.createApiKey({ id: `k${i + j}`, orgId: org.id, hash: hash(`key ${i + j}`), admin: false, prefix: `vw_${i + j}` })));
-  }
-  return org.id;
-}
-
-async function storePeer(name: string, store: Store): Promise<Peer> {
-  const orgId = await seed(store);
-  return {
-    name,
-    debit: () => store.debitCredits(orgId, 1, { keyId: 'k1', kind: 'tts', units: 1 }),
-    lookup: (i) => store.findApiKeyByHash(hash(`key ${i % KEYS}`)),
-    insertVoice: () => store.putVoice(voiceFor(orgId)),
-  };
-}
 
 /** The store's SQL on one bare pg client, no pool, no checks. */
 async function directPeer(url: string): Promise<Peer> {
   const setup = new PostgresStore(url);
-  const orgId = await seed(setup);
+  const orgId = await seedStore(setup);
   await setup.close();
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -105,24 +57,6 @@ async function directPeer(url: string): Promise<Peer> {
   };
 }
 
-const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-
-async function measure(fn: (i: number) => Promise<unknown>): Promise<{ p50: number; p99: number }> {
-  const lat = new Float64Array(OPS);
-  for (let i = 0; i < OPS; i++) {
-    const t = process.hrtime.bigint();
-    await fn(i * 7919);
-    lat[i] = Number(process.hrtime.bigint() - t) / 1000;
-  }
-  const s = Array.from(lat).sort((a, b) => a - b);
-  return { p50: pct(s, 0.5), p99: pct(s, 0.99) };
-}
-
 const schemaUrl = async (schema: string): Promise<string> => {
   cluster.psql(`CREATE SCHEMA ${schema}`, 'voicewire_test');
   return `${cluster.url()}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
@@ -135,42 +69,11 @@ const peers: Peer[] = [
   await storePeer('SqliteStore (WAL, NORMAL)', SqliteStore.open(join(dir, 'store.db'))),
 ];
 
-const ops = ['debit', 'lookup', 'insertVoice'] as const;
-const labels: Record<(typeof ops)[number], string> = { debit: 'debit (UPDATE ... RETURNING + usage row, one statement)', lookup: `key lookup by hash (${KEYS} keys)`, insertVoice: 'insert voice' };
-const results: Record<string, Record<string, { p50: number[]; p99: number[] }>> = {};
-for (const op of ops) {
-  results[op] = Object.fromEntries(peers.map((p) => [p.name, { p50: [], p99: [] }]));
-  for (const p of peers) await measure((i) => p[op](i)); // warm-up round
-}
-for (let r = 0; r < ROUNDS; r++) {
-  for (const op of ops) {
-    for (let k = 0; k < peers.length; k++) {
-      const p = peers[(k + r) % peers.length]!;
-      const m = await measure((i) => p[op](i));
-      results[op]![p.name]!.p50.push(m.p50);
-      results[op]![p.name]!.p99.push(m.p99);
-    }
-  }
-}
-
 console.log(`postgres store benchmark on ${machine()}; Postgres ${cluster.psql('SHOW server_version').trim()} on loopback, fsync on; ${ROUNDS} rounds x ${OPS} ops; one awaited call, us`);
-const groups: unknown[] = [];
-for (const op of ops) {
-  console.log(`\n${labels[op]}`);
-  const ref = results[op]![peers[0]!.name]!;
-  const rows = peers.map((p) => {
-    const m = results[op]![p.name]!;
-    const ratios = m.p50.map((v, i) => v / ref.p50[i]!);
-    const row = { name: p.name, p50: median(m.p50), p99: median(m.p99), p50Ratio: median(ratios), ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios) };
-    const vs = p === peers[0] ? '' : `  p50 ${row.p50Ratio.toFixed(2)}x PostgresStore (${row.ratioMin.toFixed(2)}-${row.ratioMax.toFixed(2)})`;
-    console.log(`  ${p.name.padEnd(32)} p50 ${row.p50.toFixed(1).padStart(8)}  p99 ${row.p99.toFixed(1).padStart(8)}${vs}`);
-    return row;
-  });
-  groups.push({ group: labels[op], unit: 'us', rows });
-}
+const groups = await compareLatency(peers, 'debit (UPDATE ... RETURNING + usage row, one statement)');
 
 // Throughput: CONCURRENT debits at once through the pool, per round; median debits/s and spread.
-const orgs = await Promise.all(Array.from({ length: 50 }, (_, i) => pgStore.createOrganization({ ...ORG, name: `spread-${i}` })));
+const orgs = await Promise.all(Array.from({ length: 50 }, (_, i) => pgStore.createOrganization({ ...BENCH_ORG, name: `spread-${i}` })));
 const hot = orgs[0]!.id;
 const through: Record<string, number[]> = { 'one organization (hot row)': [], 'spread over 50 organizations': [] };
 for (let r = 0; r < ROUNDS; r++) {
