@@ -287,21 +287,67 @@ function releaseHalf(h: Handler, encoderHalf: boolean, application: number): voi
   }
 }
 
-class WasmEncoder implements OpusBackendEncoder {
+/**
+ * What the encoder and decoder halves of a handler share: the check that the half is alive and its
+ * module has not trapped, the ctl calls, and the release to the pool.
+ */
+abstract class WasmHalf {
   private h: Handler | undefined;
   constructor(
     h: Handler,
+    private readonly encoder: boolean,
+    /** The encoder's application (its pool key); 0 for a decoder. */
     private readonly application: number,
   ) {
     this.h = h;
-    h.encoderUsed = true;
+    if (encoder) h.encoderUsed = true;
+    else h.decoderUsed = true;
   }
 
-  private handler(): Handler {
+  protected handler(): Handler {
     const h = this.h;
-    if (!h) throw new VoicewireError('INVALID_STATE', 'the libopus wasm encoder was freed');
-    if (h.n.broken) throw new VoicewireError('OPUS_ENCODER_ERROR', 'the libopus wasm module failed earlier (a wasm trap); this encoder is lost', { closeCode: 1011 });
+    const what = this.encoder ? 'encoder' : 'decoder';
+    if (!h) throw new VoicewireError('INVALID_STATE', `the libopus wasm ${what} was freed`);
+    if (h.n.broken) throw new VoicewireError(this.encoder ? 'OPUS_ENCODER_ERROR' : 'OPUS_DECODER_ERROR', `the libopus wasm module failed earlier (a wasm trap); this ${what} is lost`, { closeCode: 1011 });
     return h;
+  }
+
+  private ctl(h: Handler, request: number, arg: number): number {
+    return this.encoder ? h.native._encoder_ctl(request, arg) : h.native._decoder_ctl(request, arg);
+  }
+
+  set(request: number, value: number): number {
+    const h = this.handler();
+    try {
+      return this.ctl(h, request, value);
+    } catch (err) {
+      trapped(h.n, err);
+    }
+  }
+
+  get(request: number): number {
+    const h = this.handler();
+    const n = h.n;
+    try {
+      const rc = this.ctl(h, request, n.argPtr);
+      if (rc < 0) throw new VoicewireError(this.encoder ? 'OPUS_ENCODER_ERROR' : 'OPUS_DECODER_ERROR', `libopus ${this.encoder ? 'encoder' : 'decoder'}_ctl(${request}): ${strerror(n, rc)}`);
+      return n.mod.HEAP32[n.argPtr >> 2]!;
+    } catch (err) {
+      trapped(n, err);
+    }
+  }
+
+  free(): void {
+    const h = this.h;
+    if (!h) return;
+    this.h = undefined;
+    releaseHalf(h, this.encoder, this.application);
+  }
+}
+
+class WasmEncoder extends WasmHalf implements OpusBackendEncoder {
+  constructor(h: Handler, application: number) {
+    super(h, true, application);
   }
 
   encode(pcm: Int16Array | Float32Array, frameSize: number): Uint8Array {
@@ -330,51 +376,14 @@ class WasmEncoder implements OpusBackendEncoder {
       trapped(n, err);
     }
   }
-
-  set(request: number, value: number): number {
-    const h = this.handler();
-    try {
-      return h.native._encoder_ctl(request, value);
-    } catch (err) {
-      trapped(h.n, err);
-    }
-  }
-
-  get(request: number): number {
-    const h = this.handler();
-    const n = h.n;
-    try {
-      const rc = h.native._encoder_ctl(request, n.argPtr);
-      if (rc < 0) throw new VoicewireError('OPUS_ENCODER_ERROR', `libopus encoder_ctl(${request}): ${strerror(n, rc)}`);
-      return n.mod.HEAP32[n.argPtr >> 2]!;
-    } catch (err) {
-      trapped(n, err);
-    }
-  }
-
-  free(): void {
-    const h = this.h;
-    if (!h) return;
-    this.h = undefined;
-    releaseHalf(h, true, this.application);
-  }
 }
 
-class WasmDecoder implements OpusBackendDecoder {
-  private h: Handler | undefined;
+class WasmDecoder extends WasmHalf implements OpusBackendDecoder {
   constructor(
     h: Handler,
     private readonly channels: number,
   ) {
-    this.h = h;
-    h.decoderUsed = true;
-  }
-
-  private handler(): Handler {
-    const h = this.h;
-    if (!h) throw new VoicewireError('INVALID_STATE', 'the libopus wasm decoder was freed');
-    if (h.n.broken) throw new VoicewireError('OPUS_DECODER_ERROR', 'the libopus wasm module failed earlier (a wasm trap); this decoder is lost', { closeCode: 1011 });
-    return h;
+    super(h, false, 0);
   }
 
   decode(packet: Uint8Array, out: Int16Array | Float32Array, offset: number): number {
@@ -404,34 +413,6 @@ class WasmDecoder implements OpusBackendDecoder {
     } catch (err) {
       trapped(n, err);
     }
-  }
-
-  set(request: number, value: number): number {
-    const h = this.handler();
-    try {
-      return h.native._decoder_ctl(request, value);
-    } catch (err) {
-      trapped(h.n, err);
-    }
-  }
-
-  get(request: number): number {
-    const h = this.handler();
-    const n = h.n;
-    try {
-      const rc = h.native._decoder_ctl(request, n.argPtr);
-      if (rc < 0) throw new VoicewireError('OPUS_DECODER_ERROR', `libopus decoder_ctl(${request}): ${strerror(n, rc)}`);
-      return n.mod.HEAP32[n.argPtr >> 2]!;
-    } catch (err) {
-      trapped(n, err);
-    }
-  }
-
-  free(): void {
-    const h = this.h;
-    if (!h) return;
-    this.h = undefined;
-    releaseHalf(h, false, 0);
   }
 }
 
