@@ -12,18 +12,19 @@
 
 import { describe } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import { shown } from '../util/args.js';
 
 const POLY = 0x04c11db7;
 
 function checkCrc(crc: unknown, what: string): number {
-  if (typeof crc !== 'number' || !Number.isInteger(crc) || crc < -0x80000000 || crc > 0xffffffff) throw new VoicewireError('INVALID_ARGUMENT', `${what}: a CRC is a 32-bit integer, got ${String(crc)}`);
+  if (typeof crc !== 'number' || !Number.isInteger(crc) || crc < -0x80000000 || crc > 0xffffffff) throw new VoicewireError('INVALID_ARGUMENT', `${what}: a CRC is a 32-bit integer, got ${shown(crc)}`);
   return crc;
 }
 
 function checkRange(data: unknown, start: unknown, end: unknown, what: string): void {
   if (!(data instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `${what} takes a Uint8Array, got ${describe(data)}`);
   if (typeof start !== 'number' || typeof end !== 'number' || !Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end > data.length || start > end) {
-    throw new VoicewireError('INVALID_ARGUMENT', `${what}: range [${String(start)}, ${String(end)}) is not within 0..${data.length}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `${what}: range [${shown(start)}, ${shown(end)}) is not within 0..${data.length}`);
   }
 }
 
@@ -122,7 +123,7 @@ for (let k = 1; k < 32; k++) ZERO_BYTES_POW[k] = mulmod(ZERO_BYTES_POW[k - 1]!, 
  */
 export function oggCrc32Shift(crc: number, n: number): number {
   checkCrc(crc, 'oggCrc32Shift');
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `oggCrc32Shift: n must be a non-negative integer, got ${String(n)}`);
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `oggCrc32Shift: n must be a non-negative integer, got ${shown(n)}`);
   let c = crc >>> 0;
   for (let k = 0; n > 0 && c !== 0; k++, n = Math.floor(n / 2)) {
     if (!(n & 1)) continue;
@@ -159,7 +160,7 @@ function shiftTable(k: number): Uint32Array {
  */
 export function oggCrc32Prefix(data: Uint8Array, prefix: Uint32Array, start: number, end: number): void {
   checkRange(data, start, end, 'oggCrc32Prefix');
-  if (!(prefix instanceof Uint32Array) || prefix.length < end + 1) throw new VoicewireError('INVALID_ARGUMENT', `oggCrc32Prefix: prefix must be a Uint32Array of at least ${String(end)} + 1 values, got ${describe(prefix)}`);
+  if (!(prefix instanceof Uint32Array) || prefix.length < end + 1) throw new VoicewireError('INVALID_ARGUMENT', `oggCrc32Prefix: prefix must be a Uint32Array of at least ${shown(end)} + 1 values, got ${describe(prefix)}`);
   let c = prefix[start]! | 0;
   for (let i = start; i < end; i++) {
     c = (c << 8) ^ T0[((c >>> 24) ^ data[i]!) & 0xff]!;

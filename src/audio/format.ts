@@ -13,6 +13,7 @@
  */
 import { VoicewireError } from '../util/errors.js';
 import { describe } from '../util/bytes.js';
+import { optionsArg } from '../util/args.js';
 
 /** Every format name the API accepts, in the order of service-api.md §4.2. */
 export const AUDIO_FORMAT_NAMES = [
@@ -175,8 +176,8 @@ function shown(value: string): string {
  *   name; the message lists the valid names. `INVALID_ARGUMENT` when `name` is not a string or
  *   `direction` is not one of the two directions.
  */
-export function parseAudioFormat(name: string, options: ParseAudioFormatOptions = {}): AudioFormat {
-  const direction = options.direction ?? 'tts-output';
+export function parseAudioFormat(name: string, options?: ParseAudioFormatOptions): AudioFormat {
+  const direction = optionsArg(options, 'parseAudioFormat options').direction ?? 'tts-output';
   const table = TABLES.get(direction);
   if (table === undefined) {
     throw new VoicewireError('INVALID_ARGUMENT', `parseAudioFormat: direction must be 'tts-output' or 'stt-input', got ${typeof direction === 'string' ? shown(direction) : describe(direction)}`);

@@ -20,6 +20,7 @@
  * samples in the worst case.
  */
 import { VoicewireError } from '../util/errors.js';
+import { shown } from '../util/args.js';
 import { describe, toBytes } from '../util/bytes.js';
 import type { Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
@@ -127,7 +128,7 @@ class FramerImpl implements Framer {
     const channels = positiveInteger('channels', options.channels ?? 1);
     const partial = options.partial ?? 'pad';
     if (partial !== 'pad' && partial !== 'short' && partial !== 'drop') {
-      throw new VoicewireError('INVALID_ARGUMENT', `createFramer: partial must be 'pad', 'short' or 'drop', got ${String(partial)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `createFramer: partial must be 'pad', 'short' or 'drop', got ${shown(partial)}`);
     }
     this.sampleBytes = bytesPerSample * channels;
     this.frameBytes = frameSamples * this.sampleBytes;

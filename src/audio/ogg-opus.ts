@@ -14,6 +14,7 @@
  */
 import { concatChunks, int16View, float32View, toBytes, describe } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import { shown } from '../util/args.js';
 import { OggPacketReader, OggPageWriter, type OggPacketReaderOptions, type OggPagePackets, type OggWarning } from './ogg.js';
 import { OpusDecoder, OpusEncoder, OPUS_FRAME_DURATIONS_MS, OPUS_LIBRARY_VERSION, OPUS_SAMPLE_RATES, opusPacketDuration, type OpusApplication, type OpusFrameDuration, type OpusSampleRate } from './opus.js';
 import { buildOpusHead, buildOpusTags, isOpusHead, parseOpusHead, parseOpusTags, type OpusHead, type OpusTags } from './opus-head.js';
@@ -121,12 +122,12 @@ export class OggOpusEncoder implements Incremental<OggOpusEncoderInput, Uint8Arr
     options = objectOptions(options, 'OggOpusEncoder');
     const packetMs = options.packetDuration ?? 20;
     if (!(OPUS_FRAME_DURATIONS_MS as readonly number[]).includes(packetMs)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `OggOpusEncoder packetDuration must be 2.5, 5, 10, 20, 40, 60, 80, 100 or 120 ms, got ${String(packetMs)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `OggOpusEncoder packetDuration must be 2.5, 5, 10, 20, 40, 60, 80, 100 or 120 ms, got ${shown(packetMs)}`);
     }
     const pageMs = options.pageDuration ?? 80;
-    if (typeof pageMs !== 'number' || !(pageMs >= 0) || pageMs > 10_000) throw new VoicewireError('INVALID_ARGUMENT', `OggOpusEncoder pageDuration must be 0–10000 ms, got ${String(pageMs)}`);
+    if (typeof pageMs !== 'number' || !(pageMs >= 0) || pageMs > 10_000) throw new VoicewireError('INVALID_ARGUMENT', `OggOpusEncoder pageDuration must be 0–10000 ms, got ${shown(pageMs)}`);
     const enc = options.inputEncoding ?? 's16le';
-    if (enc !== 's16le' && enc !== 'f32le') throw new VoicewireError('INVALID_ARGUMENT', `OggOpusEncoder inputEncoding must be 's16le' or 'f32le', got ${String(enc)}`);
+    if (enc !== 's16le' && enc !== 'f32le') throw new VoicewireError('INVALID_ARGUMENT', `OggOpusEncoder inputEncoding must be 's16le' or 'f32le', got ${shown(enc)}`);
     this.f32Bytes = enc === 'f32le';
     const encoderOptions: { sampleRate: OpusSampleRate; channels: 1; application?: OpusApplication; bitrate?: number | 'auto' | 'max'; complexity?: number } = {
       sampleRate: options.sampleRate ?? 48000,
@@ -489,13 +490,13 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
   constructor(options: OggOpusDecoderOptions<F> = {}) {
     options = objectOptions(options, 'OggOpusDecoder');
     const format = options.sampleFormat ?? 'int16';
-    if (format !== 'int16' && format !== 'float32') throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder sampleFormat must be 'int16' or 'float32', got ${String(format)}`);
+    if (format !== 'int16' && format !== 'float32') throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder sampleFormat must be 'int16' or 'float32', got ${shown(format)}`);
     this.float = format === 'float32';
     const rate = options.sampleRate ?? 48000;
-    if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0) throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder sampleRate must be a positive integer, got ${String(rate)}`);
+    if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0) throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder sampleRate must be a positive integer, got ${shown(rate)}`);
     this.sampleRate = rate;
     this.decodeRate = (OPUS_SAMPLE_RATES as readonly number[]).includes(rate) ? (rate as OpusSampleRate) : 48000;
-    if (options.channels !== undefined && options.channels !== 1 && options.channels !== 2) throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder channels must be 1 or 2, got ${String(options.channels)}`);
+    if (options.channels !== undefined && options.channels !== 1 && options.channels !== 2) throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder channels must be 1 or 2, got ${shown(options.channels)}`);
     this.forcedChannels = options.channels;
     this.applyGain = options.applyOutputGain ?? true;
     this.onWarning = options.onWarning;
@@ -518,7 +519,7 @@ export class OggOpusDecoder<F extends OggOpusSampleFormat = 'int16'> implements 
     const perCall = options.maxSamplesPerCall ?? Infinity;
     const cap = options.maxDecodedSamples ?? Infinity;
     for (const [name, v] of [['maxSamplesPerCall', perCall], ['maxDecodedSamples', cap]] as const) {
-      if (typeof v !== 'number' || Number.isNaN(v) || v < 0) throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder ${name} must be a non-negative number, got ${String(v)}`);
+      if (typeof v !== 'number' || Number.isNaN(v) || v < 0) throw new VoicewireError('INVALID_ARGUMENT', `OggOpusDecoder ${name} must be a non-negative number, got ${shown(v)}`);
     }
     this.budget48 = (perCall * 48000) / this.decodeRate;
     this.cap48 = (cap * 48000) / this.decodeRate;

@@ -13,6 +13,7 @@
 import { ByteQueue, concatChunks, describe, toBytes } from '../util/bytes.js';
 import { oggCrc32, oggCrc32Prefix, oggCrc32Shift, oggPageCrc } from './crc32.js';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
+import { shown } from '../util/args.js';
 import type { Incremental } from '../util/stream-core.js';
 
 /** Header type flag: the page starts with the continuation of a packet from the previous page. */
@@ -115,7 +116,7 @@ function checkReaderOptions<T extends OggPageReaderOptions>(options: T | null | 
   const o = checkOptions(options, what);
   if (o.onWarning !== undefined && typeof o.onWarning !== 'function') throw new VoicewireError('INVALID_ARGUMENT', `${what} onWarning must be a function, got ${describe(o.onWarning)}`);
   if (o.maxGarbage !== undefined && !(typeof o.maxGarbage === 'number' && o.maxGarbage >= 0 && !Number.isNaN(o.maxGarbage))) {
-    throw new VoicewireError('INVALID_ARGUMENT', `${what} maxGarbage must be a non-negative number, got ${String(o.maxGarbage)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `${what} maxGarbage must be a non-negative number, got ${shown(o.maxGarbage)}`);
   }
   return o;
 }
@@ -619,7 +620,7 @@ export class OggPacketReader implements Incremental<Uint8Array, OggPagePackets> 
     options = checkReaderOptions(options, 'OggPacketReader');
     if (options.select !== undefined && typeof options.select !== 'function') throw new VoicewireError('INVALID_ARGUMENT', `OggPacketReader select must be a function, got ${describe(options.select)}`);
     if (options.maxPacketSize !== undefined && !(typeof options.maxPacketSize === 'number' && options.maxPacketSize >= 0 && !Number.isNaN(options.maxPacketSize))) {
-      throw new VoicewireError('INVALID_ARGUMENT', `OggPacketReader maxPacketSize must be a non-negative number, got ${String(options.maxPacketSize)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `OggPacketReader maxPacketSize must be a non-negative number, got ${shown(options.maxPacketSize)}`);
     }
     this.pages = new OggPageReader(options);
     this.select = options.select;
@@ -858,7 +859,7 @@ export function buildOggPage(fields: {
   if (!(fields.body instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage body must be a Uint8Array, got ${describe(fields.body)}`);
   if (fields.segments === null || typeof fields.segments !== 'object' || typeof fields.segments.length !== 'number') throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage segments must be an array of lacing values, got ${describe(fields.segments)}`);
   for (const [name, v, max] of [['headerType', fields.headerType, 0xff], ['serial', fields.serial, 0xffffffff], ['sequence', fields.sequence, 0xffffffff]] as const) {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max) throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage ${name} must be an integer 0–${max}, got ${String(v)}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max) throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage ${name} must be an integer 0–${max}, got ${shown(v)}`);
   }
   checkGranule(fields.granule, 'buildOggPage granule');
   const n = fields.segments.length;
@@ -866,7 +867,7 @@ export function buildOggPage(fields: {
   let sum = 0;
   for (let i = 0; i < n; i++) {
     const v = fields.segments[i];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 255) throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage lacing value ${i} must be an integer 0–255, got ${String(v)}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 255) throw new VoicewireError('INVALID_ARGUMENT', `buildOggPage lacing value ${i} must be an integer 0–255, got ${shown(v)}`);
     sum += v;
   }
   if (sum !== fields.body.length) throw new VoicewireError('INVALID_ARGUMENT', `lacing values sum to ${sum} but the body has ${fields.body.length} bytes`);
@@ -916,7 +917,7 @@ export class OggPageWriter {
   constructor(options: OggPageWriterOptions = {}) {
     const o = checkOptions(options, 'OggPageWriter');
     if (o.serial !== undefined && !(typeof o.serial === 'number' && Number.isInteger(o.serial) && o.serial >= 0 && o.serial <= 0xffffffff)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `OggPageWriter serial must be an integer 0–4294967295, got ${String(o.serial)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `OggPageWriter serial must be an integer 0–4294967295, got ${shown(o.serial)}`);
     }
     this.serial = (o.serial ?? Math.floor(Math.random() * 0x100000000)) >>> 0;
   }

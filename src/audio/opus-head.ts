@@ -5,6 +5,7 @@
  */
 import { describe, toBytes } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import { shown } from '../util/args.js';
 
 /** The identification header (RFC 7845 §5.1). */
 export interface OpusHead {
@@ -127,11 +128,11 @@ export function buildOpusHead(fields: OpusHeadFields): Uint8Array {
   if (fields === null || typeof fields !== 'object') throw new VoicewireError('INVALID_ARGUMENT', `buildOpusHead takes an object, got ${describe(fields)}`);
   const channels = fields.channelCount ?? 1;
   const gain = fields.outputGain ?? 0;
-  if (channels !== 1 && channels !== 2) throw new VoicewireError('INVALID_ARGUMENT', `OpusHead channelCount must be 1 or 2, got ${String(channels)}`);
-  if (!Number.isInteger(fields.preSkip) || fields.preSkip < 0 || fields.preSkip > 0xffff) throw new VoicewireError('INVALID_ARGUMENT', `OpusHead preSkip must be an integer in 0..65535, got ${fields.preSkip}`);
-  if (!Number.isInteger(gain) || gain < -32768 || gain > 32767) throw new VoicewireError('INVALID_ARGUMENT', `OpusHead outputGain must be a Q7.8 integer in -32768..32767, got ${gain}`);
+  if (channels !== 1 && channels !== 2) throw new VoicewireError('INVALID_ARGUMENT', `OpusHead channelCount must be 1 or 2, got ${shown(channels)}`);
+  if (!Number.isInteger(fields.preSkip) || fields.preSkip < 0 || fields.preSkip > 0xffff) throw new VoicewireError('INVALID_ARGUMENT', `OpusHead preSkip must be an integer in 0..65535, got ${shown(fields.preSkip)}`);
+  if (!Number.isInteger(gain) || gain < -32768 || gain > 32767) throw new VoicewireError('INVALID_ARGUMENT', `OpusHead outputGain must be a Q7.8 integer in -32768..32767, got ${shown(gain)}`);
   const rate = fields.inputSampleRate ?? 48000;
-  if (!Number.isInteger(rate) || rate < 0 || rate > 0xffffffff) throw new VoicewireError('INVALID_ARGUMENT', `OpusHead inputSampleRate must be a 32-bit unsigned integer, got ${rate}`);
+  if (!Number.isInteger(rate) || rate < 0 || rate > 0xffffffff) throw new VoicewireError('INVALID_ARGUMENT', `OpusHead inputSampleRate must be a 32-bit unsigned integer, got ${shown(rate)}`);
   const p = new Uint8Array(19);
   p.set(HEAD_MAGIC, 0);
   const view = new DataView(p.buffer);

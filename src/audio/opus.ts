@@ -22,6 +22,7 @@
  */
 import { describe } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import { shown } from '../util/args.js';
 import {
   OPUS_AUTO,
   OPUS_BITRATE_MAX,
@@ -92,8 +93,11 @@ export function setOpusBackend(choice: OpusBackend | 'wasm' | undefined): void {
   else throw new VoicewireError('INVALID_ARGUMENT', `setOpusBackend takes 'wasm', a backend object or undefined, got ${describe(choice)}`);
 }
 
-/** The backend new encoders and decoders get (resolving the provider on first use). */
-export function opusBackend(): OpusBackend {
+/**
+ * The backend new encoders and decoders get (resolving the provider on first use). Not exported:
+ * a backend trusts its caller's checks and the instance cap (OpusEncoder/OpusDecoder do both).
+ */
+function opusBackend(): OpusBackend {
   if (backend) return backend;
   let found: OpusBackend | undefined;
   try {
@@ -131,8 +135,8 @@ export function setOpusLimits(next: Partial<OpusLimits> = {}): OpusLimits {
   if (typeof next !== 'object' || next === null) throw new VoicewireError('INVALID_ARGUMENT', `setOpusLimits takes an object, got ${describe(next)}`);
   const max = next.maxInstances ?? limits.maxInstances;
   const hwm = next.poolHighWaterMark ?? limits.poolHighWaterMark;
-  if (!Number.isInteger(max) || max < 0) throw new VoicewireError('INVALID_ARGUMENT', `maxInstances must be a non-negative integer, got ${String(max)}`);
-  if (!Number.isInteger(hwm) || hwm < 0) throw new VoicewireError('INVALID_ARGUMENT', `poolHighWaterMark must be a non-negative integer, got ${String(hwm)}`);
+  if (!Number.isInteger(max) || max < 0) throw new VoicewireError('INVALID_ARGUMENT', `maxInstances must be a non-negative integer, got ${shown(max)}`);
+  if (!Number.isInteger(hwm) || hwm < 0) throw new VoicewireError('INVALID_ARGUMENT', `poolHighWaterMark must be a non-negative integer, got ${shown(hwm)}`);
   limits = { maxInstances: max, poolHighWaterMark: hwm };
   trimPool();
   return limits;
@@ -192,7 +196,7 @@ function freeQuietly(core: { free(): void }): void {
 /** Wraps anything a backend throws that is not a VoicewireError (a wasm trap, a native exception). */
 function crashed(err: unknown, code: 'OPUS_ENCODER_ERROR' | 'OPUS_DECODER_ERROR' | 'OPUS_CAPACITY', what: string): VoicewireError {
   if (err instanceof VoicewireError) return err;
-  const reason = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  const reason = err instanceof Error ? `${err.name}: ${err.message}` : shown(err);
   return new VoicewireError(code, `libopus failed in ${what} (${reason}); later requests get a fresh instance`, { cause: err, closeCode: 1011 });
 }
 
@@ -364,7 +368,7 @@ for (let c = 0; c < 32; c++) {
  */
 export function opusPacketDuration(packet: Uint8Array, sampleRate: number = 48000): number {
   if (!(packet instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `opusPacketDuration takes a Uint8Array packet, got ${describe(packet)}`);
-  if (typeof sampleRate !== 'number' || !(sampleRate > 0) || sampleRate === Infinity) throw new VoicewireError('INVALID_ARGUMENT', `opusPacketDuration sampleRate must be a positive number, got ${String(sampleRate)}`);
+  if (typeof sampleRate !== 'number' || !(sampleRate > 0) || sampleRate === Infinity) throw new VoicewireError('INVALID_ARGUMENT', `opusPacketDuration sampleRate must be a positive number, got ${shown(sampleRate)}`);
   if (packet.length === 0) throw new VoicewireError('OPUS_INVALID_PACKET', 'an Opus packet has at least one byte (RFC 6716 §3.4 [R1])');
   const toc = packet[0]!;
   const frame = FRAME_SIZE_48K[toc >> 3]!;
@@ -383,12 +387,12 @@ export function opusPacketDuration(packet: Uint8Array, sampleRate: number = 4800
 }
 
 function checkRate(rate: unknown, what: string): OpusSampleRate {
-  if (!OPUS_SAMPLE_RATES.includes(rate as OpusSampleRate)) throw new VoicewireError('INVALID_ARGUMENT', `${what} sampleRate must be one of ${OPUS_SAMPLE_RATES.join(', ')}, got ${String(rate)}`);
+  if (!OPUS_SAMPLE_RATES.includes(rate as OpusSampleRate)) throw new VoicewireError('INVALID_ARGUMENT', `${what} sampleRate must be one of ${OPUS_SAMPLE_RATES.join(', ')}, got ${shown(rate)}`);
   return rate as OpusSampleRate;
 }
 
 function checkChannels(channels: unknown, what: string): 1 | 2 {
-  if (channels !== 1 && channels !== 2) throw new VoicewireError('INVALID_ARGUMENT', `${what} channels must be 1 or 2, got ${String(channels)}`);
+  if (channels !== 1 && channels !== 2) throw new VoicewireError('INVALID_ARGUMENT', `${what} channels must be 1 or 2, got ${shown(channels)}`);
   return channels;
 }
 
@@ -435,7 +439,7 @@ export class OpusEncoder {
     this.sampleRate = checkRate(o.sampleRate ?? 48000, 'OpusEncoder');
     this.channels = checkChannels(o.channels ?? 1, 'OpusEncoder');
     const app = o.application ?? 'audio';
-    if (typeof app !== 'string' || !Object.hasOwn(APPLICATIONS, app)) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder application must be 'voip', 'audio' or 'lowdelay', got ${String(app)}`);
+    if (typeof app !== 'string' || !Object.hasOwn(APPLICATIONS, app)) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder application must be 'voip', 'audio' or 'lowdelay', got ${shown(app)}`);
     this.application = app;
     if (o.bitrate !== undefined) bitrateValue(o.bitrate);
     if (o.complexity !== undefined) checkComplexity(o.complexity);
@@ -564,7 +568,7 @@ function checkOptions<T extends object>(options: T | null | undefined, what: str
 }
 
 function checkOffset(offset: unknown, what: string): number {
-  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) throw new VoicewireError('INVALID_ARGUMENT', `${what}: offset must be a non-negative integer, got ${String(offset)}`);
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) throw new VoicewireError('INVALID_ARGUMENT', `${what}: offset must be a non-negative integer, got ${shown(offset)}`);
   return offset;
 }
 
@@ -572,11 +576,11 @@ function bitrateValue(bitrate: unknown): number {
   if (bitrate === 'auto') return OPUS_AUTO;
   if (bitrate === 'max') return OPUS_BITRATE_MAX;
   if (typeof bitrate === 'number' && Number.isInteger(bitrate) && bitrate >= 500 && bitrate <= 512000) return bitrate;
-  throw new VoicewireError('INVALID_ARGUMENT', `Opus bitrate must be an integer 500–512000, 'auto' or 'max', got ${String(bitrate)}`);
+  throw new VoicewireError('INVALID_ARGUMENT', `Opus bitrate must be an integer 500–512000, 'auto' or 'max', got ${shown(bitrate)}`);
 }
 
 function checkComplexity(complexity: unknown): number {
-  if (typeof complexity !== 'number' || !Number.isInteger(complexity) || complexity < 0 || complexity > 10) throw new VoicewireError('INVALID_ARGUMENT', `Opus complexity must be an integer 0–10, got ${String(complexity)}`);
+  if (typeof complexity !== 'number' || !Number.isInteger(complexity) || complexity < 0 || complexity > 10) throw new VoicewireError('INVALID_ARGUMENT', `Opus complexity must be an integer 0–10, got ${shown(complexity)}`);
   return complexity;
 }
 
@@ -737,7 +741,7 @@ export class OpusDecoder {
 }
 
 function checkGain(q78: unknown): number {
-  if (typeof q78 !== 'number' || !Number.isInteger(q78) || q78 < -32768 || q78 > 32767) throw new VoicewireError('INVALID_ARGUMENT', `Opus gain must be a Q7.8 integer in -32768..32767, got ${String(q78)}`);
+  if (typeof q78 !== 'number' || !Number.isInteger(q78) || q78 < -32768 || q78 > 32767) throw new VoicewireError('INVALID_ARGUMENT', `Opus gain must be a Q7.8 integer in -32768..32767, got ${shown(q78)}`);
   return q78;
 }
 

@@ -17,6 +17,7 @@
  * or into the caller's `out`; none keeps or returns a view of its input.
  */
 import { VoicewireError } from '../util/errors.js';
+import { shown } from '../util/args.js';
 import { describe } from '../util/bytes.js';
 
 /** An interleaved little-endian PCM sample encoding. */
@@ -352,7 +353,7 @@ function encodeFloat32Into(src: Float32Array, encoding: PcmEncoding, o: Uint8Arr
 
 function checkChannels(fn: string, length: number, channels: number): void {
   if (!Number.isInteger(channels) || channels < 1) {
-    throw new VoicewireError('INVALID_ARGUMENT', `${fn}: channels must be a positive integer, got ${String(channels)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `${fn}: channels must be a positive integer, got ${shown(channels)}`);
   }
   if (length % channels !== 0) {
     throw new VoicewireError('PCM_PARTIAL_SAMPLE', `${fn}: ${length} samples is not a whole number of ${channels}-channel frames`);

@@ -13,6 +13,7 @@
  */
 import { describe } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import { functionArg, objectArg, optionsArg, shown } from '../util/args.js';
 import type { Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
 import { CLAMP_ABOVE, FLUSH_BELOW, roundToInt16, runDecimator, runPolyphase, tame } from './resampler-simd.js';
@@ -92,7 +93,7 @@ const EMPTY_F32 = new Float32Array(0);
 
 function checkRate(name: string, rate: unknown): number {
   if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0 || rate > 0x7fffffff) {
-    throw new VoicewireError('RESAMPLER_INVALID_RATE', `resampler: ${name} rate must be a positive integer (Hz), got ${String(rate)}`);
+    throw new VoicewireError('RESAMPLER_INVALID_RATE', `resampler: ${name} rate must be a positive integer (Hz), got ${shown(rate)}`);
   }
   return rate;
 }
@@ -107,7 +108,8 @@ export function resamplerCost(from: number, to: number, quality: ResamplerQualit
   return designCost(o.from, o.to, o.quality);
 }
 
-function checkOptions(from: unknown, to: unknown, options: ResampleOptions): { from: number; to: number; channels: number; quality: ResamplerQuality } {
+function checkOptions(from: unknown, to: unknown, opts: ResampleOptions | undefined): { from: number; to: number; channels: number; quality: ResamplerQuality } {
+  const options = optionsArg(opts, 'resampler options');
   const f = checkRate('input', from);
   const t = checkRate('output', to);
   const ratio = Math.max(f, t) / Math.min(f, t);
@@ -116,11 +118,11 @@ function checkOptions(from: unknown, to: unknown, options: ResampleOptions): { f
   }
   const channels = options.channels ?? 1;
   if (!Number.isInteger(channels) || channels < 1 || channels > 64) {
-    throw new VoicewireError('INVALID_ARGUMENT', `resampler: channels must be an integer from 1 to 64, got ${String(channels)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: channels must be an integer from 1 to 64, got ${shown(channels)}`);
   }
   const quality = options.quality ?? 'high';
-  if (!Object.prototype.hasOwnProperty.call(RESAMPLER_QUALITIES, quality)) {
-    throw new VoicewireError('INVALID_ARGUMENT', `resampler: quality must be 'high', 'best', 'folding' or 'fast', got ${String(quality)}`);
+  if (typeof quality !== 'string' || !Object.prototype.hasOwnProperty.call(RESAMPLER_QUALITIES, quality)) {
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: quality must be 'high', 'best', 'folding' or 'fast', got ${shown(quality)}`);
   }
   return { from: f, to: t, channels, quality };
 }
@@ -149,7 +151,7 @@ function checkFloat32(chunk: unknown): Float32Array {
   if (!Number.isFinite(s0 + s1 + s2 + s3)) {
     let at = 0;
     while (Number.isFinite(chunk[at]!)) at++;
-    throw new VoicewireError('RESAMPLER_NON_FINITE', `resampler: input sample ${at} is ${String(chunk[at])}`, { details: { index: at } });
+    throw new VoicewireError('RESAMPLER_NON_FINITE', `resampler: input sample ${at} is ${shown(chunk[at])}`, { details: { index: at } });
   }
   return chunk;
 }
@@ -188,7 +190,7 @@ export function resampledLength(frames: number, from: number, to: number): numbe
   checkRate('input', from);
   checkRate('output', to);
   if (!Number.isSafeInteger(frames) || frames < 0) {
-    throw new VoicewireError('INVALID_ARGUMENT', `resampledLength: frames must be a non-negative integer, got ${String(frames)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `resampledLength: frames must be a non-negative integer, got ${shown(frames)}`);
   }
   return roundRatio(frames, to, from);
 }
@@ -473,7 +475,7 @@ export const RESAMPLER_CLAMP_ABOVE = CLAMP_ABOVE;
 
 function checkedMax(core: PolyphaseCore, inputLength: number): number {
   if (!Number.isSafeInteger(inputLength) || inputLength < 0) {
-    throw new VoicewireError('INVALID_ARGUMENT', `resampler: maxOutputLength needs a non-negative integer, got ${String(inputLength)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler: maxOutputLength needs a non-negative integer, got ${shown(inputLength)}`);
   }
   return core.maxOutputSamples(inputLength);
 }
@@ -587,7 +589,7 @@ class Int16Resampler extends CoreResampler implements Resampler<Int16Array> {
  * send(r.flush(out));
  */
 export function createResampler(options: ResamplerOptions): Resampler<Float32Array> {
-  const o = checkOptions(options.from, options.to, options);
+  const o = checkOptions(objectArg(options, 'createResampler options').from, options.to, options);
   return new FloatResampler(o.from, o.to, o.channels, o.quality);
 }
 
@@ -596,7 +598,7 @@ export function createResampler(options: ResamplerOptions): Resampler<Float32Arr
  * {@link createResampler}); unity gain, results rounded to nearest and clamped to int16.
  */
 export function createInt16Resampler(options: ResamplerOptions): Resampler<Int16Array> {
-  const o = checkOptions(options.from, options.to, options);
+  const o = checkOptions(objectArg(options, 'createInt16Resampler options').from, options.to, options);
   return new Int16Resampler(o.from, o.to, o.channels, o.quality);
 }
 
@@ -639,6 +641,9 @@ export function resampleInt16(input: Int16Array, fromRate: number, toRate: numbe
 
 /** Wraps a {@link Resampler} as an {@link Incremental} core (empty outputs are not emitted). */
 export function resamplerCore<T extends Float32Array | Int16Array>(r: Resampler<T>): Incremental<T, T> {
+  objectArg(r, 'resamplerCore resampler');
+  functionArg(r.push, 'resamplerCore resampler.push');
+  functionArg(r.flush, 'resamplerCore resampler.flush');
   return {
     push(chunk: T): readonly T[] {
       const out = r.push(chunk);

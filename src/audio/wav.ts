@@ -27,6 +27,7 @@
  */
 import { ByteQueue, concatChunks, describe, toBytes } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import { optionsArg, shown } from '../util/args.js';
 import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from './g711.js';
 import {
   decodePcm,
@@ -241,7 +242,8 @@ class WavDecoderImpl<S extends Float32Array | Int16Array | Uint8Array> implement
   private scratchF = new Float32Array(0);
   private scratchI = new Int16Array(0);
 
-  constructor(options: WavDecoderOptions) {
+  constructor(opts: WavDecoderOptions | undefined) {
+    const options = optionsArg(opts, 'createWavDecoder options');
     const output = options.output ?? 'float32';
     if (output !== 'float32' && output !== 'int16' && output !== 'raw') {
       throw new VoicewireError('INVALID_ARGUMENT', `createWavDecoder: output must be 'float32', 'int16' or 'raw', got ${JSON.stringify(output)}`);
@@ -519,9 +521,9 @@ class WavDecoderImpl<S extends Float32Array | Int16Array | Uint8Array> implement
     const n = frames * ch;
     const down = this.mono && ch > 1;
     if (this.output === 'float32') {
-      if (!down) return decodeToFloat32(bytes, f.codec, new Float32Array(n), this) as S;
+      if (!down) return decodeToFloat32(bytes, f.codec, new Float32Array(n), this.g711Scratch) as S;
       if (this.scratchF.length < n) this.scratchF = new Float32Array(n);
-      return downmixToMono(decodeToFloat32(bytes, f.codec, this.scratchF.subarray(0, n), this), ch, new Float32Array(frames)) as S;
+      return downmixToMono(decodeToFloat32(bytes, f.codec, this.scratchF.subarray(0, n), this.g711Scratch), ch, new Float32Array(frames)) as S;
     }
     if (!down) return decodeToInt16(bytes, f.codec, new Int16Array(n)) as S;
     if (this.scratchI.length < n) this.scratchI = new Int16Array(n);
@@ -529,10 +531,10 @@ class WavDecoderImpl<S extends Float32Array | Int16Array | Uint8Array> implement
   }
 
   /** Int16 scratch for G.711 → float (kept between pushes). */
-  g711Scratch(n: number): Int16Array {
+  private readonly g711Scratch = (n: number): Int16Array => {
     if (this.scratchI.length < n) this.scratchI = new Int16Array(n);
     return this.scratchI.subarray(0, n);
-  }
+  };
 }
 
 function parseFmt(b: Uint8Array, size: number, container: WavContainer): WavFormat {
@@ -600,7 +602,7 @@ function float64Of(bytes: Uint8Array): Float64Array {
   return new Float64Array(b.buffer, b.byteOffset, b.byteLength >> 3);
 }
 
-function decodeToFloat32(bytes: Uint8Array, codec: WavCodec, out: Float32Array, dec: { g711Scratch(n: number): Int16Array }): Float32Array {
+function decodeToFloat32(bytes: Uint8Array, codec: WavCodec, out: Float32Array, g711Scratch: (n: number) => Int16Array): Float32Array {
   const pcm = PCM_OF[codec];
   if (pcm !== undefined) return decodePcm(bytes, pcm, out);
   const n = bytes.byteLength;
@@ -612,7 +614,7 @@ function decodeToFloat32(bytes: Uint8Array, codec: WavCodec, out: Float32Array, 
       out.set(float64Of(bytes)); // rounds each double to the nearest float32
       return out;
     default: {
-      const s = dec.g711Scratch(n);
+      const s = g711Scratch(n);
       if (codec === 'mulaw') decodeMulaw(bytes, s);
       else decodeAlaw(bytes, s);
       for (let i = 0; i < n; i++) out[i] = s[i]! * S16_SCALE;
@@ -684,7 +686,8 @@ export interface WavAudio<S> {
  * @returns the format and all samples. With `output: 'raw'` the samples may be a view of `bytes`.
  * @throws `WAV_*` codes on malformed input (see {@link WavDecoder.flush}).
  */
-export function decodeWav<O extends WavSampleOutput = 'float32'>(bytes: Uint8Array | ArrayBuffer, options: WavDecoderOptions<O> = {}): WavAudio<WavSampleTypes[O]> {
+export function decodeWav<O extends WavSampleOutput = 'float32'>(bytes: Uint8Array | ArrayBuffer, opts?: WavDecoderOptions<O>): WavAudio<WavSampleTypes[O]> {
+  const options = optionsArg(opts, 'decodeWav options');
   const dec = createWavDecoder(options);
   const input = toBytes(bytes, 'decodeWav input');
   const events = [...dec.push(input), ...dec.flush()];
@@ -764,10 +767,10 @@ export interface EncodeWavOptions {
 
 function checkRateChannels(fn: string, sampleRate: unknown, channels: unknown): void {
   if (typeof sampleRate !== 'number' || !Number.isInteger(sampleRate) || sampleRate < 1 || sampleRate > 0xffffffff) {
-    throw new VoicewireError('INVALID_ARGUMENT', `${fn}: sampleRate must be a positive integer, got ${String(sampleRate)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `${fn}: sampleRate must be a positive integer, got ${shown(sampleRate)}`);
   }
   if (typeof channels !== 'number' || !Number.isInteger(channels) || channels < 1 || channels > 0xffff) {
-    throw new VoicewireError('INVALID_ARGUMENT', `${fn}: channels must be an integer from 1 to 65535, got ${String(channels)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `${fn}: channels must be an integer from 1 to 65535, got ${shown(channels)}`);
   }
 }
 
@@ -898,7 +901,7 @@ export function wavStreamHeader(options: WavStreamHeaderOptions): Uint8Array {
   if (options.encoding !== undefined) encoding = options.encoding;
   else {
     const bits = options.bitsPerSample ?? 16;
-    if (bits !== 16 && bits !== 24 && bits !== 32) throw new VoicewireError('INVALID_ARGUMENT', `wavStreamHeader: bitsPerSample must be 16, 24 or 32, got ${String(bits)}`);
+    if (bits !== 16 && bits !== 24 && bits !== 32) throw new VoicewireError('INVALID_ARGUMENT', `wavStreamHeader: bitsPerSample must be 16, 24 or 32, got ${shown(bits)}`);
     encoding = bits === 16 ? 's16le' : bits === 24 ? 's24le' : 's32le';
   }
   const { tag, bits } = specOf('wavStreamHeader', encoding);

@@ -18,6 +18,7 @@
  */
 import { concatChunks, describe, int16View, toBytes } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import { shown } from '../util/args.js';
 import { parseAudioFormat, type AudioFormat, type AudioFormatDirection } from '../audio/format.js';
 import { decodeAlaw, decodeMulaw } from '../audio/g711.js';
 import { OggOpusDecoder } from '../audio/ogg-opus.js';
@@ -146,13 +147,13 @@ class AudioDecoderImpl implements AudioDecoder {
     this.perPush = options.maxSamplesPerPush ?? Infinity;
     this.maxSeconds = options.maxDecodedSeconds ?? Infinity;
     for (const [name, v] of [['maxSamplesPerPush', this.perPush], ['maxDecodedSeconds', this.maxSeconds]] as const) {
-      if (typeof v !== 'number' || Number.isNaN(v) || v < 0) throw new VoicewireError('INVALID_ARGUMENT', `createAudioDecoder: ${name} must be a non-negative number, got ${String(v)}`);
+      if (typeof v !== 'number' || Number.isNaN(v) || v < 0) throw new VoicewireError('INVALID_ARGUMENT', `createAudioDecoder: ${name} must be a non-negative number, got ${shown(v)}`);
     }
     if (options.onInfo !== undefined && typeof options.onInfo !== 'function') throw new VoicewireError('INVALID_ARGUMENT', `createAudioDecoder: onInfo must be a function, got ${describe(options.onInfo)}`);
     this.format = options.format === undefined ? null : parseAudioFormat(options.format, { direction: options.direction ?? 'stt-input' });
     const rate = options.opusSampleRate ?? 48000;
     if (![8000, 12000, 16000, 24000, 48000].includes(rate)) {
-      throw new VoicewireError('INVALID_ARGUMENT', `createAudioDecoder: opusSampleRate must be 8000, 12000, 16000, 24000 or 48000, got ${String(rate)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `createAudioDecoder: opusSampleRate must be 8000, 12000, 16000, 24000 or 48000, got ${shown(rate)}`);
     }
     this.opusRate = rate;
     this.allowTruncated = options.allowTruncated ?? false;

@@ -24,6 +24,7 @@
  */
 import { bytesOf, concatChunks, describe, int16View } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import { arrayArg, bytesArg } from '../util/args.js';
 import { parseAudioFormat, type AudioFormat } from '../audio/format.js';
 import { encodeAlaw, encodeMulaw } from '../audio/g711.js';
 import { OggOpusEncoder, type OggOpusEncoderOptions } from '../audio/ogg-opus.js';
@@ -393,6 +394,8 @@ export function createAudioEncoder(options: AudioEncoderOptions): AudioEncoder {
 
 /** Joins byte chunks into one array (a chunk alone is returned as is). */
 export function joinAudioBytes(parts: readonly Uint8Array[]): Uint8Array {
+  arrayArg(parts, 'joinAudioBytes parts');
+  for (let i = 0; i < parts.length; i++) bytesArg(parts[i], `joinAudioBytes parts[${i}]`);
   if (parts.length === 1) return parts[0]!;
   return concatChunks(parts, (n) => new Uint8Array(n));
 }

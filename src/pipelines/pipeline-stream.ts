@@ -17,6 +17,7 @@
  * a Node Duplex. Platform-neutral: web streams are globals in browsers and Node ≥ 18.
  */
 import { VoicewireError } from '../util/errors.js';
+import { functionArg, objectArg, optionsArg, shown } from '../util/args.js';
 
 /** A synchronous core a pump drives: the {@link Incremental} shape plus `reset` (and optionally `destroy`). */
 export interface PipelineCore<In, Out> {
@@ -53,12 +54,20 @@ export interface FramePumpOptions<In, Out> extends PipelineWaterMarks {
   onError: (err: unknown) => void;
 }
 
+/** A core has push, flush and reset methods (and destroy, when present). */
+function checkCore(core: unknown, what: string): void {
+  const c = objectArg(core as object, `${what} core`) as Partial<Record<keyof PipelineCore<unknown, unknown>, unknown>>;
+  for (const m of ['push', 'flush', 'reset'] as const) functionArg(c[m], `${what} core.${m}`);
+  if (c.destroy !== undefined) functionArg(c.destroy, `${what} core.destroy`);
+}
+
 /** Checks and defaults water marks. @throws `INVALID_ARGUMENT` unless `0 ≤ low < high`, integers. */
-export function checkWaterMarks(marks: PipelineWaterMarks): { high: number; low: number } {
-  const high = marks.highWaterMark ?? PIPELINE_HIGH_WATER_MARK;
-  const low = marks.lowWaterMark ?? Math.min(PIPELINE_LOW_WATER_MARK, high - 1);
-  if (!Number.isInteger(high) || high < 1 || !Number.isInteger(low) || low < 0 || low >= high) {
-    throw new VoicewireError('INVALID_ARGUMENT', `water marks must be integers with 0 ≤ lowWaterMark < highWaterMark, got high ${String(high)}, low ${String(low)}`);
+export function checkWaterMarks(marks: PipelineWaterMarks | undefined): { high: number; low: number } {
+  const m = optionsArg(marks, 'water marks');
+  const high = m.highWaterMark ?? PIPELINE_HIGH_WATER_MARK;
+  const low = m.lowWaterMark ?? (typeof high === 'number' ? Math.min(PIPELINE_LOW_WATER_MARK, high - 1) : 0);
+  if (typeof high !== 'number' || !Number.isInteger(high) || high < 1 || typeof low !== 'number' || !Number.isInteger(low) || low < 0 || low >= high) {
+    throw new VoicewireError('INVALID_ARGUMENT', `water marks must be integers with 0 ≤ lowWaterMark < highWaterMark, got high ${shown(high)}, low ${shown(low)}`);
   }
   return { high, low };
 }
@@ -92,13 +101,15 @@ export class FramePump<In, Out> {
     private readonly core: PipelineCore<In, Out>,
     options: FramePumpOptions<In, Out>,
   ) {
+    checkCore(core, 'FramePump');
+    objectArg(options, 'FramePump options');
     const { high, low } = checkWaterMarks(options);
     this.high = high;
     this.low = low;
-    this.slice = options.slice ?? ((chunk: In) => [chunk]);
-    this.sink = options.sink;
-    this.onEnd = options.onEnd;
-    this.onError = options.onError;
+    this.slice = options.slice === undefined ? (chunk: In) => [chunk] : functionArg(options.slice, 'FramePump slice');
+    this.sink = functionArg(options.sink, 'FramePump sink');
+    this.onEnd = functionArg(options.onEnd, 'FramePump onEnd');
+    this.onError = functionArg(options.onError, 'FramePump onError');
   }
 
   /** Frames waiting in the pump's queue (not yet handed downstream). */
@@ -279,7 +290,8 @@ export interface PipelineStreamOptions<In> extends PipelineWaterMarks {
  * chunk ran through the core, so a writer that awaits its writes (as `pipeTo` does) is held back
  * by a slow reader. An error in the core errors both sides.
  */
-export function createPipelineStream<In, Out>(core: PipelineCore<In, Out>, options: PipelineStreamOptions<In> = {}): PipelineStream<In, Out> {
+export function createPipelineStream<In, Out>(core: PipelineCore<In, Out>, opts?: PipelineStreamOptions<In>): PipelineStream<In, Out> {
+  const options = optionsArg(opts, 'createPipelineStream options');
   let controller!: ReadableStreamDefaultController<Out>;
   const pumpOptions: FramePumpOptions<In, Out> = {
     highWaterMark: options.highWaterMark ?? PIPELINE_HIGH_WATER_MARK,

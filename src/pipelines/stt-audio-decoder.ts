@@ -18,6 +18,7 @@
  */
 import { bytesOf, concatChunks, describe, int16View } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
+import { objectArg, optionsArg, shown, stringArg } from '../util/args.js';
 import { createAudioDecoder, type AudioDecoder, type AudioDecoderOptions, type AudioSourceInfo } from './audio-decoder.js';
 import { createFramer, STT_FRAME, type Framer } from '../audio/framer.js';
 import { decodeBase64 } from '../util/base64.js';
@@ -115,8 +116,8 @@ class SttPcmPipeline {
   inputSeconds = 0; // of finished streams
 
   constructor(format: string | undefined, options: SttAudioDecoderOptions) {
+    objectArg(options, 'createSttAudioDecoder options');
     this.quality = options.quality ?? 'high';
-    if (typeof options !== 'object' || options === null) throw new VoicewireError('INVALID_ARGUMENT', `createSttAudioDecoder: options must be an object, got ${describe(options)}`);
     const decOptions: AudioDecoderOptions = { direction: 'stt-input', opusSampleRate: 24000, maxSamplesPerPush: options.maxSamplesPerPush ?? STT_SAMPLE_RATE };
     if (options.maxDecodedSeconds !== undefined) decOptions.maxDecodedSeconds = options.maxDecodedSeconds;
     if (format !== undefined) decOptions.format = format;
@@ -186,7 +187,7 @@ function invalidAudio(err: unknown, what: string): VoicewireError {
   // The server's own failures (a full process: OPUS_CAPACITY; a libopus crash; 1011) and the
   // per-request cap keep their code: they are not the client's audio being undecodable.
   if (err instanceof VoicewireError && (err.code === 'PROTOCOL_INVALID_AUDIO' || err.code === 'INVALID_STATE' || err.code === 'AUDIO_LIMIT_EXCEEDED' || err.closeCode === 1011)) return err;
-  const reason = err instanceof Error ? err.message : String(err);
+  const reason = err instanceof Error ? err.message : shown(err);
   return new VoicewireError('PROTOCOL_INVALID_AUDIO', `${what}: ${reason}`, { cause: err, details: { code: err instanceof VoicewireError ? err.code : undefined } });
 }
 
@@ -340,7 +341,8 @@ class SttAudioDecoderImpl implements SttAudioDecoder {
  *
  * @throws VoicewireError `FORMAT_UNKNOWN` (1008) for a name that is not an API format.
  */
-export function createSttAudioDecoder(format?: string, options: SttAudioDecoderOptions = {}): SttAudioDecoder {
+export function createSttAudioDecoder(format?: string, opts?: SttAudioDecoderOptions): SttAudioDecoder {
+  const options = optionsArg(opts, 'createSttAudioDecoder options');
   return new SttAudioDecoderImpl(format, options);
 }
 
@@ -354,9 +356,9 @@ export function createSttAudioDecoder(format?: string, options: SttAudioDecoderO
  */
 export function createSttInputDecoder(
   format: string,
-  options: Pick<SttAudioDecoderOptions, 'maxSamplesPerPush' | 'maxDecodedSeconds'> = {},
+  options?: Pick<SttAudioDecoderOptions, 'maxSamplesPerPush' | 'maxDecodedSeconds'>,
 ): { push(bytes: Uint8Array): Int16Array; pull(): Int16Array; readonly pending: number; drain(): Int16Array; end(): Int16Array } {
-  const pipe = new SttPcmPipeline(format, options);
+  const pipe = new SttPcmPipeline(format, optionsArg(options, 'createSttInputDecoder options'));
   const one = (parts: Int16Array[]): Int16Array => {
     if (parts.length === 1) return parts[0]!;
     return concatChunks(parts, (n) => new Int16Array(n));
@@ -396,6 +398,7 @@ export interface SttDecoderStreamOptions extends SttAudioDecoderOptions, Pipelin
 
 /** Input bytes per pump slice: about one frame of a raw format, 2 KiB of a container. */
 export function sttSliceBytes(format: string | undefined): number {
+  if (format !== undefined) stringArg(format, 'sttSliceBytes format');
   switch (format) {
     case 'ulaw_8000':
     case 'mulaw_8000':
@@ -411,10 +414,11 @@ export function sttSliceBytes(format: string | undefined): number {
 }
 
 /** The STT decoder's core for stream adapters (slices written bytes; see {@link createSttDecoderStream}). */
-export function sttDecoderStreamCore(format: string | undefined, options: SttDecoderStreamOptions = {}) {
+export function sttDecoderStreamCore(format: string | undefined, opts?: SttDecoderStreamOptions) {
+  const options = optionsArg(opts, 'sttDecoderStreamCore options');
   const dec = createSttAudioDecoder(format, options);
   const size = options.sliceBytes ?? sttSliceBytes(format);
-  if (!Number.isInteger(size) || size < 1) throw new VoicewireError('INVALID_ARGUMENT', `sliceBytes must be a positive integer, got ${String(size)}`);
+  if (!Number.isInteger(size) || size < 1) throw new VoicewireError('INVALID_ARGUMENT', `sliceBytes must be a positive integer, got ${shown(size)}`);
   return {
     decoder: dec,
     slice(chunk: Uint8Array): Uint8Array[] {
@@ -440,7 +444,8 @@ export function sttDecoderStreamCore(format: string | undefined, options: SttDec
  * const frames = upload.pipeThrough(createSttDecoderStream('wav'));
  * for await (const frame of frames) model.step(frame);
  */
-export function createSttDecoderStream(format?: string, options: SttDecoderStreamOptions = {}): PipelineStream<Uint8Array, Int16Array> {
+export function createSttDecoderStream(format?: string, opts?: SttDecoderStreamOptions): PipelineStream<Uint8Array, Int16Array> {
+  const options = optionsArg(opts, 'createSttDecoderStream options');
   const core = sttDecoderStreamCore(format, options);
   const streamOptions: { slice: typeof core.slice; highWaterMark?: number; lowWaterMark?: number } = { slice: core.slice };
   if (options.highWaterMark !== undefined) streamOptions.highWaterMark = options.highWaterMark;

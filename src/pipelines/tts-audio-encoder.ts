@@ -25,6 +25,7 @@
  * audio that contains it and never before.
  */
 import { VoicewireError } from '../util/errors.js';
+import { optionsArg, shown } from '../util/args.js';
 import { describe, toBytes } from '../util/bytes.js';
 import { createAudioEncoder, joinAudioBytes, type AudioEncoder, type AudioEncoderInput, type AudioEncoderLatency, type AudioEncoderOpusOptions } from './audio-encoder.js';
 import type { AudioFormat } from '../audio/format.js';
@@ -201,7 +202,7 @@ class TtsAudioEncoderImpl implements TtsAudioEncoder {
 
   mapTime(t_s: number): TtsTimePoint {
     if (typeof t_s !== 'number' || !Number.isFinite(t_s) || t_s < 0) {
-      throw new VoicewireError('INVALID_ARGUMENT', `TtsAudioEncoder.mapTime: a time must be a finite number ≥ 0 (seconds), got ${String(t_s)}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `TtsAudioEncoder.mapTime: a time must be a finite number ≥ 0 (seconds), got ${shown(t_s)}`);
     }
     const rate = this.outputRate;
     const origin = this.enc.segmentStart; // output samples
@@ -246,7 +247,8 @@ class TtsAudioEncoderImpl implements TtsAudioEncoder {
  *   resampler `quality` (default `'high'`), `opus` settings.
  * @throws VoicewireError `FORMAT_UNKNOWN` (1008) for an unknown name; `INVALID_ARGUMENT`.
  */
-export function createTtsAudioEncoder(format: string, options: TtsAudioEncoderOptions = {}): TtsAudioEncoder {
+export function createTtsAudioEncoder(format: string, opts?: TtsAudioEncoderOptions): TtsAudioEncoder {
+  const options = optionsArg(opts, 'createTtsAudioEncoder options');
   return new TtsAudioEncoderImpl(format, options);
 }
 
@@ -281,7 +283,8 @@ export interface TtsEncoderStreamOptions extends TtsAudioEncoderOptions, Pipelin
  * every output chunk is one frame whatever the writes. Used by {@link createTtsEncoderStream} and
  * the Node Transform.
  */
-export function ttsEncoderStreamCore(format: string, options: TtsEncoderStreamOptions = {}) {
+export function ttsEncoderStreamCore(format: string, opts?: TtsEncoderStreamOptions) {
+  const options = optionsArg(opts, 'ttsEncoderStreamCore options');
   const enc = createTtsAudioEncoder(format, options);
   const frameSamples = options.frameSamples ?? Math.round((options.sampleRate ?? 48000) * 0.08);
   const framer: Framer = createFramer({ frameSamples, bytesPerSample: 2, partial: 'short' });
@@ -323,7 +326,8 @@ export function ttsEncoderStreamCore(format: string, options: TtsEncoderStreamOp
  * @example
  * await engineFrames.pipeThrough(createTtsEncoderStream('opus')).pipeTo(sink); // Ogg pages
  */
-export function createTtsEncoderStream(format: string, options: TtsEncoderStreamOptions = {}): PipelineStream<AudioEncoderInput, TtsAudioChunk | Uint8Array> {
+export function createTtsEncoderStream(format: string, opts?: TtsEncoderStreamOptions): PipelineStream<AudioEncoderInput, TtsAudioChunk | Uint8Array> {
+  const options = optionsArg(opts, 'createTtsEncoderStream options');
   const core = ttsEncoderStreamCore(format, options);
   const streamOptions: { slice: typeof core.slice; highWaterMark?: number; lowWaterMark?: number } = { slice: core.slice };
   if (options.highWaterMark !== undefined) streamOptions.highWaterMark = options.highWaterMark;
