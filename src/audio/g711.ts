@@ -109,6 +109,16 @@ function checkEncodeArgs(name: string, pcm: unknown, out: unknown): Uint8Array {
   return out;
 }
 
+/**
+ * The input, or a copy of it when it shares memory with the output: the loops write each output
+ * word before reading all of the input (a decode writes 2 bytes per byte read), so an `out` that
+ * overlaps the input would turn later input into earlier output (issue 11 §13).
+ */
+function apart<T extends Int16Array | Uint8Array>(input: T, out: ArrayBufferView): T {
+  if (input.buffer !== out.buffer || input.byteOffset >= out.byteOffset + out.byteLength || out.byteOffset >= input.byteOffset + input.byteLength) return input;
+  return input.slice() as T;
+}
+
 function checkDecodeArgs(name: string, codes: unknown, out: unknown): Int16Array {
   if (!(codes instanceof Uint8Array)) {
     throw new VoicewireError('INVALID_ARGUMENT', `${name}: codes must be a Uint8Array, got ${describe(codes)}`);
@@ -447,7 +457,7 @@ function decodeAlawSamples(codes: Uint8Array, out: Int16Array, from: number, n: 
  */
 export function encodeMulaw(pcm: Int16Array, out?: Uint8Array): Uint8Array {
   const checked = checkEncodeArgs('encodeMulaw', pcm, out);
-  return encodeWith(encodeMulawWords, encodeMulawSamples, pcm, checked, out === undefined);
+  return encodeWith(encodeMulawWords, encodeMulawSamples, apart(pcm, checked), checked, out === undefined);
 }
 
 /**
@@ -462,7 +472,7 @@ export function encodeMulaw(pcm: Int16Array, out?: Uint8Array): Uint8Array {
  */
 export function decodeMulaw(codes: Uint8Array, out?: Int16Array): Int16Array {
   const checked = checkDecodeArgs('decodeMulaw', codes, out);
-  return decodeWith(decodeMulawWords, decodeMulawSamples, codes, checked, out === undefined);
+  return decodeWith(decodeMulawWords, decodeMulawSamples, apart(codes, checked), checked, out === undefined);
 }
 
 /**
@@ -476,7 +486,7 @@ export function decodeMulaw(codes: Uint8Array, out?: Int16Array): Int16Array {
  */
 export function encodeAlaw(pcm: Int16Array, out?: Uint8Array): Uint8Array {
   const checked = checkEncodeArgs('encodeAlaw', pcm, out);
-  return encodeWith(encodeAlawWords, encodeAlawSamples, pcm, checked, out === undefined);
+  return encodeWith(encodeAlawWords, encodeAlawSamples, apart(pcm, checked), checked, out === undefined);
 }
 
 /**
@@ -490,5 +500,5 @@ export function encodeAlaw(pcm: Int16Array, out?: Uint8Array): Uint8Array {
  */
 export function decodeAlaw(codes: Uint8Array, out?: Int16Array): Int16Array {
   const checked = checkDecodeArgs('decodeAlaw', codes, out);
-  return decodeWith(decodeAlawWords, decodeAlawSamples, codes, checked, out === undefined);
+  return decodeWith(decodeAlawWords, decodeAlawSamples, apart(codes, checked), checked, out === undefined);
 }

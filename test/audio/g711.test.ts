@@ -6,6 +6,7 @@
  * encoder oracles: they encode differently from the reference (counted below).
  */
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import * as alawmulawNs from 'alawmulaw';
 import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from '../../src/audio/g711.js';
@@ -331,5 +332,48 @@ describe.each(LAWS)('G.711 $law: every length, alignment and output reuse gives 
       expect(Array.from(encode(Int16Array.from(values), codesOut))).toEqual(values.map(naiveEncode));
       expect(Array.from(decode(Uint8Array.from(codes), pcmOut))).toEqual(codes.map(naiveDecode));
     }
+  });
+});
+
+describe('G.711 with an output that shares memory with the input (issue 11 §13)', () => {
+  // One buffer holds the input at `inAt` and the output at `outAt` (bytes); the result must be what
+  // separate arrays give. Before the fix a decode into its own input's memory, or an encode whose
+  // codes land on samples not yet read, gave wrong codes silently.
+  const layout = fc.record({ n: fc.integer({ min: 0, max: 600 }), inAt: fc.integer({ min: 0, max: 64 }), outAt: fc.integer({ min: 0, max: 1400 }) });
+
+  it('encode: every overlap gives the codes separate arrays give', () => {
+    fc.assert(
+      fc.property(layout, fc.integer(), ({ n, inAt, outAt }, seed) => {
+        const buffer = new ArrayBuffer(2 * 64 + 2 * n + 1400 + n);
+        const pcm = new Int16Array(buffer, 2 * inAt, n);
+        for (let i = 0; i < n; i++) pcm[i] = Math.imul(seed ^ i, 2654435761) >> 16;
+        for (const encode of [encodeMulaw, encodeAlaw]) {
+          const expected = encode(pcm.slice());
+          const out = new Uint8Array(buffer, outAt, n);
+          const input = new Int16Array(buffer, 2 * inAt, n);
+          input.set(pcm);
+          expect(encode(input, out)).toEqual(expected);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('decode: every overlap gives the samples separate arrays give', () => {
+    fc.assert(
+      fc.property(layout, fc.integer(), ({ n, inAt, outAt }, seed) => {
+        const buffer = new ArrayBuffer(64 + n + 2 * 1400 + 2 * n);
+        const codes = new Uint8Array(n);
+        for (let i = 0; i < n; i++) codes[i] = Math.imul(seed ^ i, 2654435761) >>> 24;
+        for (const decode of [decodeMulaw, decodeAlaw]) {
+          const expected = decode(codes);
+          const input = new Uint8Array(buffer, inAt, n);
+          input.set(codes);
+          const out = new Int16Array(buffer, 2 * Math.floor(outAt / 2), n);
+          expect(decode(input, out)).toEqual(expected);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
