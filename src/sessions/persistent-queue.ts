@@ -5,6 +5,8 @@
  * and reverses the back list into it when the front is empty: O(1) amortized per operation when
  * each version is used once, as a machine's states are. Iterable, with a `length`.
  */
+import { iterableArg } from '../util/args.js';
+
 interface Cons<T> {
   readonly head: T;
   readonly tail: Cons<T> | null;
@@ -19,7 +21,7 @@ export class PersistentQueue<T> implements Iterable<T> {
 
   static of<T>(items: Iterable<T>): PersistentQueue<T> {
     let q = PersistentQueue.empty<T>();
-    for (const item of items) q = q.push(item);
+    for (const item of iterableArg(items, 'PersistentQueue.of items')) q = q.push(item);
     return q;
   }
 

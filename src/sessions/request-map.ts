@@ -10,6 +10,8 @@
  * order they started): each entry carries its insertion number and iteration sorts by it, which
  * costs O(n log n) once per whole-socket step (close, end of stream), never per message.
  */
+import { describeValue, functionArg } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
 import type { RequestKey } from './multiplex.js';
 
 interface Node<V> {
@@ -20,6 +22,12 @@ interface Node<V> {
   readonly left: Node<V> | null;
   readonly right: Node<V> | null;
   readonly height: number;
+}
+
+/** A key is a `client_req_id` string or `null` (no id); anything else could not be ordered. */
+function checkKey(key: unknown): RequestKey {
+  if (key !== null && typeof key !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `RequestMap: a key is a string or null, got ${describeValue(key)}`);
+  return key;
 }
 
 /** `null` sorts before every string; strings by UTF-16 code units. */
@@ -108,15 +116,16 @@ export class RequestMap<V> implements ReadonlyMap<RequestKey, V> {
   ) {}
 
   get(key: RequestKey): V | undefined {
-    return find(this.root, key)?.value;
+    return find(this.root, checkKey(key))?.value;
   }
 
   has(key: RequestKey): boolean {
-    return find(this.root, key) !== null;
+    return find(this.root, checkKey(key)) !== null;
   }
 
   /** This map with `key` set to `value` (a replaced entry keeps its place in iteration order). */
   set(key: RequestKey, value: V): RequestMap<V> {
+    checkKey(key);
     const had = this.has(key);
     return new RequestMap(insert(this.root, key, value, this.seq), had ? this.size : this.size + 1, had ? this.seq : this.seq + 1);
   }
@@ -162,6 +171,7 @@ export class RequestMap<V> implements ReadonlyMap<RequestKey, V> {
   }
 
   forEach(callback: (value: V, key: RequestKey, map: ReadonlyMap<RequestKey, V>) => void, thisArg?: unknown): void {
+    functionArg(callback, 'RequestMap.forEach callback');
     for (const n of this.ordered()) callback.call(thisArg, n.value, n.key, this);
   }
 

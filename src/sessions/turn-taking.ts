@@ -11,7 +11,7 @@
  * The silent frames are in the request's `input_format` (silence is not zero bytes in G.711, and
  * 80 ms is a different byte count at each rate); for `opus` the client's own encoder makes them.
  */
-import { optionsArg, shown } from '../util/args.js';
+import { objectArg, optionsArg, shown } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { parseAudioFormat } from '../audio/format.js';
 import { createSilenceFrames } from '../audio/framer.js';
@@ -180,13 +180,16 @@ export function createTurnTaking(options: TurnTakingOptions = {}): TurnTaking {
       if (d !== undefined) delayInFrames = checkInteger('delay_in_frames', d);
     },
     step(message) {
+      objectArg(message, 'TurnTaking.step message');
       seen++;
       if (seen <= warmupSteps) return { probability: null, endOfTurn: false };
-      const entry = message.vad[horizonIndex];
-      if (entry === undefined || typeof entry.inactivity_prob !== 'number' || !Number.isFinite(entry.inactivity_prob)) {
+      // A step without a usable estimate at the horizon carries no decision (nor does a malformed one).
+      const vad: unknown = message.vad;
+      const entry: unknown = Array.isArray(vad) ? vad[horizonIndex] : undefined;
+      if (typeof entry !== 'object' || entry === null || typeof (entry as { inactivity_prob?: unknown }).inactivity_prob !== 'number' || !Number.isFinite((entry as { inactivity_prob: number }).inactivity_prob)) {
         return { probability: null, endOfTurn: false };
       }
-      const p = entry.inactivity_prob;
+      const p = (entry as { inactivity_prob: number }).inactivity_prob;
       smoothed = smoothed === null ? p : smoothing * p + (1 - smoothing) * smoothed;
       let endOfTurn = false;
       if (smoothed > threshold) {

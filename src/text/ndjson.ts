@@ -7,7 +7,7 @@
  * character may straddle chunks), searches for `\n` only in new data, keeps at most one partial
  * line of at most `maxLineLength` code units, and parses each line once. Platform-neutral.
  */
-import { iterableArg, optionsArg, shown } from '../util/args.js';
+import { describeValue, functionArg, iterableArg, objectArg, optionsArg, shown } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The in-stream error line of the API (service-api.md §7.2). */
@@ -469,15 +469,26 @@ export interface NdjsonResponseLike {
  * `NDJSON_STREAM_ERROR` (or is yielded, with `streamError: 'event'`). Leaving the loop early
  * cancels the body.
  */
-export async function* ndjsonEvents<T = unknown>(response: NdjsonResponseLike, options: NdjsonDecoderOptions = {}): AsyncGenerator<T, void, undefined> {
+export function ndjsonEvents<T = unknown>(response: NdjsonResponseLike, options?: NdjsonDecoderOptions): AsyncGenerator<T, void, undefined> {
+  // Checked here, at the call, rather than at the first next().
+  objectArg(response, 'ndjsonEvents response');
+  const body: unknown = response.body;
+  if (body !== null && typeof (body as { getReader?: unknown } | undefined)?.getReader !== 'function') {
+    throw new VoicewireError('INVALID_ARGUMENT', `ndjsonEvents: response.body must be a ReadableStream or null, got ${describeValue(body)}`);
+  }
+  if (response.text !== undefined) functionArg(response.text, 'ndjsonEvents response.text');
+  return events(response, createNdjsonDecoder<T>(options));
+}
+
+async function* events<T>(response: NdjsonResponseLike, decoder: NdjsonDecoder<T>): AsyncGenerator<T, void, undefined> {
   if (response.ok === false) {
-    const body = response.text !== undefined ? await response.text().catch(() => '') : '';
-    throw new VoicewireError('HTTP_ERROR', `HTTP ${String(response.status)}: ${body.slice(0, 1000)}`, {
+    const text: unknown = response.text !== undefined ? await Promise.resolve().then(() => response.text!()).catch(() => '') : '';
+    const body = typeof text === 'string' ? text : '';
+    throw new VoicewireError('HTTP_ERROR', `HTTP ${shown(response.status)}: ${body.slice(0, 1000)}`, {
       details: { status: response.status, body },
     });
   }
   if (response.body === null) return;
-  const decoder = createNdjsonDecoder<T>(options);
   const reader = response.body.getReader();
   let finished = false;
   try {

@@ -17,7 +17,7 @@
  * Positions are UTF-16 code units from the start of the stream. A surrogate pair is never split
  * across two text events.
  */
-import { arrayArg, describeValue, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
+import { arrayArg, describeValue, functionArg, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import type { ErrorCode } from '../util/errors.js';
 
@@ -240,6 +240,7 @@ export class TagScanner {
 
   constructor(handler: TagScannerHandler, options: TagScannerOptions = {}) {
     objectArg(handler, 'TagScanner: handler');
+    for (const m of ['ontext', 'onflush', 'onbreak'] as const) functionArg(handler[m], `TagScanner: handler.${m}`);
     options = optionsArg(options, 'TagScanner: options');
     this.handler = handler;
     this.maxTagLength = checkMaxTagLength(options.maxTagLength);
@@ -263,7 +264,9 @@ export class TagScanner {
    * @param start - default 0. @param end - default `piece.length`. Integers with
    *   `0 <= start <= end <= piece.length`, else `INVALID_ARGUMENT`.
    */
-  write(piece: string, start = 0, end = piece.length): void {
+  write(piece: string, start = 0, end?: number): void {
+    if (typeof piece !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `TagScanner.write: a piece is a string, got ${describeValue(piece)}`);
+    if (end === undefined) end = piece.length;
     if (start !== 0 || end !== piece.length) checkSegment(piece, start, end);
     // While scanning, offset + i is the stream position of piece[i].
     this.offset -= start;
@@ -745,7 +748,7 @@ function isHighSurrogate(c: number): boolean {
   return c >= 0xd800 && c <= 0xdbff;
 }
 
-class TagParserImpl implements TagParser, TagScannerHandler {
+class TagParserImpl implements TagParser {
   private readonly scanner: TagScanner;
   private readonly invalidBreak: TagInvalidBreakPolicy;
   private readonly breakSpacing: TagBreakSpacingPolicy;
@@ -787,7 +790,13 @@ class TagParserImpl implements TagParser, TagScannerHandler {
     }
     const scannerOptions: TagScannerOptions = { holdMalformed: this.invalidBreak !== 'text' };
     if (options.maxTagLength !== undefined) scannerOptions.maxTagLength = options.maxTagLength;
-    this.scanner = new TagScanner(this, scannerOptions);
+    // The handler is an object of its own: ontext/onflush/onbreak are the scanner's, not API.
+    const handler: TagScannerHandler = {
+      ontext: (text) => this.ontext(text),
+      onflush: () => this.onflush(),
+      onbreak: (source, time, position) => this.onbreak(source, time, position),
+    };
+    this.scanner = new TagScanner(handler, scannerOptions);
     this.maxTagLength = checkMaxTagLength(options.maxTagLength);
   }
 
@@ -911,7 +920,7 @@ class TagParserImpl implements TagParser, TagScannerHandler {
     }
   }
 
-  ontext(text: string): void {
+  private ontext(text: string): void {
     this.textOf(text, 0, text.length);
   }
 
@@ -925,14 +934,14 @@ class TagParserImpl implements TagParser, TagScannerHandler {
     this.lastSpace = isBreakingSpace(last);
   }
 
-  onflush(): void {
+  private onflush(): void {
     if (this.needSpaceAfter) this.checkAfterBreak(false);
     this.emitRun();
     this.events.push({ type: 'flush' });
     this.lastSpace = false;
   }
 
-  onbreak(source: string, time: string | undefined, position: number): void {
+  private onbreak(source: string, time: string | undefined, position: number): void {
     let seconds = time === undefined ? NaN : strictSeconds(time);
     if (!(seconds >= TAG_BREAK_MIN_SECONDS && seconds <= TAG_BREAK_MAX_SECONDS)) {
       // Invalid (the valid case allocates nothing): the full check says why.

@@ -21,7 +21,6 @@ import {
   isBreakingSpace,
   type TagEvent,
   type TagParser,
-  type TagScannerHandler,
   type TagScannerOptions,
 } from './tags.js';
 import { toWebTransformStream } from '../util/web.js';
@@ -84,7 +83,7 @@ function collapseSpaces(s: string): string {
   return out + s.slice(start);
 }
 
-class TextChunkerImpl implements TextChunker, TagScannerHandler {
+class TextChunkerImpl implements TextChunker {
   private readonly minChunkLength: number;
   private readonly maxWordLength: number;
   private readonly scanner: TagScanner | undefined;
@@ -112,7 +111,8 @@ class TextChunkerImpl implements TextChunker, TagScannerHandler {
       // Malformed `<break …>` tags are held whole too: split across messages they would be read aloud.
       const scannerOptions: TagScannerOptions = { holdMalformed: true };
       if (options.maxTagLength !== undefined) scannerOptions.maxTagLength = options.maxTagLength;
-      this.scanner = new TagScanner(this, scannerOptions);
+      // A handler of its own: ontext/onflush/onbreak are the scanner's, not the chunker's API.
+      this.scanner = new TagScanner({ ontext: (text) => this.ontext(text), onflush: (source) => this.onflush(source), onbreak: (source) => this.onbreak(source) }, scannerOptions);
     }
   }
 
@@ -175,7 +175,7 @@ class TextChunkerImpl implements TextChunker, TagScannerHandler {
     }
   }
 
-  ontext(text: string): void {
+  private ontext(text: string): void {
     // Words are the runs between whitespace; the first continues the buffered word, the last may
     // continue in the next piece. Short pieces (LLM tokens) take a char loop; long ones a native
     // split, which beats charCodeAt over a sliced string.
@@ -235,12 +235,12 @@ class TextChunkerImpl implements TextChunker, TagScannerHandler {
     this.word = w;
   }
 
-  onflush(source: string): void {
+  private onflush(source: string): void {
     this.onTag(collapseSpaces(source));
     this.emit(); // <flush> forces out everything before it, whatever minChunkLength says
   }
 
-  onbreak(source: string): void {
+  private onbreak(source: string): void {
     this.onTag(collapseSpaces(source));
   }
 

@@ -7,6 +7,10 @@ import { VoicewireError } from './errors.js';
 
 const EMPTY = new Uint8Array(0);
 
+function outOfRange(method: string, n: unknown, size: number): VoicewireError {
+  return new VoicewireError('INVALID_ARGUMENT', `ByteQueue.${method}: ${shown(n)} is not a whole number of bytes within the ${size} buffered`);
+}
+
 /**
  * A FIFO of byte chunks. Reads return a view when the bytes lie in one chunk and make exactly one
  * copy when they straddle chunks, so total copying is linear in the input and no chunk is ever
@@ -25,13 +29,14 @@ export class ByteQueue {
 
   /** Appends a chunk (kept by reference). Empty chunks are ignored. */
   push(chunk: Uint8Array): void {
-    if (chunk.byteLength === 0) return;
+    if (bytesArg(chunk, 'ByteQueue.push chunk').byteLength === 0) return;
     this.chunks.push(chunk);
     this.size += chunk.byteLength;
   }
 
   /** The byte at `index` from the read position, without consuming. `index < length` is required. */
   peekByte(index: number): number {
+    if (!Number.isInteger(index) || index < 0 || index >= this.size) throw outOfRange('peekByte', index, this.size);
     let i = this.head;
     let at = index + this.offset;
     for (;;) {
@@ -54,6 +59,11 @@ export class ByteQueue {
 
   /** Consumes `n` bytes, copying them into `dst` at `dstOffset`. */
   readInto(dst: Uint8Array, dstOffset: number, n: number): void {
+    bytesArg(dst, 'ByteQueue.readInto dst');
+    if (!Number.isInteger(n) || n < 0 || n > this.size) throw outOfRange('readInto', n, this.size);
+    if (!Number.isInteger(dstOffset) || dstOffset < 0 || dstOffset > dst.length - n) {
+      throw new VoicewireError('INVALID_ARGUMENT', `ByteQueue.readInto: ${n} bytes at offset ${shown(dstOffset)} do not fit a destination of ${dst.length}`);
+    }
     let written = 0;
     while (written < n) {
       const c = this.chunks[this.head]!;
@@ -67,6 +77,7 @@ export class ByteQueue {
 
   /** Consumes and discards `n` bytes (at most `length`). */
   skip(n: number): void {
+    if (!Number.isInteger(n) || n < 0) throw outOfRange('skip', n, this.size);
     let left = Math.min(n, this.size);
     while (left > 0) {
       const c = this.chunks[this.head]!;
@@ -90,7 +101,7 @@ export class ByteQueue {
   }
 
   private take(n: number, consume: boolean): Uint8Array {
-    if (n > this.size || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `ByteQueue: ${n} bytes requested, ${this.size} buffered`);
+    if (!Number.isInteger(n) || n < 0 || n > this.size) throw outOfRange(consume ? 'read' : 'peek', n, this.size);
     if (n === 0) return EMPTY;
     const first = this.chunks[this.head]!;
     if (first.byteLength - this.offset >= n) {

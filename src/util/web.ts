@@ -2,7 +2,8 @@
  * Web `TransformStream` adapter over any {@link Incremental} core. Works in browsers, Deno and
  * Node >= 18 (global TransformStream). A thrown VoicewireError errors the stream.
  */
-import { functionArg, objectArg, optionsArg } from './args.js';
+import { describeValue, functionArg, objectArg, optionsArg } from './args.js';
+import { VoicewireError } from './errors.js';
 import type { Incremental } from './stream-core.js';
 
 /** Options of {@link toWebTransformStream}: queuing strategies for the two sides. */
@@ -29,7 +30,18 @@ export function toWebTransformStream<In, Out>(
         for (const out of core.flush()) controller.enqueue(out);
       },
     },
-    options.writableStrategy,
-    options.readableStrategy,
+    strategyArg(options.writableStrategy, 'toWebTransformStream: writableStrategy'),
+    strategyArg(options.readableStrategy, 'toWebTransformStream: readableStrategy'),
   );
+}
+
+/** A QueuingStrategy the platform will take (its own checks throw TypeError and RangeError). */
+function strategyArg<T>(strategy: QueuingStrategy<T> | undefined, what: string): QueuingStrategy<T> | undefined {
+  if (strategy === undefined) return undefined;
+  const { highWaterMark, size } = optionsArg(strategy, what) as { highWaterMark?: unknown; size?: unknown };
+  if (highWaterMark !== undefined && (typeof highWaterMark !== 'number' || !(highWaterMark >= 0))) {
+    throw new VoicewireError('INVALID_ARGUMENT', `${what}: highWaterMark must be a number >= 0, got ${describeValue(highWaterMark)}`);
+  }
+  if (size !== undefined) functionArg(size, `${what}: size`);
+  return strategy;
 }
