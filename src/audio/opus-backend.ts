@@ -5,11 +5,14 @@
  * installed). The platform-neutral core only knows this interface; the Node entry registers the
  * native one with `setOpusBackendProvider` (see `opus.ts`).
  *
- * Contract: a backend validates nothing that `OpusEncoder`/`OpusDecoder` already validated
- * (rates, channels, frame sizes, packet lengths); it reports libopus failures as
+ * Contract: a backend checks the shape it is created with ({@link checkBackendArgs}: a backend is
+ * reachable directly) and nothing per call that `OpusEncoder`/`OpusDecoder` already validated
+ * (frame sizes, packet lengths); it reports libopus failures as
  * `VoicewireError`s and may throw anything on a crash (a wasm trap, a native exception), which
  * the caller wraps. Calls are synchronous and never re-entrant.
  */
+import { describeValue } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
 
 /** One libopus encoder held by a backend. */
 export interface OpusBackendEncoder {
@@ -79,4 +82,20 @@ export function floatToS16(x: number): number {
   let v = x * 32767;
   v = v >= 32767 ? 32767 : v <= -32768 ? -32768 : v;
   return (v + (v >= 0 ? 0.5 : -0.5)) | 0;
+}
+
+const BACKEND_RATES: readonly number[] = [8000, 12000, 16000, 24000, 48000];
+const BACKEND_APPLICATIONS: readonly number[] = [2048, 2049, 2051];
+
+/**
+ * The arguments every backend takes (RFC 6716 rates, 1 or 2 channels, libopus's application
+ * codes), checked before libopus sees them: a backend is reachable directly (`nativeOpusBackend()`
+ * of voicewire/node), and libopus answers anything else with an abort or a raw addon error.
+ */
+export function checkBackendArgs(sampleRate: unknown, channels: unknown, application?: unknown): void {
+  if (!BACKEND_RATES.includes(sampleRate as number)) throw new VoicewireError('INVALID_ARGUMENT', `Opus backend: sampleRate must be one of ${BACKEND_RATES.join(', ')}, got ${describeValue(sampleRate)}`);
+  if (channels !== 1 && channels !== 2) throw new VoicewireError('INVALID_ARGUMENT', `Opus backend: channels must be 1 or 2, got ${describeValue(channels)}`);
+  if (application !== undefined && !BACKEND_APPLICATIONS.includes(application as number)) {
+    throw new VoicewireError('INVALID_ARGUMENT', `Opus backend: application must be 2048, 2049 or 2051, got ${describeValue(application)}`);
+  }
 }

@@ -30,7 +30,7 @@
  */
 import createOpusscriptModule from 'opusscript/build/opusscript_native_wasm.js';
 import { VoicewireError } from '../util/errors.js';
-import { floatToS16, OPUS_AUTO, OPUS_GET_COMPLEXITY, OPUS_INVALID_PACKET_CODE, OPUS_RESET_STATE, OPUS_SET_BITRATE, OPUS_SET_COMPLEXITY, OPUS_SET_GAIN, type OpusBackend, type OpusBackendDecoder, type OpusBackendEncoder } from './opus-backend.js';
+import { checkBackendArgs, floatToS16, OPUS_AUTO, OPUS_GET_COMPLEXITY, OPUS_INVALID_PACKET_CODE, OPUS_RESET_STATE, OPUS_SET_BITRATE, OPUS_SET_COMPLEXITY, OPUS_SET_GAIN, type OpusBackend, type OpusBackendDecoder, type OpusBackendEncoder } from './opus-backend.js';
 
 /** Largest packet this backend accepts for decoding, in bytes (RFC 6716 allows 48 frames of 1275 bytes). */
 const OPUS_MAX_PACKET_BYTES = 65536;
@@ -421,11 +421,13 @@ export const wasmOpusBackend: OpusBackend = {
   name: 'wasm',
   description: 'libopus 1.4 (opusscript 0.1.1 wasm)',
   createEncoder(sampleRate, channels, application) {
+    checkBackendArgs(sampleRate, channels, application);
     const h = takeFree(freeEncoderHalves, `${sampleRate}/${channels}/${application}`) ?? newHandler(sampleRate, channels, application);
     if (!h.decoderUsed) setOf(freeDecoderHalves, h.key).add(h); // a new handler: its decoder half is free
     return new WasmEncoder(h, application);
   },
   createDecoder(sampleRate, channels) {
+    checkBackendArgs(sampleRate, channels);
     const h = takeFree(freeDecoderHalves, `${sampleRate}/${channels}`) ?? newHandler(sampleRate, channels, 2049);
     if (!h.encoderUsed) setOf(freeEncoderHalves, `${h.key}/2049`).add(h); // its encoder half is free
     return new WasmDecoder(h, channels);

@@ -3,11 +3,13 @@
  * so the `x-api-key` header goes with the upgrade (service-api.md §5.1; Node 20 has no WebSocket).
  */
 import WebSocket from 'ws';
+import { objectArg } from '../util/args.js';
 import { createClient as createPlatformClient, type ClientOptions, type VoiceClient } from '../client/index.js';
 import type { WebSocketLike } from '../client/socket.js';
 
 /** Creates a client that opens its sockets with `ws`. */
 export function createClient(options: ClientOptions): VoiceClient {
+  objectArg(options, 'createClient options');
   return createPlatformClient({
     ...options,
     webSocket: options.webSocket ?? ((url, headers) => new WebSocket(url, { headers }) as unknown as WebSocketLike),

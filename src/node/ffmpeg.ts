@@ -16,6 +16,7 @@ import { once } from 'node:events';
 import { resolve as resolvePath } from 'node:path';
 import type { Duplex, Readable, Writable } from 'node:stream';
 import { VoicewireError } from '../util/errors.js';
+import { bytesArg, describeValue, objectArg, shown } from '../util/args.js';
 import { concatChunks } from '../util/bytes.js';
 
 /** Most of ffmpeg's / ffprobe's stderr kept for an error message, characters. */
@@ -43,10 +44,23 @@ export function isFfmpegAvailable(): boolean {
   }
 }
 
-function ffmpegArgs(options: FfmpegDecodeOptions): string[] {
+/** ffmpeg's arguments for `options`, checked first: they become a child's command line. */
+function ffmpegArgs(opts: FfmpegDecodeOptions): string[] {
+  const options = objectArg(opts, 'ffmpeg decode options');
+  const { sampleRate, channels = 1, inputFormat } = options;
+  if (typeof sampleRate !== 'number' || !Number.isInteger(sampleRate) || sampleRate < 1 || sampleRate > 768_000) {
+    throw new VoicewireError('INVALID_ARGUMENT', `ffmpeg decode: sampleRate must be an integer from 1 to 768000 Hz, got ${shown(sampleRate)}`);
+  }
+  if (typeof channels !== 'number' || !Number.isInteger(channels) || channels < 1 || channels > 8) {
+    throw new VoicewireError('INVALID_ARGUMENT', `ffmpeg decode: channels must be an integer from 1 to 8, got ${shown(channels)}`);
+  }
+  // A demuxer name (`mp3`, `s16le`, `mov,mp4,m4a`): nothing that ffmpeg could read as another option.
+  if (inputFormat !== undefined && (typeof inputFormat !== 'string' || !/^[a-z0-9_,]{1,64}$/i.test(inputFormat))) {
+    throw new VoicewireError('INVALID_ARGUMENT', `ffmpeg decode: inputFormat must be an ffmpeg format name, got ${describeValue(inputFormat)}`);
+  }
   const args = ['-hide_banner', '-loglevel', 'error', '-nostdin'];
-  if (options.inputFormat !== undefined) args.push('-f', options.inputFormat);
-  args.push('-i', '-', '-f', 's16le', '-acodec', 'pcm_s16le', '-ac', String(options.channels ?? 1), '-ar', String(options.sampleRate));
+  if (inputFormat !== undefined) args.push('-f', inputFormat);
+  args.push('-i', '-', '-f', 's16le', '-acodec', 'pcm_s16le', '-ac', String(channels), '-ar', String(sampleRate));
   return args;
 }
 
@@ -55,10 +69,11 @@ function ffmpegArgs(options: FfmpegDecodeOptions): string[] {
  * installed; emits FFMPEG_FAILED (with ffmpeg's message) when the conversion fails.
  */
 export function createFfmpegDecoderStream(options: FfmpegDecodeOptions): Duplex {
+  const args = ffmpegArgs(options);
   let stream: prism.FFmpeg;
   try {
     prism.FFmpeg.getInfo();
-    stream = new prism.FFmpeg({ args: ffmpegArgs(options) });
+    stream = new prism.FFmpeg({ args });
   } catch (err) {
     throw new VoicewireError('FFMPEG_NOT_FOUND', 'this input needs ffmpeg to be decoded, and ffmpeg is not installed (apt-get install ffmpeg)', { cause: err });
   }
@@ -83,6 +98,7 @@ export function decodeWithFfmpeg(input: Uint8Array, options: FfmpegDecodeOptions
   return new Promise((resolve, reject) => {
     let stream: Duplex;
     try {
+      bytesArg(input, 'decodeWithFfmpeg input');
       stream = createFfmpegDecoderStream(options);
     } catch (err) {
       reject(err);

@@ -4,6 +4,7 @@
 import type { Incremental } from '../util/stream-core.js';
 import { createFramer, type Framer, type FramerOptions } from '../audio/framer.js';
 import { CoreTransform, type NodeTransformOptions } from './transform.js';
+import { nodeStreamOptions } from './stream-options.js';
 
 /** Options of {@link createFramerTransform}: Node stream options besides the framer's. */
 export interface FramerTransformOptions extends NodeTransformOptions {
@@ -29,7 +30,8 @@ export class FramerTransform extends CoreTransform<Uint8Array, Buffer> {
   /** The underlying framer (call `framer.reset()` on barge-in). */
   readonly framer: Framer;
 
-  constructor(options: FramerOptions, streamOptions: FramerTransformOptions = {}) {
+  constructor(options: FramerOptions, streamOptions?: FramerTransformOptions) {
+    streamOptions = nodeStreamOptions(streamOptions, 'FramerTransform stream options');
     const framer = createFramer(options);
     const readableObjectMode = streamOptions.readableObjectMode ?? true;
     super(asBuffers(framer), { ...streamOptions, readableObjectMode });
@@ -51,6 +53,6 @@ export class FramerTransform extends CoreTransform<Uint8Array, Buffer> {
  * pipeline(micStream, createFramerTransform(STT_FRAME), sendEachFrame, cb);
  * ```
  */
-export function createFramerTransform(options: FramerOptions, streamOptions: FramerTransformOptions = {}): FramerTransform {
+export function createFramerTransform(options: FramerOptions, streamOptions?: FramerTransformOptions): FramerTransform {
   return new FramerTransform(options, streamOptions);
 }

@@ -11,6 +11,7 @@ import {
   type NdjsonErrorDetails,
 } from '../text/ndjson.js';
 import type { VoicewireError } from '../util/errors.js';
+import { nodeStreamOptions } from './stream-options.js';
 
 /** Options of {@link NdjsonDecoderTransform}: the decoder's, plus Node's stream options. */
 export interface NdjsonDecoderTransformOptions
@@ -26,8 +27,8 @@ export interface NdjsonDecoderTransformOptions
 export class NdjsonDecoderTransform<T = unknown> extends Transform {
   readonly decoder: NdjsonDecoder<T>;
 
-  constructor(options: NdjsonDecoderTransformOptions = {}) {
-    const { maxLineLength, streamError, fatal, reviver, ...streamOptions } = options;
+  constructor(options?: NdjsonDecoderTransformOptions) {
+    const { maxLineLength, streamError, fatal, reviver, ...streamOptions } = nodeStreamOptions(options, 'NdjsonDecoderTransform options');
     super({ ...streamOptions, readableObjectMode: true, writableObjectMode: false });
     const decoderOptions: NdjsonDecoderOptions = {};
     if (maxLineLength !== undefined) decoderOptions.maxLineLength = maxLineLength;
@@ -65,7 +66,7 @@ export class NdjsonDecoderTransform<T = unknown> extends Transform {
 }
 
 /** Creates an {@link NdjsonDecoderTransform}. Defaults as {@link createNdjsonDecoder}. */
-export function createNdjsonDecoderTransform<T = unknown>(options: NdjsonDecoderTransformOptions = {}): NdjsonDecoderTransform<T> {
+export function createNdjsonDecoderTransform<T = unknown>(options?: NdjsonDecoderTransformOptions): NdjsonDecoderTransform<T> {
   return new NdjsonDecoderTransform<T>(options);
 }
 
@@ -74,10 +75,10 @@ export function createNdjsonDecoderTransform<T = unknown>(options: NdjsonDecoder
  * cannot represent errors the stream with `INVALID_ARGUMENT`.
  */
 export function createNdjsonEncoderTransform(
-  options: Omit<TransformOptions, 'transform' | 'flush' | 'objectMode' | 'readableObjectMode' | 'writableObjectMode'> = {},
+  options?: Omit<TransformOptions, 'transform' | 'flush' | 'objectMode' | 'readableObjectMode' | 'writableObjectMode'>,
 ): Transform {
   return new Transform({
-    ...options,
+    ...nodeStreamOptions(options, 'createNdjsonEncoderTransform options'),
     writableObjectMode: true,
     readableObjectMode: false,
     transform(value: unknown, _encoding, callback) {

@@ -7,6 +7,7 @@
 import type { TransformCallback } from 'node:stream';
 import { OggOpusDecoder, OggOpusEncoder, type OggOpusDecoderOptions, type OggOpusEncoderInput, type OggOpusEncoderOptions, type OggOpusPcm, type OggOpusSampleFormat } from '../audio/ogg-opus.js';
 import { CoreTransform, type NodeTransformOptions } from './transform.js';
+import { nodeStreamOptions } from './stream-options.js';
 
 /** A CoreTransform whose core holds a libopus instance: freed on end, error and destroy. */
 class OpusCoreTransform<In, Out> extends CoreTransform<In, Out> {
@@ -41,8 +42,10 @@ class OpusCoreTransform<In, Out> extends CoreTransform<In, Out> {
  * A Node Transform: PCM in (Buffers of s16le, or f32le with `inputEncoding: 'f32le'`; typed
  * arrays in `writableObjectMode`), Ogg Opus pages out as Buffers, header pages first.
  */
-export function createOggOpusEncoderTransform(options: OggOpusEncoderOptions = {}, streamOptions: NodeTransformOptions = {}): CoreTransform<OggOpusEncoderInput, Uint8Array> {
-  return new OpusCoreTransform(new OggOpusEncoder(options), streamOptions);
+export function createOggOpusEncoderTransform(options?: OggOpusEncoderOptions, streamOptions?: NodeTransformOptions): CoreTransform<OggOpusEncoderInput, Uint8Array> {
+  // Stream options first: a refusal after the encoder exists would leak its libopus instance.
+  const checked = nodeStreamOptions(streamOptions, 'createOggOpusEncoderTransform stream options');
+  return new OpusCoreTransform(new OggOpusEncoder(options), checked);
 }
 
 /**
@@ -54,8 +57,9 @@ export function createOggOpusEncoderTransform(options: OggOpusEncoderOptions = {
  * resampler's last samples are then in the error's `details.pcm` (a stream cannot emit them).
  */
 export function createOggOpusDecoderTransform<F extends OggOpusSampleFormat = 'int16'>(
-  options: OggOpusDecoderOptions<F> = {},
-  streamOptions: NodeTransformOptions = {},
+  options?: OggOpusDecoderOptions<F>,
+  streamOptions?: NodeTransformOptions,
 ): CoreTransform<Uint8Array, OggOpusPcm<F>> {
-  return new OpusCoreTransform(new OggOpusDecoder<F>(options), streamOptions);
+  const checked = nodeStreamOptions(streamOptions, 'createOggOpusDecoderTransform stream options');
+  return new OpusCoreTransform(new OggOpusDecoder<F>(options), checked);
 }

@@ -19,7 +19,7 @@
 import { createRequire } from 'node:module';
 import { VoicewireError } from '../util/errors.js';
 import { setOpusBackendProvider } from '../audio/opus.js';
-import { floatToS16, type OpusBackend, type OpusBackendDecoder, type OpusBackendEncoder } from '../audio/opus-backend.js';
+import { checkBackendArgs, floatToS16, type OpusBackend, type OpusBackendDecoder, type OpusBackendEncoder } from '../audio/opus-backend.js';
 
 interface AddonEncoder {
   encode(pcm: ArrayBufferView): number;
@@ -155,10 +155,20 @@ export function nativeOpusBackendOf(addon: Addon): OpusBackend {
     name: 'native',
     description: 'libopus (native, @evan/opus)',
     createEncoder(sampleRate, channels, application) {
-      return new NativeEncoder(new Encoder({ channels, sample_rate: sampleRate, application: APPLICATION_NAMES[application] ?? 'audio' }));
+      checkBackendArgs(sampleRate, channels, application);
+      try {
+        return new NativeEncoder(new Encoder({ channels, sample_rate: sampleRate, application: APPLICATION_NAMES[application] ?? 'audio' }));
+      } catch (err) {
+        throw addonError(err, true, 'opus_encoder_create');
+      }
     },
     createDecoder(sampleRate, channels) {
-      return new NativeDecoder(new Decoder({ channels, sample_rate: sampleRate }), channels);
+      checkBackendArgs(sampleRate, channels);
+      try {
+        return new NativeDecoder(new Decoder({ channels, sample_rate: sampleRate }), channels);
+      } catch (err) {
+        throw addonError(err, false, 'opus_decoder_create');
+      }
     },
   };
 }

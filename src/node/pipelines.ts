@@ -19,6 +19,7 @@ import { checkWaterMarks, FramePump, type PipelineCore, type PipelineWaterMarks 
 import { sttDecoderStreamCore, sttSliceBytes, STT_SAMPLE_RATE, type SttDecoderStreamOptions } from '../pipelines/stt-audio-decoder.js';
 import { ttsEncoderStreamCore, type TtsEncoderStreamOptions } from '../pipelines/tts-audio-encoder.js';
 import { createFfmpegDecoderStream } from './ffmpeg.js';
+import { bytesArg, optionsArg } from '../util/args.js';
 
 /** Bytes of a typed array as a Buffer, without copying (Node's byte-mode readables take Uint8Array only). */
 function asBuffer(view: ArrayBufferView): Buffer {
@@ -43,7 +44,8 @@ export class PipelineDuplex<In, Out> extends Duplex {
   private readonly pump: FramePump<In, Out>;
   private readonly objectsOut: boolean;
 
-  constructor(core: PipelineCore<In, Out>, options: PipelineDuplexOptions<In> = {}) {
+  constructor(core: PipelineCore<In, Out>, opts?: PipelineDuplexOptions<In>) {
+    const options = optionsArg(opts, 'PipelineDuplex options');
     const { high } = checkWaterMarks(options);
     const objectsOut = options.readableObjectMode ?? false;
     const objectsIn = options.writableObjectMode ?? false;
@@ -357,7 +359,8 @@ export function decodeSttAudio(input: Uint8Array, format?: string, options: Omit
   return new Promise((resolve, reject) => {
     let stream: SttDecodeDuplex;
     try {
-      stream = createSttDecodeTransform(format, { ...options, output: 'frames' });
+      bytesArg(input, 'decodeSttAudio input');
+      stream = createSttDecodeTransform(format, { ...optionsArg(options, 'decodeSttAudio options'), output: 'frames' });
     } catch (err) {
       reject(err);
       return;
@@ -412,10 +415,10 @@ export interface AudioDecodeTransformOptions extends AudioDecoderOptions, Pipeli
  * The general decoder ({@link createAudioDecoder}) as a Node Duplex: bytes of an API format (or
  * sniffed WAV / Ogg Opus) in, mono s16le at the source rate out; emits `'info'` once known.
  */
-export function createAudioDecodeTransform(options: AudioDecodeTransformOptions = {}): PipelineDuplex<Uint8Array, Int16Array> {
+export function createAudioDecodeTransform(options?: AudioDecodeTransformOptions): PipelineDuplex<Uint8Array, Int16Array> {
   let duplex: PipelineDuplex<Uint8Array, Int16Array> | undefined;
   const pending: AudioSourceInfo[] = [];
-  const { objectMode, highWaterMark, lowWaterMark, onInfo, ...decOptions } = options;
+  const { objectMode, highWaterMark, lowWaterMark, onInfo, ...decOptions } = optionsArg(options, 'createAudioDecodeTransform options');
   const dec = createAudioDecoder({
     ...decOptions,
     onInfo: (info) => {

@@ -18,6 +18,8 @@ import {
   type TtsServerSessionOptions,
 } from '../sessions/index.js';
 import type { RawMessage, SttClientMessage, TtsClientMessage } from '../protocol/index.js';
+import { functionArg, objectArg, optionsArg } from '../util/args.js';
+import { nodeStreamOptions } from './stream-options.js';
 
 /** Extra options of the server transforms. */
 export interface ServerTransformOptions {
@@ -41,8 +43,13 @@ export class ServerSessionTransform<S> extends Transform {
   private paused = false;
   private readonly resumeWaiters: Array<() => void> = [];
 
-  constructor(make: (transport: ServerTransport) => ServerSession<S>, options: ServerTransformOptions = {}) {
-    super({ writableObjectMode: true, readableObjectMode: true, readableHighWaterMark: options.highWaterMark ?? 16 });
+  constructor(make: (transport: ServerTransport) => ServerSession<S>, options?: ServerTransformOptions) {
+    functionArg(make, 'ServerSessionTransform make');
+    // Only these two fields are ours: the rest of a session's options is the session's to check.
+    const { highWaterMark = 16, onClose } = optionsArg(options, 'ServerSessionTransform options');
+    nodeStreamOptions({ highWaterMark }, 'ServerSessionTransform options');
+    if (onClose !== undefined) functionArg(onClose, 'ServerSessionTransform onClose');
+    super({ writableObjectMode: true, readableObjectMode: true, readableHighWaterMark: highWaterMark });
     this.session = make({
       send: (text) => (this.open ? this.push(text) : undefined),
       drained: () => new Promise<void>((resolve) => (this.open ? this.readWaiters.push(resolve) : resolve())),
@@ -53,7 +60,7 @@ export class ServerSessionTransform<S> extends Transform {
         if (!this.open) return;
         this.open = false;
         this.resumeWriters();
-        options.onClose?.(code, reason);
+        onClose?.(code, reason);
         this.push(null);
         this.wake();
       },
@@ -105,11 +112,13 @@ export class ServerSessionTransform<S> extends Transform {
 
 /** STT server session as an object-mode Transform. */
 export function createSttServerTransform(options: Omit<SttServerSessionOptions, 'transport'> & ServerTransformOptions): ServerSessionTransform<unknown> {
+  objectArg(options, 'createSttServerTransform options');
   return new ServerSessionTransform((transport) => createSttServerSession({ ...options, transport }), options);
 }
 
 /** TTS server session as an object-mode Transform. */
 export function createTtsServerTransform(options: Omit<TtsServerSessionOptions, 'transport'> & ServerTransformOptions): ServerSessionTransform<unknown> {
+  objectArg(options, 'createTtsServerTransform options');
   return new ServerSessionTransform((transport) => createTtsServerSession({ ...options, transport }), options);
 }
 

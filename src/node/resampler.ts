@@ -8,6 +8,7 @@ import { VoicewireError } from '../util/errors.js';
 import { createInt16Resampler, createResampler, type Resampler, type ResamplerOptions } from '../audio/resampler.js';
 import type { Incremental } from '../util/stream-core.js';
 import { CoreTransform, type NodeTransformOptions } from './transform.js';
+import { objectArg, optionsArg, shown } from '../util/args.js';
 
 /** PCM byte encodings the resampler Transform reads and writes. */
 export type ResamplerPcmEncoding = 's16le' | 'f32le';
@@ -25,9 +26,9 @@ export interface ResamplerTransformOptions extends ResamplerOptions {
  * samples (a copy only when the chunk's offset is misaligned), and resamples them.
  */
 export function resamplerByteCore(options: ResamplerTransformOptions): Incremental<Uint8Array, Int16Array | Float32Array> & { readonly resampler: Resampler<Int16Array> | Resampler<Float32Array> } {
-  const encoding = options.encoding ?? 's16le';
+  const encoding = objectArg(options, 'resampler transform options').encoding ?? 's16le';
   if (encoding !== 's16le' && encoding !== 'f32le') {
-    throw new VoicewireError('INVALID_ARGUMENT', `resampler transform: encoding must be 's16le' or 'f32le', got ${String(encoding)}`);
+    throw new VoicewireError('INVALID_ARGUMENT', `resampler transform: encoding must be 's16le' or 'f32le', got ${shown(encoding)}`);
   }
   const width = encoding === 's16le' ? 2 : 4;
   const r16 = encoding === 's16le' ? createInt16Resampler(options) : null;
@@ -90,5 +91,6 @@ export function resamplerByteCore(options: ResamplerTransformOptions): Increment
  * source.pipe(createResamplerTransform({ from: 48000, to: 8000 })).pipe(sink);
  */
 export function createResamplerTransform(options: ResamplerTransformOptions): CoreTransform<Uint8Array, Int16Array | Float32Array> {
-  return new CoreTransform(resamplerByteCore(options), { ...options.stream });
+  const core = resamplerByteCore(options);
+  return new CoreTransform(core, options.stream === undefined ? {} : { ...optionsArg(options.stream, 'resampler transform stream options') });
 }

@@ -7,6 +7,7 @@ import { Transform, type TransformCallback, type TransformOptions } from 'node:s
 import { createTagParser, type TagEvent, type TagParseErrorDetails, type TagParserOptions } from '../text/tags.js';
 import { createTextChunker, type TextChunkerOptions } from '../text/text-chunker.js';
 import type { VoicewireError } from '../util/errors.js';
+import { nodeStreamOptions } from './stream-options.js';
 
 type StreamOptions = Omit<TransformOptions, 'transform' | 'flush' | 'objectMode' | 'readableObjectMode' | 'writableObjectMode' | 'decodeStrings'>;
 
@@ -49,8 +50,8 @@ class TextTransform<Out> extends Transform {
 }
 
 /** The tag parser as a Node Transform: text in, {@link TagEvent} objects out. */
-export function createTagParserTransform(options: TagParserOptions & StreamOptions = {}): Transform {
-  const { invalidBreak, breakSpacing, maxTagLength, onRepair, ...streamOptions } = options;
+export function createTagParserTransform(options?: TagParserOptions & StreamOptions): Transform {
+  const { invalidBreak, breakSpacing, maxTagLength, onRepair, ...streamOptions } = nodeStreamOptions(options, 'createTagParserTransform options');
   const parserOptions: TagParserOptions = {};
   if (invalidBreak !== undefined) parserOptions.invalidBreak = invalidBreak;
   if (breakSpacing !== undefined) parserOptions.breakSpacing = breakSpacing;
@@ -61,8 +62,8 @@ export function createTagParserTransform(options: TagParserOptions & StreamOptio
 }
 
 /** The text chunker as a Node Transform: text in, one message string per chunk out (object mode). */
-export function createTextChunkerTransform(options: TextChunkerOptions & StreamOptions = {}): Transform {
-  const { minChunkLength, repairTags, maxTagLength, maxWordLength, onRepair, ...streamOptions } = options;
+export function createTextChunkerTransform(options?: TextChunkerOptions & StreamOptions): Transform {
+  const { minChunkLength, repairTags, maxTagLength, maxWordLength, onRepair, ...streamOptions } = nodeStreamOptions(options, 'createTextChunkerTransform options');
   const chunkerOptions: TextChunkerOptions = {};
   if (minChunkLength !== undefined) chunkerOptions.minChunkLength = minChunkLength;
   if (repairTags !== undefined) chunkerOptions.repairTags = repairTags;

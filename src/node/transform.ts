@@ -5,6 +5,8 @@
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
 import type { Incremental } from '../util/stream-core.js';
 import { bytesOf } from '../util/bytes.js';
+import { functionArg, objectArg } from '../util/args.js';
+import { nodeStreamOptions } from './stream-options.js';
 
 /** Options of {@link toNodeTransform}. */
 export interface NodeTransformOptions extends Omit<TransformOptions, 'transform' | 'flush'> {
@@ -19,7 +21,11 @@ export class CoreTransform<In, Out> extends Transform {
   readonly core: Incremental<In, Out>;
   private readonly bytesOut: boolean;
 
-  constructor(core: Incremental<In, Out>, options: NodeTransformOptions = {}) {
+  constructor(core: Incremental<In, Out>, options?: NodeTransformOptions) {
+    options = nodeStreamOptions(options, 'CoreTransform options');
+    objectArg(core, 'CoreTransform core');
+    functionArg(core.push, 'CoreTransform core.push');
+    functionArg(core.flush, 'CoreTransform core.flush');
     super(options);
     this.core = core;
     this.bytesOut = !options.readableObjectMode && !options.objectMode;
@@ -55,6 +61,6 @@ export class CoreTransform<In, Out> extends Transform {
 }
 
 /** Wraps an incremental core as a Node Transform. */
-export function toNodeTransform<In, Out>(core: Incremental<In, Out>, options: NodeTransformOptions = {}): CoreTransform<In, Out> {
+export function toNodeTransform<In, Out>(core: Incremental<In, Out>, options?: NodeTransformOptions): CoreTransform<In, Out> {
   return new CoreTransform(core, options);
 }

@@ -13,6 +13,7 @@ import {
   type WavStreamEncoderOptions,
 } from '../audio/wav.js';
 import { CoreTransform, toNodeTransform, type NodeTransformOptions } from './transform.js';
+import { objectArg, optionsArg } from '../util/args.js';
 
 /** Options of {@link createWavDecodeTransform}. */
 export interface WavDecodeTransformOptions<O extends WavSampleOutput = WavSampleOutput> extends WavDecoderOptions<O>, Omit<NodeTransformOptions, 'readableObjectMode' | 'writableObjectMode'> {
@@ -34,8 +35,8 @@ export interface WavDecodeTransformOptions<O extends WavSampleOutput = WavSample
  *   .on('format', (f) => console.log(f.sampleRate, f.channels))
  *   .pipe(sink); // s16le mono bytes
  */
-export function createWavDecodeTransform<O extends WavSampleOutput = 'float32'>(options: WavDecodeTransformOptions<O> = {}): CoreTransform<Uint8Array, unknown> {
-  const { output, mono, allowTruncated, events, ...streamOptions } = options;
+export function createWavDecodeTransform<O extends WavSampleOutput = 'float32'>(options?: WavDecodeTransformOptions<O>): CoreTransform<Uint8Array, unknown> {
+  const { output, mono, allowTruncated, events, ...streamOptions } = optionsArg(options, 'createWavDecodeTransform options');
   const decoderOptions: WavDecoderOptions<O> = {};
   if (output !== undefined) decoderOptions.output = output;
   if (mono !== undefined) decoderOptions.mono = mono;
@@ -68,7 +69,7 @@ export interface WavEncodeTransformOptions extends WavStreamEncoderOptions, Omit
  * `writableObjectMode: true` it also accepts Int16Array / Float32Array chunks and encodes them.
  */
 export function createWavEncodeTransform(options: WavEncodeTransformOptions): CoreTransform<Float32Array | Int16Array | Uint8Array, Uint8Array> {
-  const { sampleRate, channels, encoding, ...streamOptions } = options;
+  const { sampleRate, channels, encoding, ...streamOptions } = objectArg(options, 'createWavEncodeTransform options');
   const encoderOptions: WavStreamEncoderOptions = { sampleRate };
   if (channels !== undefined) encoderOptions.channels = channels;
   if (encoding !== undefined) encoderOptions.encoding = encoding;

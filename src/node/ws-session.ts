@@ -12,6 +12,7 @@
 import type { WebSocket, RawData } from 'ws';
 import type { ServerSession, ServerTransport } from '../sessions/server.js';
 import { VoicewireError } from '../util/errors.js';
+import { functionArg, objectArg, optionsArg } from '../util/args.js';
 
 /** The transport a `ws` socket gives a runner. */
 export interface WebSocketTransport extends ServerTransport {
@@ -22,6 +23,8 @@ export interface WebSocketTransport extends ServerTransport {
 
 /** Makes the transport of a `ws` socket. */
 export function webSocketTransport(ws: WebSocket): WebSocketTransport {
+  objectArg(ws, 'webSocketTransport socket');
+  for (const m of ['send', 'close', 'pause', 'resume'] as const) functionArg(ws[m], `webSocketTransport socket.${m}`);
   return {
     send: (text) =>
       ws.readyState !== ws.OPEN
@@ -56,8 +59,12 @@ export interface AttachWebSocketOptions {
 export function attachWebSocketSession<S>(
   ws: WebSocket,
   create: (transport: WebSocketTransport) => ServerSession<S>,
-  options: AttachWebSocketOptions = {},
+  options?: AttachWebSocketOptions,
 ): ServerSession<S> {
+  const { onFrame, oversizeFrameError } = optionsArg(options, 'attachWebSocketSession options');
+  functionArg(create, 'attachWebSocketSession create');
+  if (onFrame !== undefined) functionArg(onFrame, 'attachWebSocketSession onFrame');
+  if (oversizeFrameError !== undefined) functionArg(oversizeFrameError, 'attachWebSocketSession oversizeFrameError');
   const session = create(webSocketTransport(ws));
   // ws reports an oversize frame on its receiver, then closes 1009 with no message (clients that
   // cannot see close codes learn nothing). Heard first, the session sends its §7.3 `error` and
@@ -66,10 +73,10 @@ export function attachWebSocketSession<S>(
   const receiver = (ws as unknown as { _receiver?: { prependListener(e: 'error', f: (err: Error & { code?: string }) => void): void } })._receiver;
   receiver?.prependListener('error', (err) => {
     if (err.code !== 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' || session.closed) return;
-    session.fail(options.oversizeFrameError?.() ?? new VoicewireError('LIMIT_EXCEEDED', 'message over the size limit'));
+    session.fail(oversizeFrameError?.() ?? new VoicewireError('LIMIT_EXCEEDED', 'message over the size limit'));
   });
   ws.on('message', (data: RawData, isBinary: boolean) => {
-    if (options.onFrame?.(data, isBinary) === false) return;
+    if (onFrame?.(data, isBinary) === false) return;
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     if (isBinary) return session.receive(view);
