@@ -4,6 +4,7 @@
  * `localhost` means `http://` (else `https://`), and paths are joined below the base.
  */
 import { VoicewireError } from '../util/errors.js';
+import { describeValue } from '../util/args.js';
 
 /** The base URL with a trailing `/` and a scheme. */
 export function normalizeBaseUrl(baseUrl: string): string {
@@ -21,7 +22,12 @@ export function normalizeBaseUrl(baseUrl: string): string {
 /** `path` (no leading `/`) below the base, with a query. */
 export function httpUrl(base: string, path: string, query?: Record<string, string | number | boolean | undefined>): string {
   const url = new URL(path, base);
-  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+  for (const [k, v] of Object.entries(query ?? {})) {
+    if (v === undefined) continue;
+    // Options reach here from callers: a value that is not a string, number or boolean has no query form.
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw new VoicewireError('INVALID_ARGUMENT', `query parameter ${k} must be a string, number or boolean, got ${describeValue(v)}`);
+    url.searchParams.set(k, String(v));
+  }
   return url.toString();
 }
 

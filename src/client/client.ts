@@ -9,6 +9,7 @@
  * ```
  */
 import { VoicewireError } from '../util/errors.js';
+import { describeValue, objectArg, optionsArg } from '../util/args.js';
 import type { CreditBalance, TemporaryToken } from '../protocol/resources.js';
 import { normalizeBaseUrl } from './base-url.js';
 import { ClientContext } from './context.js';
@@ -67,14 +68,21 @@ export function createClient(options: ClientOptions): VoiceClient {
   const tts = new TtsApi(ctx);
   const stt = new SttApi(ctx);
   return {
-    tts: (o) => tts.synthesize(o),
-    ttsStream: (o) => tts.stream(o),
-    stt: (audio, o) => stt.transcribe(audio, o),
-    sttStream: (o) => stt.stream(o),
+    tts: (o) => tts.synthesize(requestOptions(objectArg(o, 'tts options'), 'tts')),
+    ttsStream: (o) => tts.stream(requestOptions(o, 'ttsStream')),
+    stt: (audio, o) => stt.transcribe(audio, requestOptions(o, 'stt')),
+    sttStream: (o) => stt.stream(requestOptions(o, 'sttStream')),
     voices: new VoicesApi(ctx),
     pronunciations: new PronunciationsApi(ctx),
     credits: () => credits(ctx),
     token: () => token(ctx),
     close: () => tts.close(),
   };
+}
+
+/** A request's options (undefined is `{}`), with a `signal` that is an AbortSignal. */
+function requestOptions<T extends { signal?: AbortSignal }>(options: T | undefined, what: string): T {
+  const o = optionsArg(options, `${what} options`);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new VoicewireError('INVALID_ARGUMENT', `${what}: signal must be an AbortSignal, got ${describeValue(o.signal)}`);
+  return o;
 }

@@ -4,6 +4,7 @@
  * tokens (§4.6). Answers are checked with the library's resource parsers.
  */
 import { VoicewireError } from '../util/errors.js';
+import { objectArg, optionsArg, stringArg } from '../util/args.js';
 import {
   parseCreatedVoice,
   parseCreditBalance,
@@ -45,7 +46,9 @@ export interface VoiceFromSample {
 export class VoicesApi {
   constructor(private readonly ctx: ClientContext) {}
 
-  async list(options: VoiceListOptions = {}): Promise<Voice[]> {
+  async list(opts?: VoiceListOptions): Promise<Voice[]> {
+    const options = optionsArg(opts, 'voices.list options');
+    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new VoicewireError('INVALID_ARGUMENT', 'voices.list: signal must be an AbortSignal');
     const query = { limit: options.limit ?? 0, offset: options.offset, include_catalog: options.includeCatalog ?? true ? 1 : 0 };
     return parseVoiceList(await this.ctx.json('GET', 'voices/', { query, signal: options.signal }));
   }
@@ -55,7 +58,12 @@ export class VoicesApi {
   }
 
   async create(voice: VoiceFromSample): Promise<CreatedVoice> {
-    if (!(voice?.audio instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', 'voices.create: audio must be a Uint8Array');
+    objectArg(voice, 'voices.create voice');
+    if (!(voice.audio instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', 'voices.create: audio must be a Uint8Array');
+    stringArg(voice.name, 'voices.create name');
+    if (voice.description !== undefined) stringArg(voice.description, 'voices.create description');
+    if (voice.startS !== undefined && (typeof voice.startS !== 'number' || !(voice.startS >= 0))) throw new VoicewireError('INVALID_ARGUMENT', 'voices.create: startS must be a number >= 0');
+    if (voice.inputFormat !== undefined) stringArg(voice.inputFormat, 'voices.create inputFormat');
     const form = new FormData();
     form.set('audio_file', new Blob([voice.audio as Uint8Array<ArrayBuffer>]), 'sample.wav');
     form.set('name', voice.name);
@@ -66,7 +74,7 @@ export class VoicesApi {
   }
 
   async update(uid: string, patch: { name?: string; description?: string }): Promise<Voice> {
-    return parseVoice(await this.ctx.json('PUT', `voices/${encodeURIComponent(checkId('uid', uid))}`, { json: patch }));
+    return parseVoice(await this.ctx.json('PUT', `voices/${encodeURIComponent(checkId('uid', uid))}`, { json: objectArg(patch, 'voices.update patch') }));
   }
 
   async delete(uid: string): Promise<void> {
@@ -74,7 +82,9 @@ export class VoicesApi {
   }
 
   /** Voice design (§4.7): candidates that are variations on one character; they expire. */
-  async design(prompt: string, options: { nSamples?: number; language?: string; jsonConfig?: Record<string, unknown> } = {}): Promise<VoiceCandidate[]> {
+  async design(prompt: string, opts?: { nSamples?: number; language?: string; jsonConfig?: Record<string, unknown> }): Promise<VoiceCandidate[]> {
+    stringArg(prompt, 'voices.design prompt');
+    const options = optionsArg(opts, 'voices.design options');
     const body: Record<string, unknown> = { prompt, n_samples: options.nSamples ?? 1, language: options.language ?? 'en' };
     if (options.jsonConfig !== undefined) body['json_config'] = options.jsonConfig;
     return parseVoiceGenerationResponse(await this.ctx.json('POST', 'voice-generator/generate', { json: body })).embeddings;
@@ -83,7 +93,8 @@ export class VoicesApi {
   /** Keeps a candidate as a voice of the organization (§4.8). */
   async keep(candidate: VoiceCandidate | string, voice: { name: string; description?: string }): Promise<CreatedVoice> {
     const id = typeof candidate === 'string' ? candidate : candidate?.embedding_id;
-    const body = { voice_embedding_id: checkId('candidate', id), name: voice.name, description: voice.description ?? '' };
+    objectArg(voice, 'voices.keep voice');
+    const body = { voice_embedding_id: checkId('candidate', id), name: stringArg(voice.name, 'voices.keep name'), description: voice.description === undefined ? '' : stringArg(voice.description, 'voices.keep description') };
     return parseCreatedVoice(await this.ctx.json('POST', 'voices/from-embedding', { json: body }));
   }
 
@@ -97,7 +108,8 @@ export class VoicesApi {
 export class PronunciationsApi {
   constructor(private readonly ctx: ClientContext) {}
 
-  async list(options: { limit?: number; offset?: number } = {}): Promise<PronunciationList> {
+  async list(opts?: { limit?: number; offset?: number }): Promise<PronunciationList> {
+    const options = optionsArg(opts, 'pronunciations.list options');
     return parsePronunciationList(await this.ctx.json('GET', 'pronunciations/', { query: { limit: options.limit, offset: options.offset } }));
   }
 }

@@ -8,6 +8,7 @@
  * `delay_in_frames` silent frames at once so the last words arrive without waiting for real time.
  */
 import { VoicewireError } from '../util/errors.js';
+import { describeValue } from '../util/args.js';
 import type { AudioFormatName } from '../audio/format.js';
 import type { SttJsonConfig } from '../protocol/config.js';
 import type { SttSetupMessage, SttStepMessage } from '../protocol/messages.js';
@@ -193,7 +194,11 @@ export class SttApi {
     return {
       write,
       async writeFrom(source) {
-        if (typeof (source as ReadableStream<Uint8Array>).getReader === 'function') {
+        const readable = typeof (source as ReadableStream<Uint8Array> | undefined)?.getReader === 'function';
+        if (!readable && typeof (source as AsyncIterable<Uint8Array> | undefined)?.[Symbol.asyncIterator] !== 'function' && typeof (source as unknown as Iterable<Uint8Array> | undefined)?.[Symbol.iterator] !== 'function') {
+          throw new VoicewireError('INVALID_ARGUMENT', `sttStream.writeFrom: source must be a ReadableStream or an (async) iterable of Uint8Array, got ${describeValue(source)}`);
+        }
+        if (readable) {
           const reader = (source as ReadableStream<Uint8Array>).getReader();
           for (;;) {
             const { done, value } = await reader.read();
