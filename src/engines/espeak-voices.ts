@@ -5,6 +5,8 @@
  * the voice record's `params`.
  */
 import { SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
+import { describeValue } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
 
 /**
  * espeak parameters of a voice. Defaults are espeak's own: pitch 50 and range 50 (0–100), rate
@@ -271,6 +273,12 @@ export function voiceParamsFromSample(pcm: Int16Array, sampleRate: number, langu
 
 /** {@link voiceParamsFromSample} with the measurements behind it. */
 export function estimateVoiceFromSample(pcm: Int16Array, sampleRate: number, language: string = 'en'): SampleVoiceEstimate {
+  if (!(pcm instanceof Int16Array)) throw new VoicewireError('INVALID_ARGUMENT', `estimateVoiceFromSample: pcm must be an Int16Array, got ${describeValue(pcm)}`);
+  // The 10 ms hop must be a whole number of samples > 0: a rate of 40 Hz made it 0, and the
+  // energy loop then never advanced (it grew an array until V8 aborted the process).
+  if (typeof sampleRate !== 'number' || !Number.isInteger(sampleRate) || sampleRate < 8000 || sampleRate > 192_000) {
+    throw new VoicewireError('INVALID_ARGUMENT', `estimateVoiceFromSample: sampleRate must be an integer from 8000 to 192000 Hz, got ${describeValue(sampleRate)}`);
+  }
   const base = normalizeVoiceParams(undefined, language);
   const frame = Math.round(sampleRate * 0.03);
   const hop = Math.round(sampleRate * 0.01);

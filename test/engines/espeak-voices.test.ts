@@ -51,4 +51,12 @@ describe('espeak voices', () => {
     expect(slow!.params.rate).toBeLessThan(fast!.params.rate);
     expect(estimateVoiceFromSample(new Int16Array(48000), 48000).params).toEqual(normalizeVoiceParams(undefined, 'en'));
   });
+
+  it('a sample rate below 8 kHz, or not a rate, is INVALID_ARGUMENT (40 Hz made the 10 ms hop 0: the loop grew an array until V8 aborted the process)', () => {
+    for (const rate of [40, 0, 7999, 8000.5, NaN, '48000', null]) {
+      expect(() => estimateVoiceFromSample(new Int16Array(4000), rate as number)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    }
+    expect(() => estimateVoiceFromSample([1, 2, 3] as unknown as Int16Array, 48000)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(estimateVoiceFromSample(new Int16Array(4000), 8000).params).toEqual(normalizeVoiceParams(undefined, 'en'));
+  });
 });
