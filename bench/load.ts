@@ -131,7 +131,35 @@ interface RunResult {
   cpuPctPerSession: number;
   memKiBPerSession: number;
   stoppedAt: { concurrency: number; p99TtfaMs: number; errors: number; errorSamples: string[] } | null;
+  /** Mean ms per stage of the first audio of TTS WebSocket sessions in the held step (server's /metrics). */
+  stagesMs: Record<string, number>;
 }
+
+/** Sum and count per stage of `voicewire_first_output_stage_seconds` for the TTS WebSocket route. */
+type StageTotals = Record<string, { sum: number; count: number }>;
+
+async function stageTotals(base: string): Promise<StageTotals> {
+  const text = await (await fetch(base.replace(/\/api$/, '/metrics'))).text();
+  const out: StageTotals = {};
+  for (const m of text.matchAll(/^voicewire_first_output_stage_seconds_(sum|count)\{route="tts_ws",stage="(\w+)"\} ([\d.e+-]+)$/gm)) {
+    const entry = (out[m[2]!] ??= { sum: 0, count: 0 });
+    entry[m[1] as 'sum' | 'count'] = Number(m[3]);
+  }
+  return out;
+}
+
+/** Mean ms per stage between two snapshots. */
+function stageMeans(before: StageTotals, after: StageTotals): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [stage, a] of Object.entries(after)) {
+    const b = before[stage] ?? { sum: 0, count: 0 };
+    if (a.count > b.count) out[stage] = ((a.sum - b.sum) / (a.count - b.count)) * 1000;
+  }
+  return out;
+}
+
+const STAGES = ['auth', 'input', 'engine', 'output'];
+const showStages = (m: Record<string, number>): string => STAGES.map((s) => `${s} ${m[s]?.toFixed(1) ?? '-'}`).join(', ');
 
 async function run(workers: number, engine: string, format: string): Promise<RunResult> {
   const { child, base } = await startServer(workers, engine);
@@ -147,7 +175,8 @@ async function run(workers: number, engine: string, format: string): Promise<Run
   const idle = sample(pids);
   const cfg: ClientConfig = { base, keys, format, steps: STEPS, stepMs: STEP_MS, p99LimitMs: P99_LIMIT_MS, clipPath, mix: { tts: 0.7, stt: 0.15 } };
   const client = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/load-client.ts'), JSON.stringify(cfg)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const steps: Array<StepReport & { cpuPct: number; rss: number }> = [];
+  const steps: Array<StepReport & { cpuPct: number; rss: number; stages: Promise<StageTotals> }> = [];
+  const initialStages = stageTotals(base);
   let last = sample(pids);
   let buf = '';
   await new Promise<void>((resolve) => {
@@ -160,7 +189,8 @@ async function run(workers: number, engine: string, format: string): Promise<Run
         const cpuPct = (100 * (now.cpu - last.cpu)) / ((now.at - last.at) / 1000);
         last = now;
         const s = JSON.parse(line) as StepReport;
-        steps.push({ ...s, cpuPct, rss: now.rss });
+        // Taken as each step's report arrives; with several workers, /metrics is one worker's (a sample).
+        steps.push({ ...s, cpuPct, rss: now.rss, stages: stageTotals(base).catch(() => ({})) });
         process.stdout.write(
           `  ${String(s.concurrency).padStart(5)} sessions: TTFA p50 ${q(s.ttfa, 0.5).toFixed(0)} p99 ${q(s.ttfa, 0.99).toFixed(0)} ms, TTFT p50 ${q(s.ttft, 0.5).toFixed(0)} ms, server CPU ${cpuPct.toFixed(0)} %, RSS ${(now.rss / 2 ** 20).toFixed(0)} MiB, errors ${s.errors}${s.over ? '  ← over' : ''}\n`,
         );
@@ -168,9 +198,12 @@ async function run(workers: number, engine: string, format: string): Promise<Run
     });
     client.once('exit', () => resolve());
   });
-  await stopServer(child);
   const ok = steps.filter((s) => !s.over);
   const held = ok.at(-1);
+  const heldIndex = held === undefined ? -1 : steps.indexOf(held);
+  const stagesMs = heldIndex < 0 ? {} : stageMeans(await (heldIndex === 0 ? initialStages : steps[heldIndex - 1]!.stages), await held!.stages);
+  await stopServer(child);
+  if (held) console.log(`  first audio by stage at ${held.concurrency} sessions, mean ms: ${showStages(stagesMs)}`);
   const bad = steps.find((s) => s.over);
   return {
     workers,
@@ -184,6 +217,7 @@ async function run(workers: number, engine: string, format: string): Promise<Run
     cpuPctPerSession: held ? held.cpuPct / held.concurrency : NaN,
     memKiBPerSession: held ? (held.rss - idle.rss) / 1024 / Math.max(1, held.live) : NaN,
     stoppedAt: bad ? { concurrency: bad.concurrency, p99TtfaMs: q(bad.ttfa, 0.99), errors: bad.errors, errorSamples: bad.errorSamples } : null,
+    stagesMs,
   };
 }
 
@@ -207,5 +241,7 @@ for (const r of results) {
     `${String(r.workers).padEnd(7)} | ${r.engine.padEnd(6)} | ${r.format.padEnd(9)} | ${String(r.held).padStart(4)} | ${r.p50TtfaMs.toFixed(0).padStart(6)} / ${r.p99TtfaMs.toFixed(0).padEnd(6)} | ${r.p50TtftMs.toFixed(0).padStart(6)} / ${r.p99TtftMs.toFixed(0).padEnd(6)} | ${r.cpuPctPerSession.toFixed(2).padStart(13)} | ${r.memKiBPerSession.toFixed(0).padStart(11)} | ${why}`,
   );
 }
+console.log('\nfirst audio of TTS WebSocket sessions in the held step, mean ms by stage (auth | input → engine | engine | → socket):');
+for (const r of results) console.log(`  ${r.workers}w ${r.engine} ${r.format.padEnd(9)} ${showStages(r.stagesMs)}`);
 for (const r of results) if (r.stoppedAt?.errorSamples.length) console.log(`errors (${r.workers}w ${r.engine} ${r.format}): ${r.stoppedAt.errorSamples.join(' | ')}`);
 saveFile(pg ? 'load-postgres.json' : 'load.json', JSON.stringify({ machine: machine(), store: pg ? 'postgres' : 'sqlite', date: new Date().toISOString(), steps: STEPS, stepMs: STEP_MS, results }, null, 2) + '\n');

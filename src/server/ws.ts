@@ -13,6 +13,7 @@ import type { ServerSession, ServerSessionOptions } from '../sessions/server.js'
 import { attachWebSocketSession, type WebSocketTransport } from '../node/ws-session.js';
 import type { Principal } from './auth.js';
 import type { RequestScope } from './context.js';
+import { FirstOutputStages } from './first-output-stages.js';
 
 /** Sends `error` (code from the error, 1011 when none) and closes with that code (§7.3). */
 export function failSocket(ws: WebSocket, error: unknown): void {
@@ -28,8 +29,8 @@ export interface WsSessionOptions {
   route: string;
   /** `tts` accepts `?token=`. */
   credentials: 'tts' | 'stt';
-  /** Creates the runner with the common options (transport, request ids, notices → logs). */
-  create(who: Principal, common: ServerSessionOptions): ServerSession<unknown>;
+  /** Creates the runner with the common options (transport, request ids, notices → logs); its engine reports to `stages`. */
+  create(who: Principal, common: ServerSessionOptions, stages: FirstOutputStages): ServerSession<unknown>;
   /** The first message of this type (after setup) is timed: `audio` (TTS) or `text` (STT). */
   firstOutput: 'audio' | 'text';
 }
@@ -37,6 +38,8 @@ export interface WsSessionOptions {
 export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, req: IncomingMessage, options: WsSessionOptions): Promise<void> {
   const { ctx, log } = scope;
   const limits = ctx.config.limits;
+  const upgradedAt = performance.now();
+  const stages = new FirstOutputStages((stage, seconds) => ctx.metrics.firstOutputStages.observe({ route: options.route, stage }, seconds));
   ws.pause();
   let who: Principal;
   let release: () => void;
@@ -52,6 +55,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
     failSocket(ws, e.code === 'RESIDENCY_DENIED' ? new VoicewireError('RESIDENCY_DENIED', e.message, { closeCode: 1008 }) : e);
     return;
   }
+  stages.authenticated(performance.now() - upgradedAt);
   log.info({ route: options.route, org: who.org.name, key_id: who.key.id }, 'session opened');
   let lastActivity = Date.now();
   let firstFrameAt = 0;
@@ -69,6 +73,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
           if (!timedFirst && text.startsWith(marker)) {
             timedFirst = true;
             histogram.observe({ route: options.route }, (performance.now() - firstFrameAt) / 1000);
+            stages.sent();
           }
           const r = transport.send(text);
           // A peer that does not read (TCP window full) would have the engine's output pile up
@@ -81,7 +86,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
           return r;
         },
       };
-      return options.create(who, {
+      const common: ServerSessionOptions = {
         transport: t,
         requestId: requestIds(scope.requestId),
         onEvent: (notice) => {
@@ -90,12 +95,14 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
             log.info({ route: options.route, client_req_id: notice.clientReqId, outcome: notice.outcome, error: notice.error?.message }, 'request ended');
           } else if (notice.type === 'request_started') log.info({ route: options.route, client_req_id: notice.clientReqId }, 'request started');
         },
-      });
+      };
+      return options.create(who, common, stages);
     },
     {
       onFrame: (data) => {
         lastActivity = Date.now();
         if (firstFrameAt === 0) firstFrameAt = performance.now();
+        stages.frame();
         const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
         if (size > limits.maxFrameBytes) {
           // An error message first (the Python client cannot see close codes), then the close.

@@ -11,6 +11,7 @@ import { createSttInputDecoder } from '../../pipelines/stt-audio-decoder.js';
 import type { AudioFormatName } from '../../audio/format.js';
 import { limitedBody, write } from '../http.js';
 import { failSocket, serveWebSocketSession } from '../ws.js';
+import { stagedSttEngine } from '../first-output-stages.js';
 import type { HttpRoute, RequestScope, RouteModule } from '../context.js';
 
 async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -71,7 +72,7 @@ export const sttRoutes: RouteModule = {
           // web page's microphone has no other way to authenticate a browser WebSocket.
           credentials: 'tts',
           firstOutput: 'text',
-          create: (who, common) => createSttServerSession({ ...common, engine: scope.ctx.sttEngine(who), createInputDecoder: inputDecoder(scope.ctx.config.limits.sessionSeconds) }),
+          create: (who, common, stages) => createSttServerSession({ ...common, engine: stagedSttEngine(scope.ctx.sttEngine(who), stages), createInputDecoder: inputDecoder(scope.ctx.config.limits.sessionSeconds) }),
         }),
     },
     {

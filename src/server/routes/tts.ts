@@ -10,6 +10,7 @@ import { createTtsHttpResponse } from '../../sessions/http.js';
 import { createTtsServerSession } from '../../sessions/server.js';
 import { readJson, write } from '../http.js';
 import { serveWebSocketSession } from '../ws.js';
+import { stagedTtsEngine } from '../first-output-stages.js';
 import type { HttpRoute, RequestScope, RouteModule } from '../context.js';
 
 /** Content-Type of raw audio (`only_audio: true`) per output format. */
@@ -71,7 +72,7 @@ export const ttsRoutes: RouteModule = {
           route: 'tts_ws',
           credentials: 'tts',
           firstOutput: 'audio',
-          create: (who, common) => createTtsServerSession({ ...common, engine: scope.ctx.ttsEngine(who) }),
+          create: (who, common, stages) => createTtsServerSession({ ...common, engine: stagedTtsEngine(scope.ctx.ttsEngine(who), stages) }),
         }),
     },
   ],
