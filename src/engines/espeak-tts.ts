@@ -2,9 +2,10 @@
  * Text-to-speech with espeak-ng in the five API languages (service-api.md §4.2, §4.5).
  *
  * Text is spoken sentence by sentence: a sentence leaves as soon as its end (`.`, `!`, `?`, `…`,
- * `;` followed by a space) has arrived, so audio lags the text by at most one sentence (§4.5
- * "without it, audio lags a few words behind"); a `<flush>`, a `<break>` or the end speak the
- * rest. espeak's 22.05 kHz output is resampled to 48 kHz with voicewire's resampler and sent in
+ * `;` followed by a space) has arrived; without one, the phrase so far leaves once it holds a few
+ * complete words ({@link ESPEAK_LAG_WORDS}, cut at a comma when there is one), so audio lags the
+ * text by a few words (§4.5 "without it, audio lags a few words behind"); a `<flush>`, a
+ * `<break>` or the end speak the rest. espeak's 22.05 kHz output is resampled to 48 kHz with voicewire's resampler and sent in
  * 80 ms frames (3840 samples; the last frame of a flush or of the request is padded with silence).
  *
  * Word timestamps come from espeak's word events, on the output timeline: a word starts at its
@@ -144,17 +145,28 @@ class EspeakStream implements TtsEngineStream {
     if (this.received > this.maxText) {
       throw new VoicewireError('TTS_TEXT_TOO_LONG', `text longer than ${this.maxText} characters in one request: split it into several requests`);
     }
-    if (text.trim() === '') return;
+    // Spaces alone matter only after a word: they complete it.
+    if (text.trim() === '' && this.pending === '') return;
     this.pending = this.pending === '' || /\s$/.test(this.pending) || /^\s/.test(text) ? this.pending + text : `${this.pending} ${text}`;
     // Everything up to the last sentence end followed by a space is ready.
     const re = /[.!?…;](?=["'»”’)\]]*\s)/g;
     let cut = -1;
     for (let m = re.exec(this.pending); m; m = re.exec(this.pending)) cut = m.index + 1;
     if (cut < 0 && this.pending.length > this.maxChunk) cut = this.pending.lastIndexOf(' ', this.maxChunk);
-    if (cut <= 0) return;
-    const ready = this.pending.slice(0, cut);
-    this.pending = this.pending.slice(cut);
-    await this.speak(ready, false);
+    if (cut > 0) {
+      const ready = this.pending.slice(0, cut);
+      this.pending = this.pending.slice(cut);
+      await this.speak(ready, false);
+    }
+    // After the last sentence end: past a few complete words the phrase so far is spoken (§4.5:
+    // audio lags a few words behind the text), its tail silence trimmed as it is mid-sentence.
+    // The first audio of a request waits for one word only: first audio is the latency promised.
+    const phrase = phraseCut(this.pending, this.out === 0 && this.fill === 0 ? 1 : ESPEAK_LAG_WORDS);
+    if (phrase > 0) {
+      const ready = this.pending.slice(0, phrase);
+      this.pending = this.pending.slice(phrase);
+      await this.speak(ready, true);
+    }
   }
 
   async pause(seconds: number): Promise<void> {
@@ -328,6 +340,38 @@ function fillMissingWords(starts: { seg: number; at: number }[], segments: reado
     }
     starts.splice(k + 1, 0, ...added);
   }
+}
+
+/**
+ * Complete words (followed by a space) held without a sentence end before they are spoken, once
+ * the request has audio. A sentence synthesized whole sounds best, but at 150 words a minute one
+ * of 20 words would hold audio 8 s (the load bench's per-stage breakdown: 2.2 s mean in the
+ * engine before the first audio).
+ */
+export const ESPEAK_LAG_WORDS = 4;
+
+/**
+ * Where to cut `pending` (no sentence end in it) once it holds `minWords` complete words: after
+ * the last clause mark (`,` `:` `—` `–`) among them, else after the last complete word; -1 while
+ * it holds fewer.
+ */
+export function phraseCut(pending: string, minWords: number = ESPEAK_LAG_WORDS): number {
+  let words = 0;
+  let lastWordEnd = -1;
+  let inWord = false;
+  for (let i = 0; i < pending.length; i++) {
+    const space = /\s/.test(pending[i]!);
+    if (space && inWord) {
+      words++;
+      lastWordEnd = i;
+    }
+    inWord = !space;
+  }
+  if (words < minWords) return -1;
+  const clause = /[,:—–](?=["'»”’)\]]*\s)/g;
+  let cut = -1;
+  for (let m = clause.exec(pending); m && m.index < lastWordEnd; m = clause.exec(pending)) cut = m.index + 1;
+  return cut > 0 ? cut : lastWordEnd;
 }
 
 /** Sentences of `text`, each at most `max` characters (longer ones cut at a space). */

@@ -85,16 +85,51 @@ describe('espeak-ng TTS', () => {
     s.close();
   });
 
-  it('holds words back until a sentence end, a flush or the end; a flush releases whole frames', async () => {
+  it('holds a few words back until a sentence end, more words, a flush or the end; a flush releases whole frames', async () => {
     const events: string[] = [];
     const { createEspeakTtsEngine } = await import('../../src/engines/espeak-tts.js');
     const s = await createEspeakTtsEngine(testContext()).open({ modelName: 'default', outputFormat: 'pcm', jsonConfig: {} }, (e) => events.push(e.type));
+    await s.text('Hi. ');
+    const spoken = events.length;
     await s.text('Hello there my');
-    expect(events).toEqual([]);
+    expect(events).toHaveLength(spoken);
     await s.flush();
-    expect(events.filter((e) => e === 'word')).toHaveLength(3);
+    expect(events.filter((e) => e === 'word')).toHaveLength(4);
     expect(events.filter((e) => e === 'audio').length).toBeGreaterThan(0);
     await s.end();
+    s.close();
+  });
+
+  it('without a sentence end, the first audio waits for one complete word, later audio for a few (§4.5: it lags a few words), cut at a comma when there is one', async () => {
+    const { createEspeakTtsEngine, phraseCut, ESPEAK_LAG_WORDS } = await import('../../src/engines/espeak-tts.js');
+    expect(ESPEAK_LAG_WORDS).toBe(4);
+    expect(phraseCut('one two three ')).toBe(-1);
+    expect(phraseCut('one two three four')).toBe(-1); // "four" may still grow
+    expect(phraseCut('one two three four ')).toBe('one two three four'.length);
+    expect(phraseCut('one two, three four five')).toBe('one two,'.length);
+    expect(phraseCut('one ', 1)).toBe('one'.length);
+    // A streaming client, one word per message (as an LLM or the load bench sends them).
+    const words: string[] = [];
+    let audio = 0;
+    const s = await createEspeakTtsEngine(testContext()).open({ modelName: 'default', outputFormat: 'pcm', jsonConfig: {}, voiceId: voiceOf('en') }, (e) => {
+      if (e.type === 'audio') audio++;
+      if (e.type === 'word') words.push(e.text);
+    });
+    const sentence = 'the quick brown fox jumps over the lazy dog and keeps on running far away'.split(' ');
+    await s.text('the');
+    expect(audio).toBe(0); // "the" may still grow ("theatre")
+    await s.text(' ');
+    expect(words).toEqual(['the']); // the first audio waits for one complete word only
+    const first = audio;
+    expect(first).toBeGreaterThan(0);
+    for (let i = 1; i < 4; i++) await s.text(`${sentence[i]} `);
+    expect(words).toEqual(['the']); // then a few words are held: 3 so far
+    await s.text(`${sentence[4]} `);
+    expect(words).toEqual(sentence.slice(0, 5));
+    expect(audio).toBeGreaterThan(first);
+    for (let i = 5; i < sentence.length; i++) await s.text(`${sentence[i]} `);
+    await s.end();
+    expect(words).toEqual(sentence);
     s.close();
   });
 
