@@ -76,6 +76,32 @@ let target = 0;
 let stopping = false;
 const sockets = new Set<WebSocket>();
 
+/**
+ * A timed session's wait for its first output, kept in the step it started in. A wait still open
+ * when that step ends counts as its length so far (a lower bound): a first output that comes late,
+ * or never, weighs on its step instead of vanishing from it (which made a slow engine look fast).
+ */
+interface Wait {
+  list: number[];
+  t0: number;
+}
+const openWaits = new Set<Wait>();
+
+function startWait(list: number[]): Wait {
+  const w = { list, t0: performance.now() };
+  openWaits.add(w);
+  return w;
+}
+
+function endWait(w: Wait | undefined): void {
+  if (w === undefined || !openWaits.delete(w)) return;
+  w.list.push(performance.now() - w.t0);
+}
+
+function closeWaits(s: StepReport): void {
+  for (const w of openWaits) if (w.list === s.ttfa || w.list === s.ttft) endWait(w);
+}
+
 function fresh(concurrency: number): StepReport {
   return { concurrency, live: 0, started: 0, ttfa: [], ttft: [], errors: 0, errorSamples: [], over: false };
 }
@@ -89,15 +115,15 @@ function ttsWs(done: () => void): void {
   const ws = new WebSocket(`${wsBase}/speech/tts`, { headers: { 'x-api-key': nextKey() } });
   sockets.add(ws);
   const list = words();
-  let t0 = 0;
+  let wait: Wait | undefined;
   let timer: NodeJS.Timeout | undefined;
-  let first = timed();
+  const first = timed();
   ws.on('open', () => {
     ws.send(JSON.stringify({ type: 'setup', output_format: cfg.format }));
     let i = 0;
     const sendWord = (): void => {
       if (ws.readyState !== ws.OPEN) return;
-      if (i === 0) t0 = performance.now();
+      if (i === 0 && first) wait = startWait(step.ttfa);
       ws.send(JSON.stringify({ type: 'text', text: `${list[i]} ` }));
       i++;
       if (i < list.length) timer = setTimeout(sendWord, WORD_MS);
@@ -107,10 +133,8 @@ function ttsWs(done: () => void): void {
   });
   ws.on('message', (data) => {
     const s = String(data);
-    if (first && s.startsWith('{"type":"audio"')) {
-      first = false;
-      step.ttfa.push(performance.now() - t0);
-    } else if (s.startsWith('{"type":"error"')) fail(`tts ws: ${s}`);
+    if (s.startsWith('{"type":"audio"')) endWait(wait);
+    else if (s.startsWith('{"type":"error"')) fail(`tts ws: ${s}`);
   });
   ws.on('error', (e) => fail(`tts ws: ${e.message}`));
   ws.on('close', (code) => {
@@ -125,8 +149,8 @@ function sttWs(done: () => void): void {
   const ws = new WebSocket(`${wsBase}/speech/asr`, { headers: { 'x-api-key': nextKey() } });
   sockets.add(ws);
   const ids = rand() < 1 / 3 ? ['a', 'b'] : [undefined];
-  let t0 = 0;
-  let first = timed();
+  let wait: Wait | undefined;
+  const first = timed();
   let timer: NodeJS.Timeout | undefined;
   let ended = 0;
   ws.on('open', () => {
@@ -135,7 +159,7 @@ function sttWs(done: () => void): void {
     const start = performance.now();
     const sendChunk = (): void => {
       if (ws.readyState !== ws.OPEN) return;
-      if (o === 0) t0 = performance.now();
+      if (o === 0 && first) wait = startWait(step.ttft);
       const audio = clip.subarray(o, o + CHUNK).toString('base64');
       for (const id of ids) ws.send(JSON.stringify({ type: 'audio', audio, ...(id ? { client_req_id: id } : {}) }));
       o += CHUNK;
@@ -148,10 +172,8 @@ function sttWs(done: () => void): void {
   });
   ws.on('message', (data) => {
     const s = String(data);
-    if (first && s.startsWith('{"type":"text"')) {
-      first = false;
-      step.ttft.push(performance.now() - t0);
-    } else if (s.startsWith('{"type":"error"')) fail(`stt ws: ${s}`);
+    if (s.startsWith('{"type":"text"')) endWait(wait);
+    else if (s.startsWith('{"type":"error"')) fail(`stt ws: ${s}`);
     else if (ids.length > 1 && s.startsWith('{"type":"end_of_stream"') && ++ended === ids.length) ws.close(1000);
   });
   ws.on('error', (e) => fail(`stt ws: ${e.message}`));
@@ -164,8 +186,7 @@ function sttWs(done: () => void): void {
 }
 
 function httpTts(done: () => void): void {
-  const t0 = performance.now();
-  const counted = timed();
+  const wait = timed() ? startWait(step.ttfa) : undefined;
   const ac = new AbortController();
   void (async () => {
     try {
@@ -180,14 +201,10 @@ function httpTts(done: () => void): void {
         return;
       }
       const reader = r.body!.getReader();
-      let first = counted;
       for (;;) {
         const { done: end, value } = await reader.read();
         if (end) break;
-        if (first && value.length > 0) {
-          first = false;
-          step.ttfa.push(performance.now() - t0);
-        }
+        if (value.length > 0) endWait(wait);
       }
     } catch (e) {
       fail(`http: ${(e as Error).message}`);
@@ -237,6 +254,7 @@ for (const c of cfg.steps) {
   step = fresh(c);
   fill();
   await new Promise((r) => setTimeout(r, cfg.stepMs));
+  closeWaits(step);
   step.live = live;
   step.over = p99(step.ttfa) > cfg.p99LimitMs || step.errors > 0;
   process.stdout.write(`${JSON.stringify(step)}\n`);
