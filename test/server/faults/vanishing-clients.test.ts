@@ -1,6 +1,6 @@
 /**
  * Faults: clients that vanish mid-stream (TCP socket destroyed, no close frame; issue 16 "Faults").
- * Each engine stream is closed within a second, and after 1,000 such sessions nothing leaks: live
+ * Each engine stream is closed within a second, and after 10,000 such sessions nothing leaks: live
  * sessions back to 0, engine streams opened == closed, handles and RSS flat within a bound.
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -38,7 +38,10 @@ const heap = (): number => {
 
 const handles = (): number => process.getActiveResourcesInfo().filter((r) => r !== 'Timeout' && r !== 'Immediate').length;
 
-describe('vanishing clients', { timeout: 20_000 }, () => {
+/** Sessions in the leak test: the issue's 10,000 (about 8 s here); VANISHING_CLIENTS sets another count. */
+const CLIENTS = Number(process.env['VANISHING_CLIENTS'] ?? 10_000);
+
+describe('vanishing clients', { timeout: 20_000 + CLIENTS * 20 }, () => {
   it('one client vanishes mid-stream: its engine stream is closed within 1 s', async () => {
     h = await startServer({ tts: 'vanishing-clients-test' });
     const opened = counts.opened;
@@ -54,21 +57,27 @@ describe('vanishing clients', { timeout: 20_000 }, () => {
     await until(() => h!.server.context.sessions.live === 0, 1000, 'the session released');
   });
 
-  it('1,000 vanishing clients (50 at a time): live sessions 0, engine opened == closed, handles and RSS flat', async () => {
+  it(`${CLIENTS.toLocaleString('en')} vanishing clients (50 at a time): live sessions 0, engine opened == closed, handles and RSS flat`, async () => {
     h = await startServer({ tts: 'vanishing-clients-test', limits: { connectionsPerKey: 1000 } });
     const { wsBase, apiKey } = h;
     // Warm-up round: the first sessions allocate what the process keeps (JIT, pools).
     for (let i = 0; i < 100; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => vanish(wsBase, apiKey, i + j)));
     await until(() => h!.server.context.sessions.live === 0, 2000, 'warm-up released');
+    h.logs.length = 0;
     const before = { opened: counts.opened, closed: counts.closed, handles: handles(), heap: heap(), rss: process.memoryUsage().rss };
-    for (let i = 0; i < 1000; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => vanish(wsBase, apiKey, i + j)));
+    for (let i = 0; i < CLIENTS; i += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, j) => vanish(wsBase, apiKey, i + j)));
+      // The harness keeps every log line (other tests read them): ~0.7 KB a session, not the server's.
+      h.logs.length = 0;
+    }
     await until(() => h!.server.context.sessions.live === 0, 3000, 'every session released');
     await until(() => counts.closed === counts.opened, 3000, 'every engine stream closed');
-    expect(counts.opened - before.opened).toBe(1000);
-    expect(counts.closed - before.closed).toBe(1000);
+    expect(counts.opened - before.opened).toBe(CLIENTS);
+    expect(counts.closed - before.closed).toBe(CLIENTS);
     await until(() => handles() <= before.handles + 5, 3000, `handles back near ${before.handles}`);
     // Client and server share this process. Heap after a collection: a leaked session (socket,
-    // runner, engine, buffers) holds tens of KB, so 1,000 of them would be far over 8 MB.
+    // runner, engine, buffers) holds tens of KB, so even 1,000 of them would be far over 8 MB.
+    // What does grow is the store's usage ledger (~150 B a session, by design) and compiled code.
     const grown = heap() - before.heap;
     if (process.env["FAULTS_VERBOSE"]) console.log({ heapGrownKB: grown >> 10, rssGrownKB: (process.memoryUsage().rss - before.rss) >> 10, handlesBefore: before.handles, handlesAfter: handles() });
     expect(grown).toBeLessThan(8 << 20);
