@@ -105,6 +105,8 @@ export class VoiceActivity {
 
   /** Feeds the 16 kHz samples of one 80 ms frame (any length) and returns that frame's horizons. */
   frame(samples16k: Int16Array, frameSeconds = 0.08): VadPrediction[] {
+    // After free() the buffer at `ptr` may belong to another instance, and libfvad aborts on a freed one.
+    if (!this.inst) throw new VoicewireError('INVALID_STATE', 'VoiceActivity.frame after free()');
     let speech = 0;
     let total = 0;
     for (let i = 0; i < samples16k.length; ) {
