@@ -20,6 +20,7 @@
  */
 import { resampleInt16 } from '../audio/resampler.js';
 import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
+import { describeValue } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { loadEspeak, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
 import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
@@ -69,6 +70,10 @@ export function effectiveVoiceParams(voice: EspeakVoiceParams, config: { padding
 export function createEspeakTtsEngine(context: EspeakTtsContext, options: EspeakTtsOptions = {}): TtsEngine {
   const maxText = options.maxTextChars ?? 20000;
   const maxChunk = options.maxChunkChars ?? 300;
+  // A chunk under 1 character never shortens a sentence: splitSentences would loop forever.
+  if (typeof maxChunk !== 'number' || !Number.isInteger(maxChunk) || maxChunk < 1) {
+    throw new VoicewireError('INVALID_ARGUMENT', `createEspeakTtsEngine: maxChunkChars must be an integer ≥ 1, got ${describeValue(maxChunk)}`);
+  }
   return {
     async open(config, emit) {
       const worker = options.worker ?? (await loadEspeak());
