@@ -1,8 +1,11 @@
 /**
  * Limits, each with its error form: WebSocket message size, text length, audio bytes, session
- * duration, idle time, connections per key; and /metrics.
+ * duration, idle time, connections per key; the configuration's own checks; and /metrics.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { createVoiceServer } from '../../src/server/server.js';
+import { MemoryStore } from '../../src/server/store/memory-store.js';
+import { isVoicewireError } from '../../src/util/errors.js';
 import { connect, startServer, type Harness } from './harness.js';
 
 let h: Harness | undefined;
@@ -105,5 +108,35 @@ describe('/metrics', () => {
     expect(text).toMatch(/voicewire_time_to_first_audio_seconds_count\{route="tts_post"\} 1/);
     expect(text).toMatch(/voicewire_credits_debited_total\{kind="tts"\} 3/);
     expect(text).toContain('voicewire_live_sessions');
+  });
+});
+
+describe('configuration and server methods', () => {
+  const refusal = async (p: Promise<unknown> | (() => unknown)): Promise<string> => {
+    try {
+      await (typeof p === 'function' ? p() : p);
+      return 'resolved';
+    } catch (e) {
+      return isVoicewireError(e, 'INVALID_ARGUMENT') ? e.message : `not INVALID_ARGUMENT: ${String(e)}`;
+    }
+  };
+
+  it('a misspelt limit, a store missing a method or an unreadable pageDir are refused before anything starts', async () => {
+    const store = new MemoryStore();
+    expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', limits: { maxFrameByte: 10 } as never }))).toMatch(/unknown limits field "maxFrameByte"/);
+    // A spread instance has its fields and none of its methods (it failed with a TypeError while seeding the catalog).
+    expect(await refusal(createVoiceServer({ store: { ...store } as never, tts: 'tone', stt: 'tone' }))).toMatch(/store\.migrate must be a function/);
+    // node:fs's ENOENT Error came out of createVoiceServer as it was.
+    expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', pageDir: '/nonexistent/voicewire-page' }))).toMatch(/pageDir "\/nonexistent\/voicewire-page" cannot be read/);
+    expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', coreUrl: { toString: 1 } as never }))).toMatch(/coreUrl must be an http\(s\) URL, got an object/);
+  });
+
+  it('listen, drain and shutdown refuse arguments of the wrong type', async () => {
+    h = await startServer();
+    expect(await refusal(h.server.listen('80' as never))).toMatch(/port must be an integer/);
+    expect(await refusal(h.server.listen(70000))).toMatch(/port must be an integer/);
+    expect(await refusal(() => h!.server.drain('yes' as never))).toMatch(/enable must be a boolean/);
+    expect(await refusal(h.server.shutdown(Number.NaN))).toMatch(/graceSeconds must be a finite number/);
+    expect((await fetch(`${h.base}/readyz`)).status).toBe(200);
   });
 });
