@@ -13,7 +13,7 @@ import { pino, type Logger, type DestinationStream } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
-import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, type EngineContext } from '../engines/registry.js';
+import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
 import { authenticate } from './auth.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
@@ -128,8 +128,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   objectArg(options, 'createVoiceServer: options');
   const config = resolveServerConfig(options, { tts: defaultEngineName('tts'), stt: defaultEngineName('stt') });
   checkServerOptions(options);
-  const tts = TTS_ENGINES[config.tts];
-  const stt = STT_ENGINES[config.stt];
+  const tts = ttsEngineEntry(config.tts);
+  const stt = sttEngineEntry(config.stt);
   if (tts === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown TTS engine ${config.tts}; known: ${Object.keys(TTS_ENGINES).join(', ')}`);
   if (stt === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown STT engine ${config.stt}; known: ${Object.keys(STT_ENGINES).join(', ')}`);
   // Read before the store is written to (the catalog seeding below): a bad folder changes nothing.

@@ -3,6 +3,7 @@
  * duration, idle time, connections per key; the configuration's own checks; and /metrics.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { catalogVoices, registerSttEngine, STT_ENGINES, sttEngineEntry } from '../../src/engines/registry.js';
 import { createVoiceServer } from '../../src/server/server.js';
 import { MemoryStore } from '../../src/server/store/memory-store.js';
 import { isVoicewireError } from '../../src/util/errors.js';
@@ -129,6 +130,26 @@ describe('configuration and server methods', () => {
     // node:fs's ENOENT Error came out of createVoiceServer as it was.
     expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', pageDir: '/nonexistent/voicewire-page' }))).toMatch(/pageDir "\/nonexistent\/voicewire-page" cannot be read/);
     expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', coreUrl: { toString: 1 } as never }))).toMatch(/coreUrl must be an http\(s\) URL, got an object/);
+  });
+
+  it('an engine name is an own entry of the registry: `constructor` or `valueOf` is an unknown engine', async () => {
+    const store = new MemoryStore();
+    // TTS "constructor" found Object as the engine and failed with a TypeError reading its catalog;
+    // STT "valueOf" started a server whose every STT request failed.
+    for (const tts of ['constructor', 'toString', '__proto__']) {
+      expect(await refusal(createVoiceServer({ store, tts, stt: 'tone' })), tts).toMatch(/unknown TTS engine/);
+    }
+    expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'valueOf' }))).toMatch(/unknown STT engine/);
+    expect(catalogVoices('constructor').map((v) => v.uid)).toEqual(catalogVoices('no-such-engine').map((v) => v.uid));
+    // Registering "__proto__" made an entry, not the registry's prototype.
+    const entry = { create: () => STT_ENGINES['tone']!.create({} as never) };
+    registerSttEngine('__proto__', entry);
+    try {
+      expect(Object.getPrototypeOf(STT_ENGINES)).toBe(Object.prototype);
+      expect(sttEngineEntry('__proto__')).toBe(entry);
+    } finally {
+      delete STT_ENGINES['__proto__'];
+    }
   });
 
   it('listen, drain and shutdown refuse arguments of the wrong type', async () => {
