@@ -303,8 +303,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       sessions.setDraining(enable);
     },
     async shutdown(graceSeconds = config.limits.drainGraceSeconds) {
-      if (typeof graceSeconds !== 'number' || !(graceSeconds >= 0 && graceSeconds < Infinity)) {
-        throw new VoicewireError('INVALID_ARGUMENT', `shutdown: graceSeconds must be a finite number ≥ 0, got ${describeValue(graceSeconds)}`);
+      // At most setTimeout's longest delay (24.8 days): a longer grace would end after 1 ms.
+      if (typeof graceSeconds !== 'number' || !(graceSeconds >= 0 && graceSeconds * 1000 <= 2 ** 31 - 1)) {
+        throw new VoicewireError('INVALID_ARGUMENT', `shutdown: graceSeconds must be a number from 0 to 2147483, got ${describeValue(graceSeconds)}`);
       }
       sessions.setDraining(true);
       log.info({ live_sessions: sessions.live }, 'draining before shutdown');

@@ -49,6 +49,10 @@ export class StoreHealth {
     for (const [k, v] of [['intervalMs', this.intervalMs], ['timeoutMs', this.timeoutMs], ['failuresBeforeDown', this.failuresBeforeDown]] as const) {
       if (!Number.isFinite(v) || v <= 0) throw new VoicewireError('INVALID_ARGUMENT', `store health: ${k} must be a positive number, got ${shown(v)}`);
     }
+    // setTimeout's longest delay: a longer interval would ping every millisecond.
+    for (const [k, v] of [['intervalMs', this.intervalMs], ['timeoutMs', this.timeoutMs]] as const) {
+      if (v > 2 ** 31 - 1) throw new VoicewireError('INVALID_ARGUMENT', `store health: ${k} must be at most ${2 ** 31 - 1} ms, got ${v}`);
+    }
   }
 
   /** Whether the last ping answered in time. */

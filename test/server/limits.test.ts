@@ -132,6 +132,20 @@ describe('configuration and server methods', () => {
     expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', coreUrl: { toString: 1 } as never }))).toMatch(/coreUrl must be an http\(s\) URL, got an object/);
   });
 
+  it('a time limit past setTimeout\'s longest delay, a fractional node:http timeout or an expiry past any date is refused', async () => {
+    const store = new MemoryStore();
+    const start = (options: object) => refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', ...options }));
+    // Timers this long fire after 1 ms: a 115-day session limit cut every session at once.
+    expect(await start({ limits: { sessionSeconds: 1e7 } })).toMatch(/limits\.sessionSeconds must be at most 2147483\.647/);
+    expect(await start({ limits: { upstreamTimeoutMs: 2 ** 31 } })).toMatch(/limits\.upstreamTimeoutMs must be at most/);
+    expect(await start({ storeHealth: { intervalMs: 1e10 } })).toMatch(/intervalMs must be at most/);
+    // node:http's RangeError came out of createVoiceServer as it was.
+    expect(await start({ limits: { headersTimeoutMs: 1000.5 } })).toMatch(/headersTimeoutMs must be a whole number of ms/);
+    // new Date(now + 1e303 ms) is an Invalid Date: every token request failed with a RangeError.
+    expect(await start({ tokenSeconds: 1e300 })).toMatch(/tokenSeconds must be at most/);
+    expect(await start({ candidateSeconds: 1e300 })).toMatch(/candidateSeconds must be at most/);
+  });
+
   it('an engine name is an own entry of the registry: `constructor` or `valueOf` is an unknown engine', async () => {
     const store = new MemoryStore();
     // TTS "constructor" found Object as the engine and failed with a TypeError reading its catalog;
@@ -157,7 +171,8 @@ describe('configuration and server methods', () => {
     expect(await refusal(h.server.listen('80' as never))).toMatch(/port must be an integer/);
     expect(await refusal(h.server.listen(70000))).toMatch(/port must be an integer/);
     expect(await refusal(() => h!.server.drain('yes' as never))).toMatch(/enable must be a boolean/);
-    expect(await refusal(h.server.shutdown(Number.NaN))).toMatch(/graceSeconds must be a finite number/);
+    expect(await refusal(h.server.shutdown(Number.NaN))).toMatch(/graceSeconds must be a number from 0/);
+    expect(await refusal(h.server.shutdown(1e7))).toMatch(/graceSeconds must be a number from 0/);
     expect((await fetch(`${h.base}/readyz`)).status).toBe(200);
   });
 });
