@@ -21,6 +21,7 @@
  */
 import { resampleInt16 } from '../audio/resampler.js';
 import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
+import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { loadEspeak, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
 import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
@@ -55,8 +56,23 @@ const FRAME = 3840;
 const SILENCE_RATIO = 0.015;
 const EDGE_WINDOW = 240;
 
+/** A finite number, or left out (`undefined`; `null` too where a JSON config may hold it). */
+function finiteArg(value: unknown, what: string, nullable = false): void {
+  if (value === undefined || (nullable && value === null)) return;
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a finite number, got ${describeValue(value)}`);
+}
+
 /** The rate, pitch and range one request speaks with, after `json_config`. */
 export function effectiveVoiceParams(voice: EspeakVoiceParams, config: { padding_bonus?: number; temp?: number }): EspeakVoiceParams {
+  objectArg(voice, 'effectiveVoiceParams: voice');
+  for (const k of ['rate', 'range'] as const) {
+    if (voice[k] === undefined) throw new VoicewireError('INVALID_ARGUMENT', `effectiveVoiceParams: voice.${k} is required`);
+    finiteArg(voice[k], `effectiveVoiceParams: voice.${k}`);
+  }
+  config = optionsArg(config, 'effectiveVoiceParams: config');
+  // The protocol's validation reads a JSON null as absent, and keeps it.
+  finiteArg(config.padding_bonus, 'effectiveVoiceParams: config.padding_bonus', true);
+  finiteArg(config.temp, 'effectiveVoiceParams: config.temp', true);
   const p = config.padding_bonus ?? 0;
   const t = config.temp ?? 0.7;
   return {
@@ -66,13 +82,45 @@ export function effectiveVoiceParams(voice: EspeakVoiceParams, config: { padding
   };
 }
 
+/** A count option: an integer ≥ 1, or `undefined` (the default). */
+function countOption(value: unknown, what: string): void {
+  if (value !== undefined && (typeof value !== 'number' || !Number.isInteger(value) || value < 1)) {
+    throw new VoicewireError('INVALID_ARGUMENT', `createEspeakTtsEngine: ${what} must be an integer ≥ 1, got ${describeValue(value)}`);
+  }
+}
+
+const WORKER_METHODS = ['set_voice', 'set_rate', 'set_pitch', 'set_range', 'get_samplerate', 'synthesize'] as const;
+
 /** The espeak-ng TTS engine; `context` resolves voices and dictionaries for the connection. */
 export function createEspeakTtsEngine(context: EspeakTtsContext, options: EspeakTtsOptions = {}): TtsEngine {
+  objectArg(context, 'createEspeakTtsEngine: context');
+  functionArg(context.resolveVoice, 'createEspeakTtsEngine: context.resolveVoice');
+  functionArg(context.resolvePronunciation, 'createEspeakTtsEngine: context.resolvePronunciation');
+  options = optionsArg(options, 'createEspeakTtsEngine: options');
+  if (options.modelName !== undefined && typeof options.modelName !== 'string') {
+    throw new VoicewireError('INVALID_ARGUMENT', `createEspeakTtsEngine: modelName must be a string, got ${describeValue(options.modelName)}`);
+  }
+  countOption(options.maxTextChars, 'maxTextChars');
+  // A chunk of 0 characters never shortens a sentence: splitSentences would loop forever.
+  countOption(options.maxChunkChars, 'maxChunkChars');
+  if (options.worker !== undefined) {
+    objectArg(options.worker, 'createEspeakTtsEngine: worker');
+    for (const m of WORKER_METHODS) functionArg(options.worker[m], `createEspeakTtsEngine: worker.${m}`);
+  }
   const maxText = options.maxTextChars ?? 20000;
   const maxChunk = options.maxChunkChars ?? 300;
+  const worker = options.worker;
+  const modelName = options.modelName ?? 'espeak-ng';
   return {
     async open(config, emit) {
-      const worker = options.worker ?? (await loadEspeak());
+      objectArg(config, 'espeak open: config');
+      functionArg(emit, 'espeak open: emit');
+      const jsonConfig = optionsArg(config.jsonConfig, 'espeak open: config.jsonConfig');
+      if (config.voiceId !== undefined && config.voiceId !== null && typeof config.voiceId !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `espeak open: config.voiceId must be a string, got ${describeValue(config.voiceId)}`);
+      if (config.pronunciationId !== undefined && typeof config.pronunciationId !== 'string') {
+        throw new VoicewireError('INVALID_ARGUMENT', `espeak open: config.pronunciationId must be a string, got ${describeValue(config.pronunciationId)}`);
+      }
+      const w = worker ?? (await loadEspeak());
       // No voice_id: the context's default, else the first catalog voice (English).
       const voiceRecord = (await context.resolveVoice(config.voiceId ?? null)) ?? (config.voiceId ? undefined : { uid: 'default', language: 'en', params: {} });
       if (voiceRecord === undefined) {
@@ -84,9 +132,9 @@ export function createEspeakTtsEngine(context: EspeakTtsContext, options: Espeak
         if (dict === undefined) throw new VoicewireError('TTS_UNKNOWN_PRONUNCIATION', `unknown pronunciation_id ${JSON.stringify(config.pronunciationId)}`);
         rules = pronunciationMap(dict.rules);
       }
-      const voice = effectiveVoiceParams(normalizeVoiceParams(voiceRecord.params, voiceRecord.language), config.jsonConfig);
-      const rewriteLang = config.jsonConfig.rewrite_rules as SpeechLanguage | undefined;
-      return new EspeakStream(worker, config, emit, voice, rules, rewriteLang && SPEECH_LANGUAGES.includes(rewriteLang) ? rewriteLang : undefined, maxText, maxChunk, options.modelName ?? 'espeak-ng');
+      const voice = effectiveVoiceParams(normalizeVoiceParams(voiceRecord.params, voiceRecord.language), jsonConfig);
+      const rewriteLang = jsonConfig.rewrite_rules as SpeechLanguage | undefined;
+      return new EspeakStream(w, config, emit, voice, rules, rewriteLang && SPEECH_LANGUAGES.includes(rewriteLang) ? rewriteLang : undefined, maxText, maxChunk, modelName);
     },
   };
 }

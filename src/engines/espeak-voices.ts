@@ -5,7 +5,7 @@
  * the voice record's `params`.
  */
 import { SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
-import { describeValue } from '../util/args.js';
+import { describeValue, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /**
@@ -98,6 +98,7 @@ function asciiSlug(s: string): string {
 
 /** The default voice of a language (the first catalog voice of it). */
 export function defaultVoiceParams(language: SpeechLanguage = 'en'): EspeakVoiceParams {
+  if (!SPEECH_LANGUAGES.includes(language)) throw new VoicewireError('INVALID_ARGUMENT', `defaultVoiceParams: language must be one of ${SPEECH_LANGUAGES.join(', ')}, got ${typeof language === 'string' ? JSON.stringify(language) : describeValue(language)}`);
   return catalogVoices().find((v) => v.language === language)!.params as unknown as EspeakVoiceParams;
 }
 
@@ -179,6 +180,14 @@ const ACCENT_WORDS: readonly (readonly [RegExp, string])[] = [
  * variant), so candidates sound like siblings.
  */
 export function designVoices(input: DesignVoicesInput): EspeakVoiceParams[] {
+  objectArg(input, 'designVoices: input');
+  stringArg(input.prompt, 'designVoices: prompt');
+  stringArg(input.language, 'designVoices: language');
+  // Any count is clamped to 1–5 below; NaN would make none.
+  if (typeof input.nSamples !== 'number' || Number.isNaN(input.nSamples)) throw new VoicewireError('INVALID_ARGUMENT', `designVoices: nSamples must be a number, got ${describeValue(input.nSamples)}`);
+  if (input.seed !== undefined && (typeof input.seed !== 'number' || !Number.isFinite(input.seed))) {
+    throw new VoicewireError('INVALID_ARGUMENT', `designVoices: seed must be a finite number, got ${describeValue(input.seed)}`);
+  }
   const lang: SpeechLanguage = (SPEECH_LANGUAGES as readonly string[]).includes(input.language) ? (input.language as SpeechLanguage) : 'en';
   const prompt = input.prompt.toLowerCase();
   const rnd = mulberry32(hash32(`${prompt}\u0000${input.seed ?? 0}`));

@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The Debian packages the STT engine needs. */
@@ -27,7 +28,14 @@ export interface PocketsphinxModel {
 
 /** The Debian US English model, or `dir` laid out the same way (`dir/en-us/`, `dir/en-us.lm.bin`, `dir/cmudict-en-us.dict`). */
 export function pocketsphinxModelFromDir(dir: string = DEBIAN_EN_US_MODEL): PocketsphinxModel {
+  stringArg(dir, 'pocketsphinxModelFromDir: dir');
   return { hmm: join(dir, 'en-us'), lm: join(dir, 'en-us.lm.bin'), dict: join(dir, 'cmudict-en-us.dict') };
+}
+
+/** A model's three paths are strings (they become pocketsphinx's command line). */
+export function checkModel(model: PocketsphinxModel, what: string): void {
+  objectArg(model, what);
+  for (const k of ['hmm', 'lm', 'dict'] as const) stringArg(model[k], `${what}.${k}`);
 }
 
 /** One recognized word; frames are 10 ms from the start of the utterance. */
@@ -100,6 +108,7 @@ function load(): Lib {
 
 /** Undefined when pocketsphinx and the model `dir` are usable here, else the reason (what to install). */
 export function pocketsphinxAvailable(model: PocketsphinxModel = pocketsphinxModelFromDir()): string | undefined {
+  checkModel(model, 'pocketsphinxAvailable: model');
   try {
     load();
   } catch (err) {

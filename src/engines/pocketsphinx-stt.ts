@@ -18,8 +18,9 @@
  */
 import { createInt16Resampler, type Resampler } from '../audio/resampler.js';
 import type { SttEngine, SttEngineEvent, SttEngineStream } from '../sessions/engine.js';
+import { arrayArg, describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import { PocketsphinxDecoder, pocketsphinxAvailable, pocketsphinxModelFromDir, type PocketsphinxModel, type PsWord } from './pocketsphinx-ffi.js';
+import { checkModel, PocketsphinxDecoder, pocketsphinxAvailable, pocketsphinxModelFromDir, type PocketsphinxModel, type PsWord } from './pocketsphinx-ffi.js';
 import { loadVad, VoiceActivity } from './vad.js';
 
 /** Options of {@link createPocketsphinxSttEngine}. */
@@ -42,6 +43,8 @@ export interface PocketsphinxSttOptions {
 
 /** The pocketsphinx STT engine. */
 export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}): SttEngine {
+  options = optionsArg(options, 'createPocketsphinxSttEngine: options');
+  checkSttOptions(options);
   const model = options.model ?? pocketsphinxModelFromDir();
   const languages = options.languages ?? ['en'];
   const stable = options.stableFrames ?? 3;
@@ -49,7 +52,10 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
   const poolSize = options.poolSize ?? 2;
   return {
     async open(config, emit) {
-      const language = config.jsonConfig.language ?? 'en';
+      objectArg(config, 'pocketsphinx open: config');
+      functionArg(emit, 'pocketsphinx open: emit');
+      const language = optionsArg(config.jsonConfig, 'pocketsphinx open: config.jsonConfig').language ?? 'en';
+      if (typeof language !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `pocketsphinx open: config.jsonConfig.language must be a string, got ${describeValue(language)}`);
       if (!languages.includes(language)) {
         throw new VoicewireError('STT_LANGUAGE_UNSUPPORTED', `speech-to-text in "${language}" is not installed here; installed languages: ${languages.join(', ')}`);
       }
@@ -64,6 +70,21 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       return new SphinxStream(decoder, vad, emit, stable, Math.round((options.settleSeconds ?? 0.3) * 100), options.modelName ?? 'pocketsphinx-en-us', config.modelName, release);
     },
   };
+}
+
+function checkSttOptions(options: PocketsphinxSttOptions): void {
+  const fail = (what: string, expected: string, value: unknown): never => {
+    throw new VoicewireError('INVALID_ARGUMENT', `createPocketsphinxSttEngine: ${what} must be ${expected}, got ${describeValue(value)}`);
+  };
+  if (options.model !== undefined) checkModel(options.model, 'createPocketsphinxSttEngine: model');
+  if (options.languages !== undefined && !arrayArg(options.languages, 'createPocketsphinxSttEngine: languages').every((l) => typeof l === 'string')) {
+    fail('languages', 'an array of strings', options.languages);
+  }
+  for (const k of ['jsgf', 'modelName'] as const) if (options[k] !== undefined && typeof options[k] !== 'string') fail(k, 'a string', options[k]);
+  const { stableFrames, settleSeconds, poolSize } = options;
+  if (stableFrames !== undefined && !(Number.isInteger(stableFrames) && stableFrames >= 0)) fail('stableFrames', 'an integer ≥ 0', stableFrames);
+  if (settleSeconds !== undefined && !(typeof settleSeconds === 'number' && Number.isFinite(settleSeconds) && settleSeconds >= 0)) fail('settleSeconds', 'a finite number ≥ 0', settleSeconds);
+  if (poolSize !== undefined && !(Number.isInteger(poolSize) && poolSize >= 0)) fail('poolSize', 'an integer ≥ 0', poolSize);
 }
 
 class SphinxStream implements SttEngineStream {

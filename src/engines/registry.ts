@@ -11,6 +11,7 @@
  */
 import type { SttEngine, TtsEngine } from '../sessions/engine.js';
 import { createRequire } from 'node:module';
+import { stringArg } from '../util/args.js';
 import type { EngineContext, EngineVoice } from './context.js';
 import { createToneSttEngine, createToneTtsEngine } from './tone.js';
 import { createEspeakTtsEngine } from './espeak-tts.js';
@@ -70,9 +71,23 @@ export const STT_ENGINES: Record<string, SttEngineEntry> = {
   tone: { create: createToneSttEngine },
 };
 
+/**
+ * The engine registered under `name`, or undefined. Own entries only: the registries are plain
+ * objects, and `constructor` or `toString` would otherwise name Object's members as engines.
+ */
+export function ttsEngineEntry(name: string): TtsEngineEntry | undefined {
+  return Object.prototype.hasOwnProperty.call(TTS_ENGINES, name) ? TTS_ENGINES[name] : undefined;
+}
+
+/** The STT engine registered under `name`, or undefined (own entries only, as {@link ttsEngineEntry}). */
+export function sttEngineEntry(name: string): SttEngineEntry | undefined {
+  return Object.prototype.hasOwnProperty.call(STT_ENGINES, name) ? STT_ENGINES[name] : undefined;
+}
+
 /** Adds an STT engine under `name` (`serve --stt-model`): it can then be chosen like the others. */
 export function registerSttEngine(name: string, entry: SttEngineEntry): void {
-  STT_ENGINES[name] = entry;
+  // Defined, not assigned: `__proto__` would set the registry's prototype instead of an entry.
+  Object.defineProperty(STT_ENGINES, name, { value: entry, enumerable: true, writable: true, configurable: true });
 }
 
 /**
@@ -113,7 +128,7 @@ export function defaultEngineName(kind: 'tts' | 'stt'): string {
 
 /** The catalog voices of a TTS engine (the seam real engines fill); tone voices when it has none. */
 export function catalogVoices(ttsEngine: string): CatalogVoice[] {
-  const voices = TTS_ENGINES[ttsEngine]?.catalogVoices() ?? [];
+  const voices = ttsEngineEntry(stringArg(ttsEngine, 'catalogVoices: ttsEngine'))?.catalogVoices() ?? [];
   return voices.length > 0 ? voices : toneCatalog();
 }
 

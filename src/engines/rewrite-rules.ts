@@ -10,7 +10,9 @@
  *   (`$`, `€`, `£` before or after);
  * - symbols standing alone: `&`, `+`, `=`, `@`, `%`, `#`, `°`.
  */
-import { digitWords, numberWords, type SpeechLanguage } from './number-words.js';
+import { describeValue, stringArg } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
+import { digitWords, numberWords, SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
 
 interface LanguageWords {
   /** A time of day, hours and minutes → phrase. */
@@ -175,5 +177,7 @@ export function rewriteWord(word: string, lang: SpeechLanguage): string {
 
 /** A whole text with the rewrite rules of `lang` applied word by word (whitespace kept). */
 export function rewriteText(text: string, lang: SpeechLanguage): string {
+  stringArg(text, 'rewriteText: text');
+  if (!SPEECH_LANGUAGES.includes(lang)) throw new VoicewireError('INVALID_ARGUMENT', `rewriteText: lang must be one of ${SPEECH_LANGUAGES.join(', ')}, got ${typeof lang === 'string' ? JSON.stringify(lang) : describeValue(lang)}`);
   return text.replace(/\S+/g, (w) => rewriteWord(w, lang));
 }

@@ -27,6 +27,7 @@
  * start of the stream.
  */
 import type { VadPrediction } from '../protocol/messages.js';
+import { describeValue, objectArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The horizons of each `step` (§4.4), seconds. */
@@ -67,6 +68,9 @@ export function loadVad(): Promise<FvadModule> {
   return loading;
 }
 
+/** What the constructor calls of the module. */
+const FVAD_FUNCTIONS = ['_fvad_new', '_fvad_free', '_fvad_set_mode', '_fvad_set_sample_rate', '_fvad_process', '_malloc', '_free'] as const;
+
 const RATE = 16000;
 const SUB = 320; // 20 ms at 16 kHz
 
@@ -76,6 +80,8 @@ function survival(t: number): number {
 
 /** The pause-length model alone: horizons for speech probability `x` after `t` seconds of silence. */
 export function inactivityFromPause(x: number, t: number): VadPrediction[] {
+  if (typeof x !== 'number' || !(x >= 0 && x <= 1)) throw new VoicewireError('INVALID_ARGUMENT', `inactivityFromPause: x must be a probability from 0 to 1, got ${describeValue(x)}`);
+  if (typeof t !== 'number' || !(t >= 0)) throw new VoicewireError('INVALID_ARGUMENT', `inactivityFromPause: t must be a number of seconds ≥ 0, got ${describeValue(t)}`);
   const pi = PAUSE_MODEL.turnEndPrior;
   const s = survival(t);
   const pEnd = pi / (pi + (1 - pi) * s);
@@ -95,16 +101,33 @@ export class VoiceActivity {
   private silence = 0;
   private readonly fvad: FvadModule;
 
+  /** `fvad`: the loaded WebRTC VAD ({@link loadVad}). */
   constructor(fvad: FvadModule) {
+    objectArg(fvad, 'VoiceActivity: fvad');
+    for (const m of FVAD_FUNCTIONS) {
+      if (typeof fvad[m] !== 'function') throw new VoicewireError('INVALID_ARGUMENT', `VoiceActivity: fvad must be the loaded WebRTC VAD (loadVad()); its ${m} is ${describeValue(fvad[m])}`);
+    }
+    if (!(fvad.HEAP16 instanceof Int16Array)) throw new VoicewireError('INVALID_ARGUMENT', 'VoiceActivity: fvad must be the loaded WebRTC VAD (loadVad()); it has no HEAP16');
     this.fvad = fvad;
     this.inst = fvad._fvad_new();
+    this.ptr = this.inst ? fvad._malloc(SUB * 2) : 0;
+    if (!this.ptr) {
+      if (this.inst) fvad._fvad_free(this.inst);
+      this.inst = 0;
+      throw new VoicewireError('ENGINE_UNAVAILABLE', 'the WebRTC VAD could not allocate an instance');
+    }
     fvad._fvad_set_mode(this.inst, 2);
     fvad._fvad_set_sample_rate(this.inst, RATE);
-    this.ptr = fvad._malloc(SUB * 2);
   }
 
   /** Feeds the 16 kHz samples of one 80 ms frame (any length) and returns that frame's horizons. */
   frame(samples16k: Int16Array, frameSeconds = 0.08): VadPrediction[] {
+    if (!(samples16k instanceof Int16Array)) throw new VoicewireError('INVALID_ARGUMENT', `VoiceActivity.frame: samples must be an Int16Array, got ${describeValue(samples16k)}`);
+    if (typeof frameSeconds !== 'number' || !(frameSeconds >= 0 && frameSeconds < Infinity)) {
+      throw new VoicewireError('INVALID_ARGUMENT', `VoiceActivity.frame: frameSeconds must be a finite number ≥ 0, got ${describeValue(frameSeconds)}`);
+    }
+    // After free() the buffer at `ptr` may belong to another instance, and libfvad aborts on a freed one.
+    if (!this.inst) throw new VoicewireError('INVALID_STATE', 'VoiceActivity.frame after free()');
     let speech = 0;
     let total = 0;
     for (let i = 0; i < samples16k.length; ) {

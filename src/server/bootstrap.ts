@@ -3,6 +3,7 @@
  * and an admin key, returned once for the caller to print. `--no-bootstrap` skips it.
  */
 import type { Store } from './store/store.js';
+import { functionArg, objectArg } from '../util/args.js';
 import { createKey } from './keys.js';
 
 export interface BootstrapResult {
@@ -37,6 +38,8 @@ export async function ensureOrganization(store: Store, name: string, options: { 
 
 /** Bootstraps an empty store; resolves undefined when the store already has an organization. */
 export async function bootstrap(store: Store): Promise<BootstrapResult | undefined> {
+  objectArg(store, 'bootstrap: store');
+  for (const m of ['countOrganizations', 'getOrganizationByName', 'createOrganization', 'createApiKey'] as const) functionArg(store[m], `bootstrap: store.${m}`);
   if ((await store.countOrganizations()) > 0) return undefined;
   const org = await ensureOrganization(store, 'default');
   const api = await createKey(store, org.id, false);

@@ -2,6 +2,7 @@
  * The server's configuration: one validated object (STYLE.md "The server"). Flags and environment
  * variables resolve into it once (src/cli/serve.ts); `createVoiceServer` takes it with defaults.
  */
+import { describeValue, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** Limits, each with its default (README "Server"). */
@@ -86,8 +87,39 @@ export const DEFAULT_RATES: Readonly<CreditRates> = Object.freeze({ ttsPerChar: 
 /** A partial configuration, as callers give it. */
 export type ServerConfigInput = Partial<Omit<ServerConfig, 'limits' | 'rates'>> & { limits?: Partial<ServerLimits>; rates?: Partial<CreditRates> };
 
-function positive(name: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new VoicewireError('INVALID_ARGUMENT', `server config: ${name} must be a positive number, got ${String(v)}`);
+function positive(name: string, v: unknown, max = Infinity): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new VoicewireError('INVALID_ARGUMENT', `server config: ${name} must be a positive number, got ${shown(v)}`);
+  if (v > max) throw new VoicewireError('INVALID_ARGUMENT', `server config: ${name} must be at most ${max}, got ${v}`);
+  return v;
+}
+
+/** setTimeout's longest delay, ms: a longer one fires after 1 ms (a session limit of 115 days cut every session at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A limit's upper bound: time limits are timers (`…Seconds`, `…Ms`); sizes and counts have none. */
+function limitMax(key: string): number {
+  if (key.endsWith('Seconds')) return MAX_TIMER_MS / 1000;
+  if (key.endsWith('Ms')) return MAX_TIMER_MS;
+  return Infinity;
+}
+
+/** Longest token or candidate lifetime, seconds (68 years). */
+const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
+
+/** node:http refuses a fractional headersTimeout/requestTimeout with a RangeError. */
+const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs']);
+
+/** `given` over `defaults`, refusing a key `defaults` does not have (a misspelt limit would be ignored). */
+function withDefaults<T extends object>(what: string, defaults: Readonly<T>, given: Partial<T> | undefined): T {
+  const partial = optionsArg(given, `server config: ${what}`);
+  for (const k of Object.keys(partial)) {
+    if (!Object.prototype.hasOwnProperty.call(defaults, k)) throw new VoicewireError('INVALID_ARGUMENT', `server config: unknown ${what} field ${JSON.stringify(k)}; known: ${Object.keys(defaults).join(', ')}`);
+  }
+  return { ...defaults, ...partial };
+}
+
+function text(name: string, v: unknown): string {
+  if (typeof v !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `server config: ${name} must be a string, got ${describeValue(v)}`);
   return v;
 }
 
@@ -96,28 +128,37 @@ function positive(name: string, v: unknown): number {
  * @throws VoicewireError `INVALID_ARGUMENT` naming the bad field.
  */
 export function resolveServerConfig(input: ServerConfigInput, engines: { tts: string; stt: string }): ServerConfig {
-  const limits = { ...DEFAULT_LIMITS, ...input.limits };
-  for (const [k, v] of Object.entries(limits)) positive(`limits.${k}`, v);
-  const rates = { ...DEFAULT_RATES, ...input.rates };
-  for (const [k, v] of Object.entries(rates)) if (typeof v !== 'number' || !(v >= 0)) throw new VoicewireError('INVALID_ARGUMENT', `server config: rates.${k} must be ≥ 0`);
+  input = optionsArg(input, 'resolveServerConfig: input');
+  objectArg(engines, 'resolveServerConfig: engines');
+  stringArg(engines.tts, 'resolveServerConfig: engines.tts');
+  stringArg(engines.stt, 'resolveServerConfig: engines.stt');
+  const limits = withDefaults('limits', DEFAULT_LIMITS, input.limits);
+  for (const [k, v] of Object.entries(limits)) {
+    positive(`limits.${k}`, v, limitMax(k));
+    if (INTEGER_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number of ms, got ${v}`);
+  }
+  const rates = withDefaults('rates', DEFAULT_RATES, input.rates);
+  for (const [k, v] of Object.entries(rates)) if (typeof v !== 'number' || !(v >= 0)) throw new VoicewireError('INVALID_ARGUMENT', `server config: rates.${k} must be ≥ 0, got ${shown(v)}`);
   let coreUrl = input.coreUrl ?? null;
   if (coreUrl !== null) {
     try {
-      const u = new URL(coreUrl);
+      const u = new URL(text('coreUrl', coreUrl));
       if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http(s)');
       coreUrl = u.href.replace(/\/+$/, '');
     } catch {
-      throw new VoicewireError('INVALID_ARGUMENT', `server config: coreUrl must be an http(s) URL, got ${coreUrl}`);
+      throw new VoicewireError('INVALID_ARGUMENT', `server config: coreUrl must be an http(s) URL, got ${typeof coreUrl === 'string' ? coreUrl : describeValue(coreUrl)}`);
     }
   }
+  const region = input.region ?? null;
   return {
-    tts: input.tts ?? engines.tts,
-    stt: input.stt ?? engines.stt,
+    tts: text('tts', input.tts ?? engines.tts),
+    stt: text('stt', input.stt ?? engines.stt),
     coreUrl,
-    region: input.region ?? null,
-    tokenSeconds: positive('tokenSeconds', input.tokenSeconds ?? 600),
-    candidateSeconds: positive('candidateSeconds', input.candidateSeconds ?? 3600),
-    environment: input.environment ?? 'development',
+    region: region === null ? null : text('region', region),
+    // Expiry dates must stay dates (now + 1e300 s is an Invalid Date, a RangeError per request).
+    tokenSeconds: positive('tokenSeconds', input.tokenSeconds ?? 600, MAX_EXPIRY_SECONDS),
+    candidateSeconds: positive('candidateSeconds', input.candidateSeconds ?? 3600, MAX_EXPIRY_SECONDS),
+    environment: text('environment', input.environment ?? 'development'),
     limits,
     rates,
   };

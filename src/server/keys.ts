@@ -4,10 +4,13 @@
  * there is no dictionary to attack, and lookups stay one indexed equality.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { describeValue, functionArg, objectArg, stringArg } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
 import type { ApiKeyRecord, Store } from './store/store.js';
 
 /** SHA-256 of a secret, hex. */
 export function hashSecret(secret: string): string {
+  stringArg(secret, 'hashSecret: secret');
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
@@ -23,6 +26,9 @@ export function generateToken(): string {
 
 /** Creates a key for an organization: returns the key (the only time it exists in clear) and its record. */
 export async function createKey(store: Store, orgId: string, admin: boolean): Promise<{ key: string; record: ApiKeyRecord }> {
+  functionArg(objectArg(store, 'createKey: store').createApiKey, 'createKey: store.createApiKey');
+  stringArg(orgId, 'createKey: orgId');
+  if (typeof admin !== 'boolean') throw new VoicewireError('INVALID_ARGUMENT', `createKey: admin must be a boolean, got ${describeValue(admin)}`);
   const key = generateApiKey();
   const record = await store.createApiKey({ id: randomUUID(), orgId, hash: hashSecret(key), admin, prefix: key.slice(0, 7) });
   return { key, record };

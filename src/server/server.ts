@@ -12,7 +12,8 @@ import { randomUUID } from 'node:crypto';
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
-import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, type EngineContext } from '../engines/registry.js';
+import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
+import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
 import { authenticate } from './auth.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
@@ -70,13 +71,75 @@ export interface VoiceServer {
 
 const API = '/api';
 
+/** Every method of {@link Store}: a store missing one is refused at start, not by the request that needs it. */
+const STORE_METHODS: Record<keyof Store, true> = {
+  migrate: true,
+  ping: true,
+  close: true,
+  createOrganization: true,
+  getOrganization: true,
+  getOrganizationByName: true,
+  countOrganizations: true,
+  setCredits: true,
+  debitCredits: true,
+  usageSummary: true,
+  createApiKey: true,
+  findApiKeyByHash: true,
+  getApiKey: true,
+  listApiKeys: true,
+  revokeApiKey: true,
+  createToken: true,
+  findToken: true,
+  listVoices: true,
+  getVoice: true,
+  putVoice: true,
+  updateVoice: true,
+  deleteVoice: true,
+  putCandidates: true,
+  getCandidate: true,
+  deleteCandidate: true,
+  listDictionaries: true,
+  getDictionary: true,
+  putDictionary: true,
+  deleteDictionary: true,
+};
+
+/** The options of {@link createVoiceServer} besides the configuration, checked before anything starts. */
+function checkServerOptions(options: VoiceServerOptions): void {
+  const store = objectArg(options.store, 'createVoiceServer: store');
+  for (const m of Object.keys(STORE_METHODS)) functionArg((store as unknown as Record<string, unknown>)[m], `createVoiceServer: store.${m}`);
+  if (options.logger !== undefined) {
+    objectArg(options.logger, 'createVoiceServer: logger');
+    for (const m of ['child', 'info', 'warn', 'error'] as const) functionArg(options.logger[m], `createVoiceServer: logger.${m}`);
+  }
+  if (options.logDestination !== undefined) functionArg(objectArg(options.logDestination, 'createVoiceServer: logDestination').write, 'createVoiceServer: logDestination.write');
+  if (options.version !== undefined && typeof options.version !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `createVoiceServer: version must be a string, got ${describeValue(options.version)}`);
+  if (options.processMetrics !== undefined && typeof options.processMetrics !== 'boolean') {
+    throw new VoicewireError('INVALID_ARGUMENT', `createVoiceServer: processMetrics must be a boolean, got ${describeValue(options.processMetrics)}`);
+  }
+  if (options.pageDir !== undefined && options.pageDir !== null && typeof options.pageDir !== 'string') {
+    throw new VoicewireError('INVALID_ARGUMENT', `createVoiceServer: pageDir must be a string or null, got ${describeValue(options.pageDir)}`);
+  }
+  optionsArg(options.storeHealth, 'createVoiceServer: storeHealth');
+}
+
 /** Creates the server (nothing is bound until `listen`). Seeds the engine's catalog voices into the store. */
 export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
+  objectArg(options, 'createVoiceServer: options');
   const config = resolveServerConfig(options, { tts: defaultEngineName('tts'), stt: defaultEngineName('stt') });
-  const tts = TTS_ENGINES[config.tts];
-  const stt = STT_ENGINES[config.stt];
+  checkServerOptions(options);
+  const tts = ttsEngineEntry(config.tts);
+  const stt = sttEngineEntry(config.stt);
   if (tts === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown TTS engine ${config.tts}; known: ${Object.keys(TTS_ENGINES).join(', ')}`);
   if (stt === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown STT engine ${config.stt}; known: ${Object.keys(STT_ENGINES).join(', ')}`);
+  // Read before the store is written to (the catalog seeding below): a bad folder changes nothing.
+  const pageDir = options.pageDir === undefined ? defaultPageDir() : options.pageDir;
+  let page: ReturnType<typeof createPageHandler>;
+  try {
+    page = createPageHandler(pageDir);
+  } catch (err) {
+    throw new VoicewireError('INVALID_ARGUMENT', `createVoiceServer: pageDir ${JSON.stringify(pageDir)} cannot be read: ${(err as Error).message}`, { cause: err });
+  }
   const store = options.store;
   // Never a key or a token in a log line: the only request data logged is the path, ids and counts.
   const log =
@@ -128,7 +191,6 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   // Without --core-url this process serves the core routes real clients call (§4.13).
   if (config.coreUrl === null) modules.push(usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes);
   const router = new Router(modules);
-  const page = createPageHandler(options.pageDir === undefined ? defaultPageDir() : options.pageDir);
   const forward = config.coreUrl === null ? null : createForwarder(config.coreUrl, config.limits.upstreamTimeoutMs);
 
   const scopeOf = (req: IncomingMessage, path: string, params: Record<string, string>): RequestScope => {
@@ -224,6 +286,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     context: ctx,
     listen: (port, host = '127.0.0.1') =>
       new Promise((resolve, reject) => {
+        if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) {
+          throw new VoicewireError('INVALID_ARGUMENT', `listen: port must be an integer from 0 to 65535, got ${describeValue(port)}`);
+        }
+        if (typeof host !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `listen: host must be a string, got ${describeValue(host)}`);
         http.once('error', reject);
         http.listen(port, host, () => {
           http.off('error', reject);
@@ -232,8 +298,15 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
           resolve({ port: a.port, host });
         });
       }),
-    drain: (enable) => sessions.setDraining(enable),
+    drain: (enable) => {
+      if (typeof enable !== 'boolean') throw new VoicewireError('INVALID_ARGUMENT', `drain: enable must be a boolean, got ${describeValue(enable)}`);
+      sessions.setDraining(enable);
+    },
     async shutdown(graceSeconds = config.limits.drainGraceSeconds) {
+      // At most setTimeout's longest delay (24.8 days): a longer grace would end after 1 ms.
+      if (typeof graceSeconds !== 'number' || !(graceSeconds >= 0 && graceSeconds * 1000 <= 2 ** 31 - 1)) {
+        throw new VoicewireError('INVALID_ARGUMENT', `shutdown: graceSeconds must be a number from 0 to 2147483, got ${describeValue(graceSeconds)}`);
+      }
       sessions.setDraining(true);
       log.info({ live_sessions: sessions.live }, 'draining before shutdown');
       let timer: NodeJS.Timeout | undefined;

@@ -7,6 +7,7 @@
  * sessions here) and new sessions are refused at once with `STORE_UNAVAILABLE` instead of each
  * waiting out the driver's connection timeout; live sessions are left alone.
  */
+import { functionArg, optionsArg, shown } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import type { Store } from './store/store.js';
 
@@ -40,11 +41,17 @@ export class StoreHealth {
     private readonly store: Store,
     private readonly options: StoreHealthOptions = {},
   ) {
+    options = optionsArg(options, 'store health options');
+    if (options.onChange !== undefined) functionArg(options.onChange, 'store health: onChange');
     this.intervalMs = options.intervalMs ?? STORE_HEALTH_DEFAULTS.intervalMs;
     this.timeoutMs = options.timeoutMs ?? STORE_HEALTH_DEFAULTS.timeoutMs;
     this.failuresBeforeDown = options.failuresBeforeDown ?? STORE_HEALTH_DEFAULTS.failuresBeforeDown;
     for (const [k, v] of [['intervalMs', this.intervalMs], ['timeoutMs', this.timeoutMs], ['failuresBeforeDown', this.failuresBeforeDown]] as const) {
-      if (!Number.isFinite(v) || v <= 0) throw new VoicewireError('INVALID_ARGUMENT', `store health: ${k} must be a positive number, got ${v}`);
+      if (!Number.isFinite(v) || v <= 0) throw new VoicewireError('INVALID_ARGUMENT', `store health: ${k} must be a positive number, got ${shown(v)}`);
+    }
+    // setTimeout's longest delay: a longer interval would ping every millisecond.
+    for (const [k, v] of [['intervalMs', this.intervalMs], ['timeoutMs', this.timeoutMs]] as const) {
+      if (v > 2 ** 31 - 1) throw new VoicewireError('INVALID_ARGUMENT', `store health: ${k} must be at most ${2 ** 31 - 1} ms, got ${v}`);
     }
   }
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { espeakAvailable, loadEspeak } from '../../src/engines/espeak-module.js';
-import { effectiveVoiceParams } from '../../src/engines/espeak-tts.js';
+import { createEspeakTtsEngine, effectiveVoiceParams } from '../../src/engines/espeak-tts.js';
 import { estimateVoiceFromSample } from '../../src/engines/espeak-voices.js';
 import { VoicewireError } from '../../src/util/errors.js';
 import { has, needs } from '../helpers/tools.js';
@@ -232,6 +232,11 @@ describe('espeak-ng TTS', () => {
       const err = await speak(['Hello.'], { pronunciationId: 'other-org-dict' }).catch((e: unknown) => e);
       expect((err as VoicewireError).code).toBe('TTS_UNKNOWN_PRONUNCIATION');
       expect((err as VoicewireError).closeCode).toBe(1008);
+    });
+    it('a chunk size below 1 character is refused: splitting a sentence by it never ended (an array grew until the process died)', () => {
+      for (const maxChunkChars of [0, 0.5, -3]) {
+        expect(() => createEspeakTtsEngine(testContext(), { maxChunkChars }), String(maxChunkChars)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+      }
     });
   });
 });

@@ -43,6 +43,20 @@ function check(r: Awaited<ReturnType<typeof run>>) {
 }
 
 describe('voice activity (WebRTC VAD + pause-length model)', () => {
+  it('frame() after free() is INVALID_STATE: it wrote into the freed buffer (another instance\'s by then) before libfvad aborted', async () => {
+    const fvad = await loadVad();
+    const loud = new Int16Array(1280).map((_, i) => Math.round(8000 * Math.sin(i / 3)));
+    const freed = new VoiceActivity(fvad);
+    freed.free();
+    const other = new VoiceActivity(fvad);
+    const alone = new VoiceActivity(fvad);
+    expect(() => freed.frame(loud)).toThrow(expect.objectContaining({ code: 'INVALID_STATE' }));
+    expect(other.frame(loud)).toEqual(alone.frame(loud));
+    freed.free(); // twice is harmless
+    other.free();
+    alone.free();
+  });
+
   it('the pause model: near 0 in speech, increasing with silence and with the horizon', () => {
     expect(inactivityFromPause(1, 0).every((h) => h.inactivity_prob === 0)).toBe(true);
     const at = (t: number) => inactivityFromPause(0, t).map((h) => h.inactivity_prob);

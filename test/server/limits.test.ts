@@ -1,8 +1,12 @@
 /**
  * Limits, each with its error form: WebSocket message size, text length, audio bytes, session
- * duration, idle time, connections per key; and /metrics.
+ * duration, idle time, connections per key; the configuration's own checks; and /metrics.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { catalogVoices, registerSttEngine, STT_ENGINES, sttEngineEntry } from '../../src/engines/registry.js';
+import { createVoiceServer } from '../../src/server/server.js';
+import { MemoryStore } from '../../src/server/store/memory-store.js';
+import { isVoicewireError } from '../../src/util/errors.js';
 import { connect, startServer, type Harness } from './harness.js';
 
 let h: Harness | undefined;
@@ -105,5 +109,70 @@ describe('/metrics', () => {
     expect(text).toMatch(/voicewire_time_to_first_audio_seconds_count\{route="tts_post"\} 1/);
     expect(text).toMatch(/voicewire_credits_debited_total\{kind="tts"\} 3/);
     expect(text).toContain('voicewire_live_sessions');
+  });
+});
+
+describe('configuration and server methods', () => {
+  const refusal = async (p: Promise<unknown> | (() => unknown)): Promise<string> => {
+    try {
+      await (typeof p === 'function' ? p() : p);
+      return 'resolved';
+    } catch (e) {
+      return isVoicewireError(e, 'INVALID_ARGUMENT') ? e.message : `not INVALID_ARGUMENT: ${String(e)}`;
+    }
+  };
+
+  it('a misspelt limit, a store missing a method or an unreadable pageDir are refused before anything starts', async () => {
+    const store = new MemoryStore();
+    expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', limits: { maxFrameByte: 10 } as never }))).toMatch(/unknown limits field "maxFrameByte"/);
+    // A spread instance has its fields and none of its methods (it failed with a TypeError while seeding the catalog).
+    expect(await refusal(createVoiceServer({ store: { ...store } as never, tts: 'tone', stt: 'tone' }))).toMatch(/store\.migrate must be a function/);
+    // node:fs's ENOENT Error came out of createVoiceServer as it was.
+    expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', pageDir: '/nonexistent/voicewire-page' }))).toMatch(/pageDir "\/nonexistent\/voicewire-page" cannot be read/);
+    expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', coreUrl: { toString: 1 } as never }))).toMatch(/coreUrl must be an http\(s\) URL, got an object/);
+  });
+
+  it('a time limit past setTimeout\'s longest delay, a fractional node:http timeout or an expiry past any date is refused', async () => {
+    const store = new MemoryStore();
+    const start = (options: object) => refusal(createVoiceServer({ store, tts: 'tone', stt: 'tone', ...options }));
+    // Timers this long fire after 1 ms: a 115-day session limit cut every session at once.
+    expect(await start({ limits: { sessionSeconds: 1e7 } })).toMatch(/limits\.sessionSeconds must be at most 2147483\.647/);
+    expect(await start({ limits: { upstreamTimeoutMs: 2 ** 31 } })).toMatch(/limits\.upstreamTimeoutMs must be at most/);
+    expect(await start({ storeHealth: { intervalMs: 1e10 } })).toMatch(/intervalMs must be at most/);
+    // node:http's RangeError came out of createVoiceServer as it was.
+    expect(await start({ limits: { headersTimeoutMs: 1000.5 } })).toMatch(/headersTimeoutMs must be a whole number of ms/);
+    // new Date(now + 1e303 ms) is an Invalid Date: every token request failed with a RangeError.
+    expect(await start({ tokenSeconds: 1e300 })).toMatch(/tokenSeconds must be at most/);
+    expect(await start({ candidateSeconds: 1e300 })).toMatch(/candidateSeconds must be at most/);
+  });
+
+  it('an engine name is an own entry of the registry: `constructor` or `valueOf` is an unknown engine', async () => {
+    const store = new MemoryStore();
+    // TTS "constructor" found Object as the engine and failed with a TypeError reading its catalog;
+    // STT "valueOf" started a server whose every STT request failed.
+    for (const tts of ['constructor', 'toString', '__proto__']) {
+      expect(await refusal(createVoiceServer({ store, tts, stt: 'tone' })), tts).toMatch(/unknown TTS engine/);
+    }
+    expect(await refusal(createVoiceServer({ store, tts: 'tone', stt: 'valueOf' }))).toMatch(/unknown STT engine/);
+    expect(catalogVoices('constructor').map((v) => v.uid)).toEqual(catalogVoices('no-such-engine').map((v) => v.uid));
+    // Registering "__proto__" made an entry, not the registry's prototype.
+    const entry = { create: () => STT_ENGINES['tone']!.create({} as never) };
+    registerSttEngine('__proto__', entry);
+    try {
+      expect(Object.getPrototypeOf(STT_ENGINES)).toBe(Object.prototype);
+      expect(sttEngineEntry('__proto__')).toBe(entry);
+    } finally {
+      delete STT_ENGINES['__proto__'];
+    }
+  });
+
+  it('listen, drain and shutdown refuse arguments of the wrong type', async () => {
+    h = await startServer();
+    expect(await refusal(h.server.listen('80' as never))).toMatch(/port must be an integer/);
+    expect(await refusal(h.server.listen(70000))).toMatch(/port must be an integer/);
+    expect(await refusal(() => h!.server.drain('yes' as never))).toMatch(/enable must be a boolean/);
+    expect(await refusal(h.server.shutdown(Number.NaN))).toMatch(/graceSeconds must be a number from 0/);
+    expect(await refusal(h.server.shutdown(1e7))).toMatch(/graceSeconds must be a number from 0/);
+    expect((await fetch(`${h.base}/readyz`)).status).toBe(200);
   });
 });

@@ -17,13 +17,19 @@ import type {
   VoiceRecord,
 } from './store.js';
 import {
+  checkCandidates,
   checkCredits,
-  checkId,
-  checkKind,
+  checkDictionary,
+  checkListOptions,
+  checkNewApiKey,
+  checkNewOrganization,
   checkNow,
-  checkPaging,
+  checkText,
   checkTime,
-  checkUnits,
+  checkToken,
+  checkUsage,
+  checkVoice,
+  checkVoicePatch,
   duplicate,
   ownedByAnother,
   toJson,
@@ -32,6 +38,12 @@ import {
 } from './validate.js';
 
 const clone = <T>(v: T): T => structuredClone(v);
+
+/**
+ * A JSON column's value as SQLite and Postgres give it back (what JSON drops is dropped). Rows are
+ * also built field by field: a caller's extra properties are not kept, as no column holds them.
+ */
+const jsonColumn = (what: string, value: unknown): Record<string, unknown> => JSON.parse(toJson(what, value)) as Record<string, unknown>;
 
 export class MemoryStore implements Store {
   private readonly orgs = new Map<string, Organization>();
@@ -48,21 +60,21 @@ export class MemoryStore implements Store {
   async close(): Promise<void> {}
 
   async createOrganization(org: Omit<Organization, 'id' | 'createdAt'> & { id?: string }): Promise<Organization> {
-    const row: Organization = { ...org, region: org.region ?? null, id: org.id ?? randomUUID(), createdAt: new Date().toISOString() };
-    checkId('organization id', row.id);
-    checkId('organization name', row.name);
-    checkCredits('allocatedCredits', row.allocatedCredits);
-    checkCredits('remainingCredits', row.remainingCredits);
+    checkNewOrganization(org);
+    const { name, allocatedCredits, remainingCredits, billingPeriod, nextRolloverDate, planName } = org;
+    const row: Organization = { id: org.id ?? randomUUID(), name, region: org.region ?? null, allocatedCredits, remainingCredits, billingPeriod, nextRolloverDate, planName, createdAt: new Date().toISOString() };
     if (this.orgs.has(row.id)) throw duplicate(`organization ${JSON.stringify(row.id)}`);
     if ([...this.orgs.values()].some((o) => o.name === row.name)) throw duplicate(`an organization named ${JSON.stringify(row.name)}`);
     this.orgs.set(row.id, row);
     return clone(row);
   }
   async getOrganization(id: string): Promise<Organization | undefined> {
+    checkText('organization id', id);
     const o = this.orgs.get(id);
     return o && clone(o);
   }
   async getOrganizationByName(name: string): Promise<Organization | undefined> {
+    checkText('organization name', name);
     for (const o of this.orgs.values()) if (o.name === name) return clone(o);
     return undefined;
   }
@@ -70,6 +82,7 @@ export class MemoryStore implements Store {
     return this.orgs.size;
   }
   async setCredits(orgId: string, allocated: number, remaining: number): Promise<void> {
+    checkText('orgId', orgId);
     checkCredits('allocated', allocated);
     checkCredits('remaining', remaining);
     const o = this.orgs.get(orgId);
@@ -77,9 +90,9 @@ export class MemoryStore implements Store {
     Object.assign(o, { allocatedCredits: allocated, remainingCredits: remaining });
   }
   async debitCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>): Promise<number | null> {
+    checkText('orgId', orgId);
     checkCredits('amount', amount);
-    checkKind(usage.kind);
-    checkUnits(usage.units);
+    checkUsage(usage);
     const o = this.orgs.get(orgId);
     if (!o || o.remainingCredits < amount) return null;
     o.remainingCredits -= amount;
@@ -87,6 +100,7 @@ export class MemoryStore implements Store {
     return o.remainingCredits;
   }
   async usageSummary(orgId: string, since: string): Promise<UsageSummary> {
+    checkText('orgId', orgId);
     const sinceMs = checkTime('since', since);
     const sum: UsageSummary = { tts: { units: 0, credits: 0, requests: 0 }, stt: { units: 0, credits: 0, requests: 0 } };
     for (const u of this.usage) {
@@ -100,9 +114,8 @@ export class MemoryStore implements Store {
   }
 
   async createApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): Promise<ApiKeyRecord> {
-    const row: ApiKeyRecord = { ...key, admin: Boolean(key.admin), revoked: false, createdAt: new Date().toISOString() };
-    checkId('key id', row.id);
-    checkId('key hash', row.hash);
+    checkNewApiKey(key);
+    const row: ApiKeyRecord = { id: key.id, orgId: key.orgId, hash: key.hash, admin: key.admin, revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
     if (!this.orgs.has(row.orgId)) throw unknownOrganization(row.orgId);
     if (this.keys.has(row.id) || this.keyIdsByHash.has(row.hash)) throw duplicate('an API key with this id or hash');
     this.keys.set(row.id, row);
@@ -110,18 +123,22 @@ export class MemoryStore implements Store {
     return clone(row);
   }
   async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    checkText('key hash', hash);
     const id = this.keyIdsByHash.get(hash);
     const k = id === undefined ? undefined : this.keys.get(id);
     return k && clone(k);
   }
   async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
+    checkText('key id', id);
     const k = this.keys.get(id);
     return k && clone(k);
   }
   async listApiKeys(orgId?: string): Promise<ApiKeyRecord[]> {
+    if (orgId !== undefined) checkText('orgId', orgId);
     return [...this.keys.values()].filter((k) => orgId === undefined || k.orgId === orgId).map(clone);
   }
   async revokeApiKey(id: string): Promise<boolean> {
+    checkText('key id', id);
     const k = this.keys.get(id);
     if (!k) return false;
     k.revoked = true;
@@ -129,13 +146,13 @@ export class MemoryStore implements Store {
   }
 
   async createToken(token: TokenRecord): Promise<void> {
-    checkId('token hash', token.hash);
-    checkTime('expiresAt', token.expiresAt);
+    checkToken(token);
     if (!this.keys.has(token.keyId)) throw unknownKey(token.keyId);
     if (this.tokens.has(token.hash)) throw duplicate('a token with this hash');
-    this.tokens.set(token.hash, clone(token));
+    this.tokens.set(token.hash, { hash: token.hash, keyId: token.keyId, expiresAt: token.expiresAt });
   }
   async findToken(hash: string, now: Date): Promise<TokenRecord | undefined> {
+    checkText('token hash', hash);
     const ms = checkNow(now);
     const t = this.tokens.get(hash);
     if (!t || Date.parse(t.expiresAt) <= ms) return undefined;
@@ -143,7 +160,8 @@ export class MemoryStore implements Store {
   }
 
   async listVoices(orgId: string, options: { includeCatalog: boolean; limit: number | null; offset: number }): Promise<Page<VoiceRecord>> {
-    checkPaging(options.limit, options.offset);
+    checkText('orgId', orgId);
+    checkListOptions(options, 'voices');
     const all = [...this.voices.values()]
       .filter((v) => v.orgId === orgId || (options.includeCatalog && v.orgId === null))
       .sort((a, b) => Number(a.orgId !== null) - Number(b.orgId !== null) || a.createdAt.localeCompare(b.createdAt) || a.uid.localeCompare(b.uid));
@@ -151,19 +169,24 @@ export class MemoryStore implements Store {
     return { items: all.slice(options.offset, end).map(clone), total: all.length };
   }
   async getVoice(orgId: string, uid: string): Promise<VoiceRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('voice uid', uid);
     const v = this.voices.get(uid);
     return v && (v.orgId === null || v.orgId === orgId) ? clone(v) : undefined;
   }
   async putVoice(voice: VoiceRecord): Promise<void> {
-    checkId('voice uid', voice.uid);
-    toJson('tags', voice.tags);
-    toJson('params', voice.params);
+    checkVoice(voice);
+    const params = jsonColumn('params', voice.params);
     if (voice.orgId !== null && !this.orgs.has(voice.orgId)) throw unknownOrganization(voice.orgId);
     const old = this.voices.get(voice.uid);
     if (old && old.orgId !== voice.orgId) throw ownedByAnother('voice', voice.uid);
-    this.voices.set(voice.uid, clone(voice));
+    const { uid, orgId, name, description, language, filename, startS, isProClone, createdAt } = voice;
+    this.voices.set(uid, { uid, orgId, name, description, language, filename, startS, tags: [...voice.tags], isProClone, params, createdAt });
   }
   async updateVoice(orgId: string, uid: string, patch: Partial<Pick<VoiceRecord, 'name' | 'description' | 'tags'>>): Promise<VoiceRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('voice uid', uid);
+    checkVoicePatch(patch);
     const v = this.voices.get(uid);
     if (!v || v.orgId !== orgId) return undefined;
     if (patch.tags !== undefined) toJson('tags', patch.tags);
@@ -171,29 +194,34 @@ export class MemoryStore implements Store {
     return clone(v);
   }
   async deleteVoice(orgId: string, uid: string): Promise<boolean> {
+    checkText('orgId', orgId);
+    checkText('voice uid', uid);
     const v = this.voices.get(uid);
     if (!v || v.orgId !== orgId) return false;
     return this.voices.delete(uid);
   }
 
   async putCandidates(candidates: CandidateRecord[]): Promise<void> {
-    for (const c of candidates) {
-      checkId('embeddingId', c.embeddingId);
-      checkTime('expiresAt', c.expiresAt);
-      toJson('params', c.params);
+    checkCandidates(candidates);
+    const rows = candidates.map((c) => ({ embeddingId: c.embeddingId, orgId: c.orgId, language: c.language, prompt: c.prompt, params: jsonColumn('params', c.params), expiresAt: c.expiresAt }));
+    for (const c of rows) {
       if (!this.orgs.has(c.orgId)) throw unknownOrganization(c.orgId);
       const old = this.candidates.get(c.embeddingId);
       if (old && old.orgId !== c.orgId) throw ownedByAnother('candidate', c.embeddingId);
     }
-    for (const c of candidates) this.candidates.set(c.embeddingId, clone(c));
+    for (const c of rows) this.candidates.set(c.embeddingId, c);
   }
   async getCandidate(orgId: string, embeddingId: string, now: Date): Promise<CandidateRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('embeddingId', embeddingId);
     const ms = checkNow(now);
     const c = this.candidates.get(embeddingId);
     if (!c || c.orgId !== orgId || Date.parse(c.expiresAt) <= ms) return undefined;
     return clone(c);
   }
   async deleteCandidate(orgId: string, embeddingId: string): Promise<boolean> {
+    checkText('orgId', orgId);
+    checkText('embeddingId', embeddingId);
     const c = this.candidates.get(embeddingId);
     // An expired candidate is gone (issue 13): deleting it finds nothing.
     if (!c || c.orgId !== orgId || Date.parse(c.expiresAt) <= Date.now()) return false;
@@ -201,23 +229,29 @@ export class MemoryStore implements Store {
   }
 
   async listDictionaries(orgId: string, options: { limit: number; offset: number }): Promise<Page<DictionaryRecord>> {
-    checkPaging(options.limit, options.offset);
+    checkText('orgId', orgId);
+    checkListOptions(options, 'dictionaries');
     const all = [...this.dictionaries.values()].filter((d) => d.orgId === orgId).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.uid.localeCompare(b.uid));
     return { items: all.slice(options.offset, options.offset + options.limit).map(clone), total: all.length };
   }
   async getDictionary(orgId: string, uid: string): Promise<DictionaryRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('dictionary uid', uid);
     const d = this.dictionaries.get(uid);
     return d && d.orgId === orgId ? clone(d) : undefined;
   }
   async putDictionary(dictionary: DictionaryRecord): Promise<void> {
-    checkId('dictionary uid', dictionary.uid);
-    toJson('rules', dictionary.rules);
+    checkDictionary(dictionary);
     if (!this.orgs.has(dictionary.orgId)) throw unknownOrganization(dictionary.orgId);
     const old = this.dictionaries.get(dictionary.uid);
     if (old && old.orgId !== dictionary.orgId) throw ownedByAnother('dictionary', dictionary.uid);
-    this.dictionaries.set(dictionary.uid, clone(dictionary));
+    const { uid, orgId, name, language, description, createdAt } = dictionary;
+    const rules = dictionary.rules.map(({ word, replacement, kind }) => ({ word, replacement, kind }));
+    this.dictionaries.set(uid, { uid, orgId, name, language, description, rules, createdAt });
   }
   async deleteDictionary(orgId: string, uid: string): Promise<boolean> {
+    checkText('orgId', orgId);
+    checkText('dictionary uid', uid);
     const d = this.dictionaries.get(uid);
     if (!d || d.orgId !== orgId) return false;
     return this.dictionaries.delete(uid);

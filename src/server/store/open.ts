@@ -6,6 +6,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { describeValue, optionsArg } from '../../util/args.js';
 import { VoicewireError, isVoicewireError } from '../../util/errors.js';
 import type { PostgresStore } from './postgres-store.js';
 import { SqliteStore } from './sqlite-store.js';
@@ -38,6 +39,10 @@ export type StoreLocation = { kind: 'sqlite'; path: string; synchronous?: 'NORMA
  * repeats the URL: a database URL may hold a password).
  */
 export function resolveStoreLocation(options: OpenStoreOptions): StoreLocation {
+  options = optionsArg(options, 'store options');
+  for (const k of ['store', 'data'] as const) {
+    if (options[k] !== undefined && typeof options[k] !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `store options: ${k} must be a string, got ${describeValue(options[k])}`);
+  }
   const url = options.store;
   if (url !== undefined && url !== '') {
     if (/^postgres(ql)?:\/\//i.test(url)) return { kind: 'postgres', url };

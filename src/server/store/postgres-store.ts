@@ -17,6 +17,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { optionsArg, shown, stringArg } from '../../util/args.js';
 import { VoicewireError } from '../../util/errors.js';
 import { POSTGRES_MIGRATIONS } from './postgres-migrations.js';
 import type { Migration } from './sqlite-migrations.js';
@@ -34,13 +35,22 @@ import type {
   VoiceRecord,
 } from './store.js';
 import {
+  checkCandidates,
   checkCredits,
+  checkDictionary,
   checkId,
   checkKind,
+  checkListOptions,
+  checkNewApiKey,
+  checkNewOrganization,
   checkNow,
-  checkPaging,
+  checkText,
   checkTime,
+  checkToken,
   checkUnits,
+  checkUsage,
+  checkVoice,
+  checkVoicePatch,
   duplicate,
   ownedByAnother,
   toJson,
@@ -100,11 +110,13 @@ export class PostgresStore implements Store {
    * (openStore does). The URL is never repeated in an error message (it may hold a password).
    */
   constructor(url: string, options: PostgresStoreOptions = {}) {
+    stringArg(url, 'PostgresStore: url');
+    options = optionsArg(options, 'PostgresStore: options');
     const o = { ...POSTGRES_DEFAULTS, ...definedOnly(options) };
     for (const [name, value] of Object.entries(o)) {
       if (name === 'migrations') continue;
       const min = name === 'maxConnections' ? 1 : 0;
-      if (!Number.isSafeInteger(value) || (value as number) < min) throw new VoicewireError('INVALID_ARGUMENT', `${name} must be an integer >= ${min}, got ${String(value)}`);
+      if (!Number.isSafeInteger(value) || (value as number) < min) throw new VoicewireError('INVALID_ARGUMENT', `${name} must be an integer >= ${min}, got ${shown(value)}`);
     }
     try {
       // pg's own parser (libpq's URL forms, e.g. `postgres://user@/db?host=/run/postgresql` for a
@@ -194,6 +206,7 @@ export class PostgresStore implements Store {
   // --- organizations and credits -------------------------------------------------------------
 
   async createOrganization(org: Omit<Organization, 'id' | 'createdAt'> & { id?: string }): Promise<Organization> {
+    checkNewOrganization(org);
     const row: Organization = {
       id: org.id ?? randomUUID(),
       name: checkId('organization name', org.name),
@@ -220,11 +233,13 @@ export class PostgresStore implements Store {
   }
 
   async getOrganization(id: string): Promise<Organization | undefined> {
+    checkText('organization id', id);
     const r = (await this.query('getOrganization', 'SELECT * FROM organizations WHERE id = $1', [id]))[0];
     return r && toOrganization(r);
   }
 
   async getOrganizationByName(name: string): Promise<Organization | undefined> {
+    checkText('organization name', name);
     const r = (await this.query('getOrganizationByName', 'SELECT * FROM organizations WHERE name = $1', [name]))[0];
     return r && toOrganization(r);
   }
@@ -234,6 +249,7 @@ export class PostgresStore implements Store {
   }
 
   async setCredits(orgId: string, allocated: number, remaining: number): Promise<void> {
+    checkText('orgId', orgId);
     checkCredits('allocated', allocated);
     checkCredits('remaining', remaining);
     const rows = await this.query('setCredits', 'UPDATE organizations SET allocated_credits = $1, remaining_credits = $2 WHERE id = $3 RETURNING 1', [allocated, remaining, orgId]);
@@ -241,7 +257,9 @@ export class PostgresStore implements Store {
   }
 
   async debitCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>): Promise<number | null> {
+    checkText('orgId', orgId);
     checkCredits('amount', amount);
+    checkUsage(usage);
     const kind = checkKind(usage.kind);
     const units = checkUnits(usage.units);
     const at = new Date();
@@ -262,6 +280,7 @@ export class PostgresStore implements Store {
   }
 
   async usageSummary(orgId: string, since: string): Promise<UsageSummary> {
+    checkText('orgId', orgId);
     const sinceMs = checkTime('since', since);
     const rows = await this.query(
       'usageSummary',
@@ -276,7 +295,8 @@ export class PostgresStore implements Store {
   // --- API keys and tokens -------------------------------------------------------------------
 
   async createApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): Promise<ApiKeyRecord> {
-    const row: ApiKeyRecord = { id: checkId('key id', key.id), orgId: key.orgId, hash: checkId('key hash', key.hash), admin: Boolean(key.admin), revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
+    checkNewApiKey(key);
+    const row: ApiKeyRecord = { id: key.id, orgId: key.orgId, hash: key.hash, admin: key.admin, revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
     await this.transaction('createApiKey', async (c) => {
       if (!(await c.query('SELECT 1 FROM organizations WHERE id = $1', [row.orgId])).rowCount) throw unknownOrganization(row.orgId);
       if ((await c.query('SELECT 1 FROM api_keys WHERE id = $1 OR hash = $2', [row.id, row.hash])).rowCount) throw duplicate('an API key with this id or hash');
@@ -293,16 +313,19 @@ export class PostgresStore implements Store {
   }
 
   async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    checkText('key hash', hash);
     const r = (await this.query('findApiKeyByHash', 'SELECT * FROM api_keys WHERE hash = $1', [hash]))[0];
     return r && toApiKey(r);
   }
 
   async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
+    checkText('key id', id);
     const r = (await this.query('getApiKey', 'SELECT * FROM api_keys WHERE id = $1', [id]))[0];
     return r && toApiKey(r);
   }
 
   async listApiKeys(orgId?: string): Promise<ApiKeyRecord[]> {
+    if (orgId !== undefined) checkText('orgId', orgId);
     const rows =
       orgId === undefined
         ? await this.query('listApiKeys', 'SELECT * FROM api_keys ORDER BY created_at, seq')
@@ -311,12 +334,12 @@ export class PostgresStore implements Store {
   }
 
   async revokeApiKey(id: string): Promise<boolean> {
+    checkText('key id', id);
     return (await this.query('revokeApiKey', 'UPDATE api_keys SET revoked = TRUE WHERE id = $1 RETURNING 1', [id])).length > 0;
   }
 
   async createToken(token: TokenRecord): Promise<void> {
-    checkId('token hash', token.hash);
-    const expiresMs = checkTime('expiresAt', token.expiresAt);
+    const expiresMs = checkToken(token);
     await this.transaction('createToken', async (c) => {
       await this.maybePurge(c);
       if (!(await c.query('SELECT 1 FROM api_keys WHERE id = $1', [token.keyId])).rowCount) throw unknownKey(token.keyId);
@@ -326,6 +349,7 @@ export class PostgresStore implements Store {
   }
 
   async findToken(hash: string, now: Date): Promise<TokenRecord | undefined> {
+    checkText('token hash', hash);
     const ms = checkNow(now);
     const r = (await this.query('findToken', 'SELECT hash, key_id, expires_at FROM tokens WHERE hash = $1 AND expires_ms > $2', [hash, ms]))[0];
     return r && { hash: String(r.hash), keyId: String(r.key_id), expiresAt: String(r.expires_at) };
@@ -334,7 +358,8 @@ export class PostgresStore implements Store {
   // --- voices --------------------------------------------------------------------------------
 
   async listVoices(orgId: string, options: { includeCatalog: boolean; limit: number | null; offset: number }): Promise<Page<VoiceRecord>> {
-    checkPaging(options.limit, options.offset);
+    checkText('orgId', orgId);
+    checkListOptions(options, 'voices');
     const catalog = options.includeCatalog;
     // One snapshot for the total and the page (REPEATABLE READ), as SQLite's read transaction.
     return this.transaction(
@@ -357,12 +382,14 @@ export class PostgresStore implements Store {
   }
 
   async getVoice(orgId: string, uid: string): Promise<VoiceRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('voice uid', uid);
     const r = (await this.query('getVoice', 'SELECT * FROM voices WHERE uid = $1 AND (org_id = $2 OR org_id IS NULL)', [uid, orgId]))[0];
     return r && toVoice(r);
   }
 
   async putVoice(voice: VoiceRecord): Promise<void> {
-    checkId('voice uid', voice.uid);
+    checkVoice(voice);
     const tags = toJson('tags', voice.tags);
     const params = toJson('params', voice.params);
     await this.transaction('putVoice', async (c) => {
@@ -382,6 +409,9 @@ export class PostgresStore implements Store {
   }
 
   async updateVoice(orgId: string, uid: string, patch: Partial<Pick<VoiceRecord, 'name' | 'description' | 'tags'>>): Promise<VoiceRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('voice uid', uid);
+    checkVoicePatch(patch);
     const tags = patch.tags === undefined ? null : toJson('tags', patch.tags);
     // COALESCE keeps what the patch leaves out; catalog voices (NULL org) never match.
     const r = (
@@ -395,12 +425,15 @@ export class PostgresStore implements Store {
   }
 
   async deleteVoice(orgId: string, uid: string): Promise<boolean> {
+    checkText('orgId', orgId);
+    checkText('voice uid', uid);
     return (await this.query('deleteVoice', 'DELETE FROM voices WHERE uid = $1 AND org_id = $2 RETURNING 1', [uid, orgId])).length > 0;
   }
 
   // --- voice-design candidates ---------------------------------------------------------------
 
   async putCandidates(candidates: CandidateRecord[]): Promise<void> {
+    checkCandidates(candidates);
     const rows = candidates.map((c) => ({ c, expiresMs: checkTime('expiresAt', c.expiresAt), params: toJson('params', c.params), id: checkId('embeddingId', c.embeddingId) }));
     // One transaction: a batch with a bad candidate stores none of it.
     await this.transaction('putCandidates', async (db) => {
@@ -420,6 +453,8 @@ export class PostgresStore implements Store {
   }
 
   async getCandidate(orgId: string, embeddingId: string, now: Date): Promise<CandidateRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('embeddingId', embeddingId);
     const ms = checkNow(now);
     const r = (await this.query('getCandidate', 'SELECT * FROM candidates WHERE embedding_id = $1 AND org_id = $2 AND expires_ms > $3', [embeddingId, orgId, ms]))[0];
     return (
@@ -435,6 +470,8 @@ export class PostgresStore implements Store {
   }
 
   async deleteCandidate(orgId: string, embeddingId: string): Promise<boolean> {
+    checkText('orgId', orgId);
+    checkText('embeddingId', embeddingId);
     // An expired candidate is gone (issue 13): deleting it finds nothing.
     return (await this.query('deleteCandidate', 'DELETE FROM candidates WHERE embedding_id = $1 AND org_id = $2 AND expires_ms > $3 RETURNING 1', [embeddingId, orgId, Date.now()])).length > 0;
   }
@@ -442,7 +479,8 @@ export class PostgresStore implements Store {
   // --- pronunciation dictionaries ------------------------------------------------------------
 
   async listDictionaries(orgId: string, options: { limit: number; offset: number }): Promise<Page<DictionaryRecord>> {
-    checkPaging(options.limit, options.offset);
+    checkText('orgId', orgId);
+    checkListOptions(options, 'dictionaries');
     return this.transaction(
       'listDictionaries',
       async (c) => {
@@ -455,12 +493,14 @@ export class PostgresStore implements Store {
   }
 
   async getDictionary(orgId: string, uid: string): Promise<DictionaryRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('dictionary uid', uid);
     const r = (await this.query('getDictionary', 'SELECT * FROM dictionaries WHERE uid = $1 AND org_id = $2', [uid, orgId]))[0];
     return r && toDictionary(r);
   }
 
   async putDictionary(d: DictionaryRecord): Promise<void> {
-    checkId('dictionary uid', d.uid);
+    checkDictionary(d);
     const rules = toJson('rules', d.rules);
     await this.transaction('putDictionary', async (c) => {
       if (!(await c.query('SELECT 1 FROM organizations WHERE id = $1', [d.orgId])).rowCount) throw unknownOrganization(d.orgId);
@@ -476,6 +516,8 @@ export class PostgresStore implements Store {
   }
 
   async deleteDictionary(orgId: string, uid: string): Promise<boolean> {
+    checkText('orgId', orgId);
+    checkText('dictionary uid', uid);
     return (await this.query('deleteDictionary', 'DELETE FROM dictionaries WHERE uid = $1 AND org_id = $2 RETURNING 1', [uid, orgId])).length > 0;
   }
 

@@ -20,6 +20,7 @@
 import { chmodSync, existsSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import Database from 'libsql';
+import { optionsArg, shown, stringArg } from '../../util/args.js';
 import { VoicewireError } from '../../util/errors.js';
 import { SQLITE_MIGRATIONS, type Migration } from './sqlite-migrations.js';
 import type {
@@ -36,13 +37,22 @@ import type {
   VoiceRecord,
 } from './store.js';
 import {
+  checkCandidates,
   checkCredits,
+  checkDictionary,
   checkId,
   checkKind,
+  checkListOptions,
+  checkNewApiKey,
+  checkNewOrganization,
   checkNow,
-  checkPaging,
+  checkText,
   checkTime,
+  checkToken,
   checkUnits,
+  checkUsage,
+  checkVoice,
+  checkVoicePatch,
   duplicate,
   ownedByAnother,
   toJson,
@@ -98,8 +108,10 @@ export class SqliteStore implements Store {
 
   /** Opens (creating if missing) the database file; call {@link migrate} before use. */
   static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
+    stringArg(path, 'SqliteStore.open: path');
+    options = optionsArg(options, 'SqliteStore.open: options');
     const busy = options.busyTimeoutMs ?? 5000;
-    if (!Number.isSafeInteger(busy) || busy < 0) throw new VoicewireError('INVALID_ARGUMENT', `busyTimeoutMs must be a non-negative integer, got ${String(busy)}`);
+    if (!Number.isSafeInteger(busy) || busy < 0) throw new VoicewireError('INVALID_ARGUMENT', `busyTimeoutMs must be a non-negative integer, got ${shown(busy)}`);
     const created = path !== ':memory:' && !existsSync(path);
     let db: Db | undefined;
     try {
@@ -110,7 +122,7 @@ export class SqliteStore implements Store {
       // WAL + NORMAL: commits survive a process crash, the WAL is fsynced at checkpoints.
       // Rollback journal: FULL, the mode SQLite documents as safe there.
       const sync = options.synchronous ?? 'NORMAL';
-      if (sync !== 'FULL' && sync !== 'NORMAL') throw new VoicewireError('INVALID_ARGUMENT', `synchronous must be FULL or NORMAL, got ${String(sync)}`);
+      if (sync !== 'FULL' && sync !== 'NORMAL') throw new VoicewireError('INVALID_ARGUMENT', `synchronous must be FULL or NORMAL, got ${shown(sync)}`);
       const effective = mode === 'wal' ? sync : 'FULL';
       db.pragma(`synchronous = ${effective}`);
       db.pragma('foreign_keys = ON');
@@ -187,6 +199,7 @@ export class SqliteStore implements Store {
   // --- organizations and credits -------------------------------------------------------------
 
   async createOrganization(org: Omit<Organization, 'id' | 'createdAt'> & { id?: string }): Promise<Organization> {
+    checkNewOrganization(org);
     const row: Organization = {
       id: org.id ?? randomUUID(),
       name: checkId('organization name', org.name),
@@ -211,11 +224,13 @@ export class SqliteStore implements Store {
   }
 
   async getOrganization(id: string): Promise<Organization | undefined> {
+    checkText('organization id', id);
     const r = this.read('getOrganization', () => this.q('SELECT * FROM organizations WHERE id = ?').get(id) as Row | undefined);
     return r && toOrganization(r);
   }
 
   async getOrganizationByName(name: string): Promise<Organization | undefined> {
+    checkText('organization name', name);
     const r = this.read('getOrganizationByName', () => this.q('SELECT * FROM organizations WHERE name = ?').get(name) as Row | undefined);
     return r && toOrganization(r);
   }
@@ -225,6 +240,7 @@ export class SqliteStore implements Store {
   }
 
   async setCredits(orgId: string, allocated: number, remaining: number): Promise<void> {
+    checkText('orgId', orgId);
     checkCredits('allocated', allocated);
     checkCredits('remaining', remaining);
     const changes = this.write('setCredits', () => this.q('UPDATE organizations SET allocated_credits = ?, remaining_credits = ? WHERE id = ?').run(allocated, remaining, orgId).changes);
@@ -232,7 +248,9 @@ export class SqliteStore implements Store {
   }
 
   async debitCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>): Promise<number | null> {
+    checkText('orgId', orgId);
     checkCredits('amount', amount);
+    checkUsage(usage);
     const kind = checkKind(usage.kind);
     const units = checkUnits(usage.units);
     const at = new Date();
@@ -249,6 +267,7 @@ export class SqliteStore implements Store {
   }
 
   async usageSummary(orgId: string, since: string): Promise<UsageSummary> {
+    checkText('orgId', orgId);
     const sinceMs = checkTime('since', since);
     const rows = this.read('usageSummary', () =>
       this.q('SELECT kind, TOTAL(units) AS units, TOTAL(credits) AS credits, COUNT(*) AS requests FROM usage WHERE org_id = ? AND at_ms >= ? GROUP BY kind').all(orgId, sinceMs) as Row[],
@@ -261,7 +280,8 @@ export class SqliteStore implements Store {
   // --- API keys and tokens -------------------------------------------------------------------
 
   async createApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): Promise<ApiKeyRecord> {
-    const row: ApiKeyRecord = { id: checkId('key id', key.id), orgId: key.orgId, hash: checkId('key hash', key.hash), admin: Boolean(key.admin), revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
+    checkNewApiKey(key);
+    const row: ApiKeyRecord = { id: key.id, orgId: key.orgId, hash: key.hash, admin: key.admin, revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
     this.write('createApiKey', () => {
       if (!this.q('SELECT 1 FROM organizations WHERE id = ?').get(row.orgId)) throw unknownOrganization(row.orgId);
       if (this.q('SELECT 1 FROM api_keys WHERE id = ? OR hash = ?').get(row.id, row.hash)) throw duplicate('an API key with this id or hash');
@@ -271,16 +291,19 @@ export class SqliteStore implements Store {
   }
 
   async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    checkText('key hash', hash);
     const r = this.read('findApiKeyByHash', () => this.q('SELECT * FROM api_keys WHERE hash = ?').get(hash) as Row | undefined);
     return r && toApiKey(r);
   }
 
   async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
+    checkText('key id', id);
     const r = this.read('getApiKey', () => this.q('SELECT * FROM api_keys WHERE id = ?').get(id) as Row | undefined);
     return r && toApiKey(r);
   }
 
   async listApiKeys(orgId?: string): Promise<ApiKeyRecord[]> {
+    if (orgId !== undefined) checkText('orgId', orgId);
     const rows = this.read('listApiKeys', () =>
       orgId === undefined
         ? (this.q('SELECT * FROM api_keys ORDER BY created_at, rowid').all() as Row[])
@@ -290,12 +313,12 @@ export class SqliteStore implements Store {
   }
 
   async revokeApiKey(id: string): Promise<boolean> {
+    checkText('key id', id);
     return this.write('revokeApiKey', () => this.q('UPDATE api_keys SET revoked = 1 WHERE id = ?').run(id).changes > 0);
   }
 
   async createToken(token: TokenRecord): Promise<void> {
-    checkId('token hash', token.hash);
-    const expiresMs = checkTime('expiresAt', token.expiresAt);
+    const expiresMs = checkToken(token);
     this.write('createToken', () => {
       this.maybePurge();
       if (!this.q('SELECT 1 FROM api_keys WHERE id = ?').get(token.keyId)) throw unknownKey(token.keyId);
@@ -305,6 +328,7 @@ export class SqliteStore implements Store {
   }
 
   async findToken(hash: string, now: Date): Promise<TokenRecord | undefined> {
+    checkText('token hash', hash);
     const ms = checkNow(now);
     const r = this.read('findToken', () => this.q('SELECT hash, key_id, expires_at FROM tokens WHERE hash = ? AND expires_ms > ?').get(hash, ms) as Row | undefined);
     return r && { hash: String(r.hash), keyId: String(r.key_id), expiresAt: String(r.expires_at) };
@@ -313,7 +337,8 @@ export class SqliteStore implements Store {
   // --- voices --------------------------------------------------------------------------------
 
   async listVoices(orgId: string, options: { includeCatalog: boolean; limit: number | null; offset: number }): Promise<Page<VoiceRecord>> {
-    checkPaging(options.limit, options.offset);
+    checkText('orgId', orgId);
+    checkListOptions(options, 'voices');
     const catalog = options.includeCatalog ? 1 : 0;
     return this.read('listVoices', () => {
       const total = Number((this.q('SELECT COUNT(*) AS n FROM voices WHERE org_id = ? OR (? AND org_id IS NULL)').get(orgId, catalog) as Row).n);
@@ -329,12 +354,14 @@ export class SqliteStore implements Store {
   }
 
   async getVoice(orgId: string, uid: string): Promise<VoiceRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('voice uid', uid);
     const r = this.read('getVoice', () => this.q('SELECT * FROM voices WHERE uid = ? AND (org_id = ? OR org_id IS NULL)').get(uid, orgId) as Row | undefined);
     return r && toVoice(r);
   }
 
   async putVoice(voice: VoiceRecord): Promise<void> {
-    checkId('voice uid', voice.uid);
+    checkVoice(voice);
     const tags = toJson('tags', voice.tags);
     const params = toJson('params', voice.params);
     this.write('putVoice', () => {
@@ -353,6 +380,9 @@ export class SqliteStore implements Store {
   }
 
   async updateVoice(orgId: string, uid: string, patch: Partial<Pick<VoiceRecord, 'name' | 'description' | 'tags'>>): Promise<VoiceRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('voice uid', uid);
+    checkVoicePatch(patch);
     const tags = patch.tags === undefined ? null : toJson('tags', patch.tags);
     // COALESCE keeps what the patch leaves out; catalog voices (NULL org) never match.
     const r = this.write('updateVoice', () =>
@@ -368,12 +398,15 @@ export class SqliteStore implements Store {
   }
 
   async deleteVoice(orgId: string, uid: string): Promise<boolean> {
+    checkText('orgId', orgId);
+    checkText('voice uid', uid);
     return this.write('deleteVoice', () => this.q('DELETE FROM voices WHERE uid = ? AND org_id = ?').run(uid, orgId).changes > 0);
   }
 
   // --- voice-design candidates ---------------------------------------------------------------
 
   async putCandidates(candidates: CandidateRecord[]): Promise<void> {
+    checkCandidates(candidates);
     const rows = candidates.map((c) => ({ c, expiresMs: checkTime('expiresAt', c.expiresAt), params: toJson('params', c.params), id: checkId('embeddingId', c.embeddingId) }));
     this.write('putCandidates', () => {
       this.maybePurge();
@@ -391,6 +424,8 @@ export class SqliteStore implements Store {
   }
 
   async getCandidate(orgId: string, embeddingId: string, now: Date): Promise<CandidateRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('embeddingId', embeddingId);
     const ms = checkNow(now);
     const r = this.read('getCandidate', () => this.q('SELECT * FROM candidates WHERE embedding_id = ? AND org_id = ? AND expires_ms > ?').get(embeddingId, orgId, ms) as Row | undefined);
     return (
@@ -406,6 +441,8 @@ export class SqliteStore implements Store {
   }
 
   async deleteCandidate(orgId: string, embeddingId: string): Promise<boolean> {
+    checkText('orgId', orgId);
+    checkText('embeddingId', embeddingId);
     // An expired candidate is gone (issue 13): deleting it finds nothing.
     return this.write('deleteCandidate', () => this.q('DELETE FROM candidates WHERE embedding_id = ? AND org_id = ? AND expires_ms > ?').run(embeddingId, orgId, Date.now()).changes > 0);
   }
@@ -413,7 +450,8 @@ export class SqliteStore implements Store {
   // --- pronunciation dictionaries ------------------------------------------------------------
 
   async listDictionaries(orgId: string, options: { limit: number; offset: number }): Promise<Page<DictionaryRecord>> {
-    checkPaging(options.limit, options.offset);
+    checkText('orgId', orgId);
+    checkListOptions(options, 'dictionaries');
     return this.read('listDictionaries', () => {
       const total = Number((this.q('SELECT COUNT(*) AS n FROM dictionaries WHERE org_id = ?').get(orgId) as Row).n);
       const rows = this.q('SELECT * FROM dictionaries WHERE org_id = ? ORDER BY created_at, uid LIMIT ? OFFSET ?').all(orgId, options.limit, options.offset) as Row[];
@@ -422,12 +460,14 @@ export class SqliteStore implements Store {
   }
 
   async getDictionary(orgId: string, uid: string): Promise<DictionaryRecord | undefined> {
+    checkText('orgId', orgId);
+    checkText('dictionary uid', uid);
     const r = this.read('getDictionary', () => this.q('SELECT * FROM dictionaries WHERE uid = ? AND org_id = ?').get(uid, orgId) as Row | undefined);
     return r && toDictionary(r);
   }
 
   async putDictionary(d: DictionaryRecord): Promise<void> {
-    checkId('dictionary uid', d.uid);
+    checkDictionary(d);
     const rules = toJson('rules', d.rules);
     this.write('putDictionary', () => {
       if (!this.q('SELECT 1 FROM organizations WHERE id = ?').get(d.orgId)) throw unknownOrganization(d.orgId);
@@ -442,6 +482,8 @@ export class SqliteStore implements Store {
   }
 
   async deleteDictionary(orgId: string, uid: string): Promise<boolean> {
+    checkText('orgId', orgId);
+    checkText('dictionary uid', uid);
     return this.write('deleteDictionary', () => this.q('DELETE FROM dictionaries WHERE uid = ? AND org_id = ?').run(uid, orgId).changes > 0);
   }
 

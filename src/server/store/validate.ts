@@ -2,30 +2,32 @@
  * Input checks every Store implementation shares, so the same bad call fails the same way on
  * SQLite, Postgres and memory (INVALID_ARGUMENT), before anything is written.
  */
+import { describeValue, objectArg, shown } from '../../util/args.js';
 import { VoicewireError } from '../../util/errors.js';
+import type { ApiKeyRecord, CandidateRecord, DictionaryRecord, Organization, TokenRecord, UsageRecord, VoiceRecord } from './store.js';
 
 /** Credits are integers (service-api.md §2.5: `remaining_credits`, `allocated_credits`). */
 export function checkCredits(what: string, n: number): number {
-  if (!Number.isSafeInteger(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a non-negative integer, got ${String(n)}`);
+  if (!Number.isSafeInteger(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a non-negative integer, got ${shown(n)}`);
   return n;
 }
 
 /** A non-negative finite number of units (characters or seconds). */
 export function checkUnits(n: number): number {
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `usage units must be a non-negative finite number, got ${String(n)}`);
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `usage units must be a non-negative finite number, got ${shown(n)}`);
   return n;
 }
 
 /** Paging: `limit` and `offset` are non-negative integers (`limit` null = no limit). */
 export function checkPaging(limit: number | null, offset: number): void {
-  if (limit !== null && (!Number.isSafeInteger(limit) || limit < 0)) throw new VoicewireError('INVALID_ARGUMENT', `limit must be a non-negative integer or null, got ${String(limit)}`);
-  if (!Number.isSafeInteger(offset) || offset < 0) throw new VoicewireError('INVALID_ARGUMENT', `offset must be a non-negative integer, got ${String(offset)}`);
+  if (limit !== null && (!Number.isSafeInteger(limit) || limit < 0)) throw new VoicewireError('INVALID_ARGUMENT', `limit must be a non-negative integer or null, got ${shown(limit)}`);
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new VoicewireError('INVALID_ARGUMENT', `offset must be a non-negative integer, got ${shown(offset)}`);
 }
 
 /** A date-time the store compares (expiry, `since`): milliseconds since the epoch. */
 export function checkTime(what: string, iso: string): number {
   const ms = typeof iso === 'string' ? Date.parse(iso) : Number.NaN;
-  if (Number.isNaN(ms)) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be an ISO date-time, got ${JSON.stringify(iso)}`);
+  if (Number.isNaN(ms)) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be an ISO date-time, got ${typeof iso === 'string' ? JSON.stringify(iso) : describeValue(iso)}`);
   return ms;
 }
 
@@ -43,8 +45,113 @@ export function checkId(what: string, s: string): string {
 }
 
 export function checkKind(kind: string): 'tts' | 'stt' {
-  if (kind !== 'tts' && kind !== 'stt') throw new VoicewireError('INVALID_ARGUMENT', `usage kind must be "tts" or "stt", got ${JSON.stringify(kind)}`);
+  if (kind !== 'tts' && kind !== 'stt') throw new VoicewireError('INVALID_ARGUMENT', `usage kind must be "tts" or "stt", got ${typeof kind === 'string' ? JSON.stringify(kind) : describeValue(kind)}`);
   return kind;
+}
+
+/** A string: an id or name looked up, or a text column (SQLite would store a number as text and refuse an object). */
+export function checkText(what: string, s: unknown): string {
+  if (typeof s !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a string, got ${describeValue(s)}`);
+  return s;
+}
+
+function checkBoolean(what: string, b: unknown): boolean {
+  if (typeof b !== 'boolean') throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a boolean, got ${describeValue(b)}`);
+  return b;
+}
+
+function checkStrings(what: string, list: unknown): void {
+  if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be an array of strings`);
+}
+
+/**
+ * The rows and options the store is given are checked field by field before anything is written:
+ * a missing or mistyped field is INVALID_ARGUMENT on every store, never a TypeError, a row the
+ * memory store keeps and later fails to sort, or a driver's binding error read as STORE_UNAVAILABLE.
+ */
+export function checkNewOrganization(org: Omit<Organization, 'id' | 'createdAt'> & { id?: string }): void {
+  objectArg(org, 'organization');
+  if (org.id !== undefined && org.id !== null) checkId('organization id', org.id);
+  checkId('organization name', org.name);
+  if (org.region !== undefined && org.region !== null) checkText('organization region', org.region);
+  checkCredits('allocatedCredits', org.allocatedCredits);
+  checkCredits('remainingCredits', org.remainingCredits);
+  for (const k of ['billingPeriod', 'nextRolloverDate', 'planName'] as const) checkText(`organization ${k}`, org[k]);
+}
+
+export function checkUsage(usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>): void {
+  objectArg(usage, 'usage');
+  checkKind(usage.kind);
+  checkUnits(usage.units);
+  if (usage.keyId !== undefined && usage.keyId !== null) checkText('usage keyId', usage.keyId);
+}
+
+export function checkNewApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): void {
+  objectArg(key, 'API key');
+  checkId('key id', key.id);
+  checkId('key hash', key.hash);
+  checkText('key orgId', key.orgId);
+  checkBoolean('key admin', key.admin);
+  checkText('key prefix', key.prefix);
+}
+
+/** A token to store; resolves its expiry in ms. */
+export function checkToken(token: TokenRecord): number {
+  objectArg(token, 'token');
+  checkId('token hash', token.hash);
+  checkText('token keyId', token.keyId);
+  return checkTime('expiresAt', token.expiresAt);
+}
+
+export function checkVoice(voice: VoiceRecord): void {
+  objectArg(voice, 'voice');
+  checkId('voice uid', voice.uid);
+  if (voice.orgId !== null) checkText('voice orgId', voice.orgId);
+  for (const k of ['name', 'description', 'language', 'filename', 'createdAt'] as const) checkText(`voice ${k}`, voice[k]);
+  if (typeof voice.startS !== 'number' || !Number.isFinite(voice.startS)) throw new VoicewireError('INVALID_ARGUMENT', `voice startS must be a finite number, got ${describeValue(voice.startS)}`);
+  checkStrings('voice tags', voice.tags);
+  checkBoolean('voice isProClone', voice.isProClone);
+  objectArg(voice.params, 'voice params');
+}
+
+export function checkVoicePatch(patch: Partial<Pick<VoiceRecord, 'name' | 'description' | 'tags'>>): void {
+  objectArg(patch, 'voice patch');
+  if (patch.name !== undefined) checkText('voice patch name', patch.name);
+  if (patch.description !== undefined) checkText('voice patch description', patch.description);
+  if (patch.tags !== undefined) checkStrings('voice patch tags', patch.tags);
+}
+
+/** The candidates of one putCandidates: an array of complete rows. */
+export function checkCandidates(candidates: CandidateRecord[]): void {
+  if (!Array.isArray(candidates)) throw new VoicewireError('INVALID_ARGUMENT', `candidates must be an array, got ${describeValue(candidates)}`);
+  for (const c of candidates) {
+    objectArg(c, 'candidate');
+    checkId('embeddingId', c.embeddingId);
+    for (const k of ['orgId', 'language', 'prompt'] as const) checkText(`candidate ${k}`, c[k]);
+    objectArg(c.params, 'candidate params');
+    checkTime('expiresAt', c.expiresAt);
+  }
+}
+
+export function checkDictionary(d: DictionaryRecord): void {
+  objectArg(d, 'dictionary');
+  checkId('dictionary uid', d.uid);
+  for (const k of ['orgId', 'name', 'language', 'description', 'createdAt'] as const) checkText(`dictionary ${k}`, d[k]);
+  // Engines read every rule's word and replacement (src/engines/espeak-tts.ts).
+  if (!Array.isArray(d.rules)) throw new VoicewireError('INVALID_ARGUMENT', `dictionary rules must be an array, got ${describeValue(d.rules)}`);
+  for (const r of d.rules) {
+    if (r === null || typeof r !== 'object' || typeof r.word !== 'string' || typeof r.replacement !== 'string' || (r.kind !== 'respelling' && r.kind !== 'phonemes')) {
+      throw new VoicewireError('INVALID_ARGUMENT', 'dictionary rules must be objects { word, replacement, kind: "respelling" | "phonemes" }');
+    }
+  }
+}
+
+/** The options of listVoices (`includeCatalog`, a null limit for all) or listDictionaries (a limit always). */
+export function checkListOptions(options: { includeCatalog?: boolean; limit: number | null; offset: number }, of: 'voices' | 'dictionaries'): void {
+  objectArg(options, `list ${of} options`);
+  if (of === 'voices') checkBoolean('includeCatalog', options.includeCatalog);
+  else if (options.limit === null) throw new VoicewireError('INVALID_ARGUMENT', 'limit must be a non-negative integer, got null');
+  checkPaging(options.limit, options.offset);
 }
 
 /** A value a JSON column holds: must survive JSON.stringify (no cycles, no BigInt). */

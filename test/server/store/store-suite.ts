@@ -375,5 +375,70 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
         await rejectsWith(store.putDictionary(dictionary('dz', 'nope', '2026-03-05T00:00:00.000Z')), 'INVALID_ARGUMENT');
       });
     });
+
+    describe('mistyped input', () => {
+      it('a voice with a missing or mistyped field is refused, and later listings still work', async () => {
+        const ok = voice('v1', a.id, '2026-01-01T00:00:00.000Z');
+        for (const bad of [{ createdAt: 5 }, { name: undefined }, { startS: 'zz' }, { isProClone: 1 }, { tags: [1] }, { params: null }, { orgId: {} }]) {
+          await rejectsWith(store.putVoice({ ...ok, ...bad } as unknown as VoiceRecord), 'INVALID_ARGUMENT');
+        }
+        // The memory store kept `createdAt: 5`, and every later listing failed with a TypeError.
+        expect(await store.listVoices(a.id, { includeCatalog: true, limit: null, offset: 0 })).toEqual({ items: [], total: 0 });
+      });
+
+      it('what a JSON column cannot hold is dropped, as are properties no column holds', async () => {
+        const ok = voice('v1', a.id, '2026-01-01T00:00:00.000Z');
+        await store.putVoice({ ...ok, params: { pitch: 50, f: () => 1 }, extra: () => 2 } as unknown as VoiceRecord);
+        // The memory store kept the functions, and getVoice then threw a DataCloneError.
+        expect(await store.getVoice(a.id, 'v1')).toEqual({ ...ok, params: { pitch: 50 } });
+      });
+
+      it('an admin flag that is not a boolean is refused (the string "false" made an admin key)', async () => {
+        await rejectsWith(store.createApiKey({ id: 'k1', orgId: a.id, hash: 'h1', admin: 'false' as unknown as boolean, prefix: 'p' }), 'INVALID_ARGUMENT');
+        expect(await store.getApiKey('k1')).toBeUndefined();
+      });
+
+      it('records, options and ids of the wrong type: INVALID_ARGUMENT from every method, nothing written', async () => {
+        const never = null as never;
+        const expiresAt = new Date(Date.now() + HOUR).toISOString();
+        const calls: [string, () => Promise<unknown>][] = [
+          ['createOrganization(null)', () => store.createOrganization(never)],
+          ['createOrganization without planName', () => store.createOrganization({ ...ORG, name: 'x', planName: undefined } as never)],
+          ['getOrganization({})', () => store.getOrganization({} as never)],
+          ['setCredits({})', () => store.setCredits({} as never, 1, 1)],
+          ['debitCredits(null usage)', () => store.debitCredits(a.id, 1, never)],
+          ['usageSummary(5)', () => store.usageSummary(5 as never, '2026-01-01')],
+          ['createApiKey(null)', () => store.createApiKey(never)],
+          ['findApiKeyByHash(null)', () => store.findApiKeyByHash(never)],
+          ['listApiKeys({})', () => store.listApiKeys({} as never)],
+          ['createToken(undefined)', () => store.createToken(undefined as never)],
+          ['findToken({})', () => store.findToken({} as never, new Date())],
+          ['listVoices(null options)', () => store.listVoices(a.id, never)],
+          ['listVoices(includeCatalog "yes")', () => store.listVoices(a.id, { includeCatalog: 'yes' as never, limit: null, offset: 0 })],
+          ['getVoice({})', () => store.getVoice({} as never, 'x')],
+          ['updateVoice(null patch)', () => store.updateVoice(a.id, 'x', never)],
+          ['updateVoice(name null)', () => store.updateVoice(a.id, 'x', { name: never })],
+          ['deleteVoice(1)', () => store.deleteVoice(a.id, 1 as never)],
+          ['putCandidates("x")', () => store.putCandidates('x' as never)],
+          ['putCandidates([null])', () => store.putCandidates([never])],
+          ['putCandidates(no prompt)', () => store.putCandidates([{ ...candidate('c1', a.id, expiresAt), prompt: undefined } as never])],
+          ['getCandidate([])', () => store.getCandidate([] as never, 'c1', new Date())],
+          ['listDictionaries(limit null)', () => store.listDictionaries(a.id, { limit: never, offset: 0 })],
+          ['putDictionary(rule without word)', () => store.putDictionary({ ...dictionary('d1', a.id, '2026-03-01T00:00:00.000Z'), rules: [{ replacement: 'x', kind: 'respelling' }] } as never)],
+          ['putDictionary(null)', () => store.putDictionary(never)],
+          ['deleteDictionary(null)', () => store.deleteDictionary(a.id, never)],
+        ];
+        for (const [what, call] of calls) {
+          const err = await call().then(
+            () => 'resolved',
+            (e: unknown) => e,
+          );
+          expect(isVoicewireError(err, 'INVALID_ARGUMENT'), `${what}: ${String(err)}`).toBe(true);
+        }
+        expect(await store.countOrganizations()).toBe(2);
+        expect(await store.getCandidate(a.id, 'c1', new Date())).toBeUndefined();
+        expect(await store.getDictionary(a.id, 'd1')).toBeUndefined();
+      });
+    });
   });
 }

@@ -11,6 +11,7 @@ import { MemoryStore } from '../../../src/server/store/memory-store.js';
 import { SqliteStore } from '../../../src/server/store/sqlite-store.js';
 import { SQLITE_MIGRATIONS } from '../../../src/server/store/sqlite-migrations.js';
 import { openStore, resolveStoreLocation } from '../../../src/server/store/open.js';
+import { bootstrap } from '../../../src/server/bootstrap.js';
 import { isVoicewireError, type ErrorCode } from '../../../src/util/errors.js';
 import { storeSuite } from './store-suite.js';
 
@@ -243,6 +244,15 @@ describe('openStore', () => {
     expect((err as Error).message).not.toContain('hunter2');
     expect(await codeOf(openStore({ store: 'sqlite:' }))).toBe('INVALID_ARGUMENT');
     expect(await codeOf(openStore({ store: 'just-a-path.db' }))).toBe('INVALID_ARGUMENT');
+  });
+
+  it('options of the wrong type are INVALID_ARGUMENT, with nothing opened; so is bootstrap without a store', async () => {
+    for (const options of [null, 'sqlite::memory:', { store: 5 }, { store: { toString: 1 } }, { data: ['x'] }]) {
+      expect(await codeOf(openStore(options as never)), JSON.stringify(options)).toBe('INVALID_ARGUMENT');
+    }
+    expect(await codeOf(() => SqliteStore.open({} as never))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(() => SqliteStore.open(':memory:', null as never))).toBe('INVALID_ARGUMENT');
+    for (const store of [undefined, null, {}, new Map()]) expect(await codeOf(bootstrap(store as never))).toBe('INVALID_ARGUMENT');
   });
 
   it('a data folder that cannot be created fails STORE_UNAVAILABLE', async () => {
