@@ -24,7 +24,7 @@ import { registerSttEngine, sttEngineFromPath } from '../engines/registry.js';
 import { MemoryStore } from '../server/store/memory-store.js';
 import type { Store } from '../server/store/store.js';
 import type { CliSubcommand } from './main.js';
-import { isServeWorker, leaveCluster, runPrimary } from './serve-workers.js';
+import { clusterMetricsText, isServeWorker, leaveCluster, runPrimary, shareMetrics } from './serve-workers.js';
 
 /** Opens the store of `--data DIR` / `--store URL` (env VOICEWIRE_DATA / VOICEWIRE_STORE). */
 export async function openCliStore(values: { data?: string | undefined; store?: string | undefined }): Promise<Store> {
@@ -135,7 +135,9 @@ export const serveCommand: CliSubcommand = {
       ...(values['core-url'] !== undefined ? { coreUrl: values['core-url'] } : {}),
       ...(values.region !== undefined ? { region: values.region } : {}),
       environment: process.env['NODE_ENV'] ?? 'development',
+      ...(worker ? { metricsText: clusterMetricsText } : {}),
     });
+    if (worker) shareMetrics(server.context.metrics.registry);
     const bound = await server.listen(port, host);
     const shown = host.includes(':') ? `[${host}]` : host;
     // Under --workers the primary announces the shared port once.

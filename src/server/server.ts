@@ -46,6 +46,8 @@ export interface VoiceServerOptions extends ServerConfigInput {
   version?: string;
   /** Collect Node's process metrics in /metrics (default false: tests run several servers). */
   processMetrics?: boolean;
+  /** What /metrics answers (default: this server's registry); `serve --workers` gives the whole cluster's. */
+  metricsText?: () => Promise<string>;
   /** The web page's folder, served at `/` (default: the built dist/web when present); null: no page. */
   pageDir?: string | null;
   /** Periodic store pings behind /readyz (src/server/store-health.ts; default every 1000 ms, 5000 ms timeout, down after 2 failures in a row). */
@@ -121,6 +123,7 @@ function checkServerOptions(options: VoiceServerOptions): void {
     throw new VoicewireError('INVALID_ARGUMENT', `createVoiceServer: pageDir must be a string or null, got ${describeValue(options.pageDir)}`);
   }
   optionsArg(options.storeHealth, 'createVoiceServer: storeHealth');
+  if (options.metricsText !== undefined) functionArg(options.metricsText, 'createVoiceServer: metricsText');
 }
 
 /** Creates the server (nothing is bound until `listen`). Seeds the engine's catalog voices into the store. */
@@ -203,8 +206,17 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     const url = new URL(req.url ?? '/', 'http://localhost');
     const method = req.method ?? 'GET';
     if (method === 'GET' && url.pathname === '/metrics') {
+      let text: string;
+      try {
+        text = await (options.metricsText ?? (() => metrics.registry.metrics()))();
+      } catch (err) {
+        // A partial answer would read as the whole: the scrape fails instead.
+        res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`metrics unavailable: ${(err as Error).message}\n`);
+        return;
+      }
       res.writeHead(200, { 'content-type': metrics.registry.contentType });
-      res.end(await metrics.registry.metrics());
+      res.end(text);
       return;
     }
     if (url.pathname !== API && !url.pathname.startsWith(`${API}/`)) {

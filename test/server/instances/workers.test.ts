@@ -30,6 +30,17 @@ function getJson(url: string, headers: Record<string, string>): Promise<Record<s
   });
 }
 
+/** GET text on a fresh connection. */
+function getText(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`${res.statusCode}: ${body}`))));
+    }).on('error', reject);
+  });
+}
+
 describe('serve --workers 2', () => {
   it('two worker pids answer on one port; SIGTERM drains a live session and exits 0', async () => {
     const admin = cli(['keys', 'create', '--org', 'ops', '--admin', '--data', dir]).trim();
@@ -55,6 +66,28 @@ describe('serve --workers 2', () => {
     expect(live.messages.some((m) => m['type'] === 'error')).toBe(false);
     expect(audioBytes(live.messages).length).toBeGreaterThan(0);
     expect(await s.exited).toBe(0);
+  }, 30_000);
+
+  it('/metrics is cluster-wide: every scrape, whichever worker answers it, counts the requests of both', async () => {
+    const admin = cli(['keys', 'create', '--org', 'metrics', '--admin', '--data', dir]).trim();
+    s = await startServe(['--workers', '2', '--data', dir, '--no-bootstrap']);
+    // New connections go to the workers in turn: two status calls in a row reach both.
+    const pids = new Set<number>();
+    for (let i = 0; i < 2; i++) pids.add(Number((await getJson(`${s.base}/statusz`, { 'x-api-key': admin }))['pid']));
+    expect(pids.size).toBe(2);
+    // So 6 requests are 3 per worker, and 4 scrapes in a row reach each worker twice: a worker's
+    // own registry would say 3; the cluster's says 6 every time.
+    const requests = 6;
+    for (let i = 0; i < requests; i++) {
+      const r = await fetch(`${s.base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': admin, connection: 'close' }, body: JSON.stringify({ text: 'abc', only_audio: true, output_format: 'pcm' }) });
+      await r.arrayBuffer();
+    }
+    for (let i = 0; i < 4; i++) {
+      const text = await getText(s.base.replace('/api', '/metrics'));
+      expect(text).toMatch(new RegExp(`voicewire_time_to_first_audio_seconds_count\\{route="tts_post"\\} ${requests}\\b`));
+    }
+    await s.stop(5000);
+    s = undefined;
   }, 30_000);
 
   it('--workers is validated, and memory: is refused with more than one worker', () => {
