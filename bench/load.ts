@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { openStore } from '../src/server/store/open.js';
 import { ensureOrganization } from '../src/server/bootstrap.js';
 import { createKey } from '../src/server/keys.js';
-import { machine, saveFile } from './util.js';
+import { machine, saveFile, stopWithBench } from './util.js';
 import type { ClientConfig, StepReport } from './load-client.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 
@@ -100,6 +100,7 @@ function startServer(workers: number, tts: string): Promise<{ child: ChildProces
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
   });
+  stopWithBench(child);
   return new Promise((resolve, reject) => {
     let out = '';
     child.once('exit', (c) => reject(new Error(`serve exited ${c}`)));
@@ -175,6 +176,7 @@ async function run(workers: number, engine: string, format: string): Promise<Run
   const idle = sample(pids);
   const cfg: ClientConfig = { base, keys, format, steps: STEPS, stepMs: STEP_MS, p99LimitMs: P99_LIMIT_MS, clipPath, mix: { tts: 0.7, stt: 0.15 } };
   const client = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/load-client.ts'), JSON.stringify(cfg)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  stopWithBench(client);
   const steps: Array<StepReport & { cpuPct: number; rss: number; stages: Promise<StageTotals> }> = [];
   const initialStages = stageTotals(base);
   let last = sample(pids);

@@ -18,7 +18,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
-import { machine, save } from './util.js';
+import { machine, save, stopWithBench } from './util.js';
 
 const root = join(fileURLToPath(new URL('.', import.meta.url)), '..');
 const TEXT = 'hello world this is voicewire';
@@ -96,6 +96,7 @@ function sttAudio(): string {
 
 async function main(): Promise<void> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/server-child.ts')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  stopWithBench(child);
   let out = '';
   const [base, key] = await new Promise<[string, string]>((resolve) => child.stdout.on('data', (d: Buffer) => {
     out += d.toString();

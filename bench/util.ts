@@ -16,6 +16,7 @@
  * first case is the reference. Environment: BENCH_ROUNDS (default 60), BENCH_SAMPLE_MS (default 10),
  * BENCH_GROUP_S (time budget per group, default 6 s) keep a suite within about a minute.
  */
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
@@ -207,4 +208,25 @@ export function saveFile(file: string, text: string): void {
 /** Saves a suite's groups to bench/results/<name>.json (only with --save). */
 export function save(name: string, groups: unknown): void {
   saveFile(`${name}.json`, JSON.stringify({ machine: machine(), date: new Date().toISOString(), groups }, null, 2) + '\n');
+}
+
+/** Children to stop if this bench is interrupted. */
+const children = new Set<ChildProcess>();
+let trapped = false;
+
+/**
+ * Stops `child` when this bench is interrupted (Ctrl-C, `timeout`'s SIGTERM): a server child
+ * left running holds its port and CPU after the bench is gone.
+ */
+export function stopWithBench(child: ChildProcess): void {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  if (trapped) return;
+  trapped = true;
+  const stop = (): void => {
+    for (const c of children) c.kill('SIGTERM');
+    process.exit(130);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
 }
