@@ -10,7 +10,8 @@ import { pino } from 'pino';
 
 const store = new MemoryStore();
 const boot = (await bootstrap(store))!;
-const server = await createVoiceServer({ store, logger: pino({ level: 'warn' }, pino.destination(2)), limits: { connectionsPerKey: 10_000 } });
+// The engines are named: the defaults are espeak and pocketsphinx when installed, and this bench measures the server.
+const server = await createVoiceServer({ store, tts: 'tone', stt: 'tone', logger: pino({ level: 'warn' }, pino.destination(2)), limits: { connectionsPerKey: 10_000 } });
 const { port } = await server.listen(0, '127.0.0.1');
 process.stdout.write(`listening on http://127.0.0.1:${port}/api ${boot.apiKey}\n`);
 process.once('SIGTERM', () => void server.close().then(() => process.exit(0)));
