@@ -15,4 +15,5 @@ export { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
 export type { PocketsphinxSttOptions } from './pocketsphinx-stt.js';
 export { pocketsphinxAvailable, pocketsphinxModelFromDir, POCKETSPHINX_PACKAGES, DEBIAN_EN_US_MODEL } from './pocketsphinx-ffi.js';
 export type { PocketsphinxModel } from './pocketsphinx-ffi.js';
-export { VoiceActivity, inactivityFromPause, VAD_HORIZONS, PAUSE_MODEL } from './vad.js';
+export { VoiceActivity, loadVad, inactivityFromPause, VAD_HORIZONS, PAUSE_MODEL } from './vad.js';
+export type { FvadModule } from './vad.js';

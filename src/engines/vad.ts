@@ -36,7 +36,8 @@ export const VAD_HORIZONS = [0.5, 1, 2] as const;
 /** The pause-length model's parameters (see the module comment). */
 export const PAUSE_MODEL = Object.freeze({ tau: 0.5, k: 1.5, turnEndPrior: 0.35, smoothing: 0.5 });
 
-interface FvadModule {
+/** The loaded libfvad wasm module, as {@link loadVad} resolves it. */
+export interface FvadModule {
   _fvad_new(): number;
   _fvad_free(inst: number): void;
   _fvad_set_mode(inst: number, mode: number): number;
