@@ -85,3 +85,13 @@ describe('voice activity (WebRTC VAD + pause-length model)', () => {
     check(await run(resampleInt16(r.pcm, 48000, 16000), 3));
   });
 });
+
+describe('VoiceActivity from the package entry', () => {
+  it('voicewire/engines exports loadVad, so a VoiceActivity can be made outside voicewire', async () => {
+    const engines = await import('../../src/engines/index.js');
+    const vad = new engines.VoiceActivity(await engines.loadVad());
+    const steps = vad.frame(new Int16Array(1280)); // 80 ms of silence at 16 kHz
+    expect(steps.map((p) => p.horizon_s)).toEqual([...engines.VAD_HORIZONS]);
+    vad.free();
+  });
+});
