@@ -84,8 +84,13 @@ export function floatToS16(x: number): number {
   return (v + (v >= 0 ? 0.5 : -0.5)) | 0;
 }
 
-const BACKEND_RATES: readonly number[] = [8000, 12000, 16000, 24000, 48000];
-const BACKEND_APPLICATIONS: readonly number[] = [2048, 2049, 2051];
+/** The sample rates libopus encodes and decodes at. */
+export const OPUS_SAMPLE_RATES = [8000, 12000, 16000, 24000, 48000] as const;
+/** libopus application codes by name. */
+export const OPUS_APPLICATION_CODES = { voip: 2048, audio: 2049, lowdelay: 2051 } as const;
+
+const BACKEND_RATES: readonly number[] = OPUS_SAMPLE_RATES;
+const BACKEND_APPLICATIONS: readonly number[] = Object.values(OPUS_APPLICATION_CODES);
 
 /**
  * The arguments every backend takes (RFC 6716 rates, 1 or 2 channels, libopus's application

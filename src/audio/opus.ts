@@ -38,21 +38,19 @@ import {
   type OpusBackend,
   type OpusBackendDecoder,
   type OpusBackendEncoder,
+  OPUS_APPLICATION_CODES,
+  OPUS_SAMPLE_RATES,
 } from './opus-backend.js';
 import { wasmHandlerCount, wasmOpusBackend } from './opus-wasm.js';
 
 export { initOpus, type OpusInitOptions, type OpusWasmSource } from './opus-wasm.js';
 export type { OpusBackend, OpusBackendDecoder, OpusBackendEncoder } from './opus-backend.js';
 
-/** libopus application codes by name. */
-const APPLICATIONS = { voip: 2048, audio: 2049, lowdelay: 2051 } as const;
-
-/** The sample rates libopus encodes and decodes at. */
-export const OPUS_SAMPLE_RATES = [8000, 12000, 16000, 24000, 48000] as const;
+export { OPUS_SAMPLE_RATES };
 /** A sample rate libopus runs at. */
 export type OpusSampleRate = (typeof OPUS_SAMPLE_RATES)[number];
 /** libopus coding mode: `'voip'` (speech intelligibility), `'audio'` (fidelity), `'lowdelay'` (CELT only, 2.5 ms look-ahead). */
-export type OpusApplication = keyof typeof APPLICATIONS;
+export type OpusApplication = keyof typeof OPUS_APPLICATION_CODES;
 /** Largest Opus packet duration (RFC 6716 §3.2.5): 120 ms. */
 export const OPUS_MAX_PACKET_MS = 120;
 /** Packet durations an encoder can produce, in milliseconds. */
@@ -233,7 +231,7 @@ function acquireEncoder(sampleRate: number, channels: 1 | 2, application: OpusAp
   if (idle) return idle;
   let core: OpusBackendEncoder;
   try {
-    core = b.createEncoder(sampleRate, channels, APPLICATIONS[application]);
+    core = b.createEncoder(sampleRate, channels, OPUS_APPLICATION_CODES[application]);
   } catch (err) {
     throw crashed(err, 'OPUS_CAPACITY', `creating an encoder (${sampleRate} Hz, ${channels} ch)`);
   }
@@ -439,7 +437,7 @@ export class OpusEncoder {
     this.sampleRate = checkRate(o.sampleRate ?? 48000, 'OpusEncoder');
     this.channels = checkChannels(o.channels ?? 1, 'OpusEncoder');
     const app = o.application ?? 'audio';
-    if (typeof app !== 'string' || !Object.hasOwn(APPLICATIONS, app)) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder application must be 'voip', 'audio' or 'lowdelay', got ${shown(app)}`);
+    if (typeof app !== 'string' || !Object.hasOwn(OPUS_APPLICATION_CODES, app)) throw new VoicewireError('INVALID_ARGUMENT', `OpusEncoder application must be 'voip', 'audio' or 'lowdelay', got ${shown(app)}`);
     this.application = app;
     if (o.bitrate !== undefined) bitrateValue(o.bitrate);
     if (o.complexity !== undefined) checkComplexity(o.complexity);
