@@ -13,8 +13,8 @@
  */
 import { describe } from '../util/bytes.js';
 import { VoicewireError } from '../util/errors.js';
-import { functionArg, objectArg, optionsArg, shown } from '../util/args.js';
-import type { Incremental } from '../util/stream-core.js';
+import { objectArg, optionsArg, shown } from '../util/args.js';
+import { incrementalArg, type Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
 import { CLAMP_ABOVE, FLUSH_BELOW, roundToInt16, runDecimator, runPolyphase, tame } from './resampler-simd.js';
 import { designPolyphaseFilter, RESAMPLER_QUALITIES, resamplerCost as designCost, type PolyphaseFilter, type ResamplerCost, type ResamplerQuality } from './resampler-design.js';
@@ -641,9 +641,7 @@ export function resampleInt16(input: Int16Array, fromRate: number, toRate: numbe
 
 /** Wraps a {@link Resampler} as an {@link Incremental} core (empty outputs are not emitted). */
 export function resamplerCore<T extends Float32Array | Int16Array>(r: Resampler<T>): Incremental<T, T> {
-  objectArg(r, 'resamplerCore resampler');
-  functionArg(r.push, 'resamplerCore resampler.push');
-  functionArg(r.flush, 'resamplerCore resampler.flush');
+  incrementalArg(r, 'resamplerCore resampler');
   return {
     push(chunk: T): readonly T[] {
       const out = r.push(chunk);

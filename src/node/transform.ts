@@ -3,9 +3,8 @@
  * `_flush` calls `flush`, a throw becomes `callback(err)`. Backpressure is Node's own.
  */
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
-import type { Incremental } from '../util/stream-core.js';
+import { incrementalArg, type Incremental } from '../util/stream-core.js';
 import { bytesOf } from '../util/bytes.js';
-import { functionArg, objectArg } from '../util/args.js';
 import { nodeStreamOptions } from './stream-options.js';
 
 /** Options of {@link toNodeTransform}. */
@@ -23,9 +22,7 @@ export class CoreTransform<In, Out> extends Transform {
 
   constructor(core: Incremental<In, Out>, options?: NodeTransformOptions) {
     options = nodeStreamOptions(options, 'CoreTransform options');
-    objectArg(core, 'CoreTransform core');
-    functionArg(core.push, 'CoreTransform core.push');
-    functionArg(core.flush, 'CoreTransform core.flush');
+    incrementalArg(core, 'CoreTransform core');
     super(options);
     this.core = core;
     this.bytesOut = !options.readableObjectMode && !options.objectMode;

@@ -18,6 +18,7 @@
  */
 import { VoicewireError } from '../util/errors.js';
 import { functionArg, objectArg, optionsArg, shown } from '../util/args.js';
+import { incrementalArg } from '../util/stream-core.js';
 
 /** A synchronous core a pump drives: the {@link Incremental} shape plus `reset` (and optionally `destroy`). */
 export interface PipelineCore<In, Out> {
@@ -55,10 +56,10 @@ export interface FramePumpOptions<In, Out> extends PipelineWaterMarks {
 }
 
 /** A core has push, flush and reset methods (and destroy, when present). */
-function checkCore(core: unknown, what: string): void {
-  const c = objectArg(core as object, `${what} core`) as Partial<Record<keyof PipelineCore<unknown, unknown>, unknown>>;
-  for (const m of ['push', 'flush', 'reset'] as const) functionArg(c[m], `${what} core.${m}`);
-  if (c.destroy !== undefined) functionArg(c.destroy, `${what} core.destroy`);
+function checkCore(core: PipelineCore<unknown, unknown>, what: string): void {
+  incrementalArg(core, `${what} core`);
+  functionArg(core.reset, `${what} core.reset`);
+  if (core.destroy !== undefined) functionArg(core.destroy, `${what} core.destroy`);
 }
 
 /** Checks and defaults water marks. @throws `INVALID_ARGUMENT` unless `0 ≤ low < high`, integers. */

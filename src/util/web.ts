@@ -2,9 +2,9 @@
  * Web `TransformStream` adapter over any {@link Incremental} core. Works in browsers, Deno and
  * Node >= 18 (global TransformStream). A thrown VoicewireError errors the stream.
  */
-import { describeValue, functionArg, objectArg, optionsArg } from './args.js';
+import { describeValue, functionArg, optionsArg } from './args.js';
 import { VoicewireError } from './errors.js';
-import type { Incremental } from './stream-core.js';
+import { incrementalArg, type Incremental } from './stream-core.js';
 
 /** Options of {@link toWebTransformStream}: queuing strategies for the two sides. */
 export interface WebTransformOptions<In, Out> {
@@ -17,9 +17,7 @@ export function toWebTransformStream<In, Out>(
   core: Incremental<In, Out>,
   options: WebTransformOptions<In, Out> = {},
 ): TransformStream<In, Out> {
-  objectArg(core, 'toWebTransformStream: core');
-  functionArg(core.push, 'toWebTransformStream: core.push');
-  functionArg(core.flush, 'toWebTransformStream: core.flush');
+  incrementalArg(core, 'toWebTransformStream: core');
   options = optionsArg(options, 'toWebTransformStream: options');
   return new TransformStream<In, Out>(
     {
