@@ -5,8 +5,9 @@
  * `;` followed by a space) has arrived; without one, the phrase so far leaves once it holds a few
  * complete words ({@link ESPEAK_LAG_WORDS}, cut at a comma when there is one), so audio lags the
  * text by a few words (§4.5 "without it, audio lags a few words behind"); a `<flush>`, a
- * `<break>` or the end speak the rest. espeak's 22.05 kHz output is resampled to 48 kHz with voicewire's resampler and sent in
- * 80 ms frames (3840 samples; the last frame of a flush or of the request is padded with silence).
+ * `<break>` or the end speak the rest. espeak's 22.05 kHz output is resampled to 48 kHz with
+ * voicewire's resampler and sent in 80 ms frames (3840 samples; the last frame of a flush or of
+ * the request is padded with silence).
  *
  * Word timestamps come from espeak's word events, on the output timeline: a word starts at its
  * event (moved to the first sound after it) and stops at the last sound before the next word
@@ -201,20 +202,20 @@ class EspeakStream implements TtsEngineStream {
     let cut = -1;
     for (let m = re.exec(this.pending); m; m = re.exec(this.pending)) cut = m.index + 1;
     if (cut < 0 && this.pending.length > this.maxChunk) cut = this.pending.lastIndexOf(' ', this.maxChunk);
-    if (cut > 0) {
-      const ready = this.pending.slice(0, cut);
-      this.pending = this.pending.slice(cut);
-      await this.speak(ready, false);
-    }
+    if (cut > 0) await this.speakPendingTo(cut, false);
     // After the last sentence end: past a few complete words the phrase so far is spoken (§4.5:
     // audio lags a few words behind the text), its tail silence trimmed as it is mid-sentence.
     // The first audio of a request waits for one word only: first audio is the latency promised.
-    const phrase = phraseCut(this.pending, this.out === 0 && this.fill === 0 ? 1 : ESPEAK_LAG_WORDS);
-    if (phrase > 0) {
-      const ready = this.pending.slice(0, phrase);
-      this.pending = this.pending.slice(phrase);
-      await this.speak(ready, true);
-    }
+    const spokeNothing = this.out === 0 && this.fill === 0;
+    const phrase = phraseCut(this.pending, spokeNothing ? 1 : ESPEAK_LAG_WORDS);
+    if (phrase > 0) await this.speakPendingTo(phrase, true);
+  }
+
+  /** Speaks `pending` up to `at` and keeps the rest. */
+  private async speakPendingTo(at: number, trimTail: boolean): Promise<void> {
+    const ready = this.pending.slice(0, at);
+    this.pending = this.pending.slice(at);
+    await this.speak(ready, trimTail);
   }
 
   async pause(seconds: number): Promise<void> {
@@ -237,10 +238,8 @@ class EspeakStream implements TtsEngineStream {
     this.closed = true;
   }
 
-  private async speakPending(trimTail: boolean): Promise<void> {
-    const text = this.pending;
-    this.pending = '';
-    await this.speak(text, trimTail);
+  private speakPending(trimTail: boolean): Promise<void> {
+    return this.speakPendingTo(this.pending.length, trimTail);
   }
 
   /** Speaks `text` sentence by sentence (pieces of at most maxChunk characters). */
