@@ -22,12 +22,15 @@ export type CliCommand =
       quality: 'high' | 'fast' | 'best';
       /** Opus bitrate, bit/s; undefined: libopus's automatic choice. */
       bitrate?: number;
+      /** Stop after this many seconds of audio (an input that never ends, a pipe); undefined: to the input's end. */
+      maxSeconds?: number;
     };
 
 /** The usage text printed by `voicewire --help`. */
 export const USAGE = `usage:
   voicewire info FILE [--from FORMAT]
   voicewire convert IN --to FORMAT [--from FORMAT] [-o OUT] [--quality high|fast|best] [--bitrate BPS]
+                    [--max-seconds S]
 
   IN/OUT may be '-' for stdin/stdout (OUT defaults to stdout; binary output to a terminal
   is refused unless you write -o -). A file OUT is written to a temporary file beside it and
@@ -41,6 +44,10 @@ export const USAGE = `usage:
   wav to a file (or stdout redirected to a file) gets exact sizes; to a pipe, the streaming header.
   --bitrate: Opus target bit/s, ${CLI_OPUS_BITRATE_MIN}–${CLI_OPUS_BITRATE_MAX} (or 64k); default libopus's choice.
   Multichannel input is downmixed to mono.
+  convert is a stream: it reads until the input ends, so an input that never ends (a pipe, a
+  device, /dev/urandom that ffmpeg takes for audio) converts without end in bounded memory.
+  --max-seconds S stops after S seconds of audio and finishes the output normally (or bound the
+  bytes read: head -c N IN | voicewire convert - …).
 
 client commands (a running service; --base-url default http://127.0.0.1:8080/api,
 --api-key or VOICEWIRE_API_KEY):
@@ -82,7 +89,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     }
     const eq = a.indexOf('=');
     const name = eq > 0 ? a.slice(0, eq) : a;
-    if (!['--to', '--from', '-o', '--output', '--quality', '--bitrate'].includes(name)) throw usage(`unknown option ${name}`);
+    if (!['--to', '--from', '-o', '--output', '--quality', '--bitrate', '--max-seconds'].includes(name)) throw usage(`unknown option ${name}`);
     const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
     if (value === undefined || value === '') throw usage(`option ${name} needs a value`);
     flags.set(name === '--output' ? '-o' : name, value);
@@ -111,6 +118,12 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     if (bitrate !== undefined) {
       if (to !== 'opus') throw usage(`--bitrate applies to --to opus only, not ${to}`);
       cmd.bitrate = parseBitrate(bitrate);
+    }
+    const maxSeconds = flags.get('--max-seconds');
+    if (maxSeconds !== undefined) {
+      const s = /^\d+(\.\d+)?$/.test(maxSeconds) ? Number(maxSeconds) : NaN;
+      if (!(s > 0 && s <= 1e7)) throw usage(`--max-seconds must be a number of seconds above 0 (e.g. 30 or 2.5), not ${JSON.stringify(maxSeconds)}`);
+      cmd.maxSeconds = s;
     }
     return cmd;
   }

@@ -7,6 +7,10 @@
  *   resampled by voicewire so `--quality` applies;
  * - `wav` output: the streaming header, the data, then — when the output is a regular file — the
  *   RIFF and data sizes patched in place.
+ *
+ * It is a stream: an input that never ends converts without end (in bounded memory).
+ * `--max-seconds` bounds it: the stage keeps that much audio, then the readers stop and the output
+ * is finished as if the input had ended there.
  */
 import { VoicewireError } from '../util/errors.js';
 import { createAudioDecoder, type AudioDecoder } from '../pipelines/audio-decoder.js';
@@ -36,6 +40,8 @@ function u32le(n: number): Uint8Array {
 /** PCM in (at the rate the decoder found), bytes of the target format out, into the output. */
 class EncodeStage {
   private encoder: AudioEncoder | undefined;
+  /** Input-rate samples still wanted (`--max-seconds`); Infinity without it. */
+  private remaining = Infinity;
 
   constructor(
     private readonly cmd: ConvertCommand,
@@ -46,14 +52,25 @@ class EncodeStage {
     return this.encoder !== undefined;
   }
 
+  /** True once `--max-seconds` of audio has been taken: read no more input. */
+  get full(): boolean {
+    return this.remaining <= 0;
+  }
+
   start(inputRate: number): void {
     if (this.encoder !== undefined) return;
     const opus = this.cmd.bitrate === undefined ? {} : { opus: { bitrate: this.cmd.bitrate } };
     this.encoder = createAudioEncoder({ format: this.cmd.to, inputRate, quality: this.cmd.quality, ...opus });
+    if (this.cmd.maxSeconds !== undefined) this.remaining = Math.round(this.cmd.maxSeconds * inputRate);
   }
 
   async push(pcm: readonly Int16Array[]): Promise<void> {
-    for (const p of pcm) for (const b of this.encoder!.push(p)) await this.out.write(b);
+    for (let p of pcm) {
+      if (this.remaining <= 0) return;
+      if (p.length > this.remaining) p = p.subarray(0, this.remaining);
+      this.remaining -= p.length;
+      for (const b of this.encoder!.push(p)) await this.out.write(b);
+    }
   }
 
   /** Ends the stream; for WAV in a regular file, writes the real sizes over the streaming ones. */
@@ -77,7 +94,7 @@ class EncodeStage {
 /** Pushes a chunk into a decoder, Ogg in small pieces; the PCM goes to the stage. */
 async function decodeInto(decoder: AudioDecoder, chunk: Uint8Array, stage: EncodeStage): Promise<void> {
   const piece = decoder.info?.container === 'ogg' ? OGG_PIECE : chunk.byteLength;
-  for (let i = 0; i < chunk.byteLength; i += piece) {
+  for (let i = 0; i < chunk.byteLength && !stage.full; i += piece) {
     const pcm = decoder.push(chunk.subarray(i, i + piece));
     if (!stage.started && decoder.info !== null) stage.start(decoder.info.sampleRate);
     await stage.push(pcm);
@@ -114,9 +131,15 @@ async function viaFfmpeg(held: Uint8Array[], input: CliInput, stage: EncodeStage
   }
   const decoder = createAudioDecoder({});
   try {
-    for await (const chunk of ff.stdout as AsyncIterable<Uint8Array>) await decodeInto(decoder, chunk, stage);
-    await ff.exited; // ffmpeg's own error first: its WAV is cut short when it fails
-    await feeding;
+    for await (const chunk of ff.stdout as AsyncIterable<Uint8Array>) {
+      await decodeInto(decoder, chunk, stage);
+      if (stage.full) break;
+    }
+    // Stopped by --max-seconds, ffmpeg is killed below: its exit and the feeding say nothing then.
+    if (!stage.full) {
+      await ff.exited; // ffmpeg's own error first: its WAV is cut short when it fails
+      await feeding;
+    }
     await finishDecoder(decoder, stage, 'ffmpeg decoded no audio');
   } finally {
     ff.kill();
@@ -157,7 +180,7 @@ export async function convert(cmd: ConvertCommand, stdoutIsTTY: boolean): Promis
     try {
       for (const chunk of held) await decodeInto(decoder, chunk, stage);
       held.length = 0;
-      for (let chunk = await input.next(); chunk !== null; chunk = await input.next()) await decodeInto(decoder, chunk, stage);
+      for (let chunk = stage.full ? null : await input.next(); chunk !== null; chunk = stage.full ? null : await input.next()) await decodeInto(decoder, chunk, stage);
       await finishDecoder(decoder, stage, 'the input is empty');
     } finally {
       decoder.destroy();

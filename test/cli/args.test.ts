@@ -45,6 +45,15 @@ describe('parseCliArgs', () => {
     expect(usageError(['convert', 'a', '--to', 'wav', '--bitrate', '32000']).message).toMatch(/--to opus only/);
   });
 
+  it('--max-seconds bounds a conversion: seconds above 0, decimals allowed', () => {
+    expect(parseCliArgs(['convert', '-', '--to', 'wav', '--max-seconds', '30'])).toMatchObject({ maxSeconds: 30 });
+    expect(parseCliArgs(['convert', '-', '--to', 'wav', '--max-seconds=2.5'])).toMatchObject({ maxSeconds: 2.5 });
+    expect(parseCliArgs(['convert', '-', '--to', 'wav'])).not.toHaveProperty('maxSeconds');
+    for (const bad of ['0', '-1', 'abc', '1e3', 'Infinity', '99999999']) {
+      expect(usageError(['convert', '-', '--to', 'wav', '--max-seconds', bad]).message, bad).toMatch(/--max-seconds must be a number of seconds above 0/);
+    }
+  });
+
   it('rejects bad command lines with CLI_USAGE and a message that says what is wrong', () => {
     expect(usageError([]).message).toMatch(/missing command/);
     expect(usageError(['play', 'x']).message).toMatch(/unknown command play/);
