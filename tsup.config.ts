@@ -3,7 +3,7 @@ import { defineConfig, type Options } from 'tsup';
 
 type TsupPlugin = NonNullable<Options['plugins']>[number];
 
-const LIBRARY = { index: 'src/index.ts', node: 'src/node/index.ts', engines: 'src/engines/index.ts', server: 'src/server/index.ts', client: 'src/client/index.ts' };
+const LIBRARY = { index: 'src/index.ts', 'index-node': 'src/node/core-entry.ts', node: 'src/node/index.ts', engines: 'src/engines/index.ts', server: 'src/server/index.ts', client: 'src/client/index.ts' };
 
 /**
  * The `#!/usr/bin/env node` line and the executable bit go on dist/cli.js alone: tsup's `banner`

@@ -183,7 +183,9 @@ export function nativeOpusBackend(): OpusBackend | undefined {
   if (cached !== undefined) return cached ?? undefined;
   cached = null;
   try {
-    const req = typeof require === 'function' ? require : createRequire(import.meta.url);
+    // Never the ambient `require`: in the ESM build the bundler rewrites it to a shim that throws,
+    // and the catch below then chose wasm silently (issue 22). import.meta.url is shimmed in CJS.
+    const req = createRequire(import.meta.url);
     const addon = req(`@evan/opus/node/${process.arch}-${process.platform}.node`) as Addon;
     const backend = nativeOpusBackendOf(addon);
     // A smoke test: a binary that loads but does not work must not replace the wasm.

@@ -1,0 +1,149 @@
+/**
+ * The built product as a stranger runs it: `node dist/cli.js serve` with its default engines, in a
+ * child process, with a watchdog that SIGKILLs it past a memory bound (a leaking server must fail
+ * the test, not take the machine), and clients that speak the API as real ones do.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+
+export const root = fileURLToPath(new URL('../../', import.meta.url));
+export const CLI = join(root, 'dist', 'cli.js');
+export const built = existsSync(CLI);
+
+/** Resident memory of a process, bytes (Linux /proc), or NaN once it is gone. */
+export function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** A running built server. */
+export interface BuiltServer {
+  child: ChildProcess;
+  base: string;
+  wsBase: string;
+  /** An organization key (x-api-key) made with `voicewire keys create` on the server's data folder. */
+  key: string;
+  /** Highest RSS the watchdog saw, bytes. */
+  peakRss(): number;
+  /** Set when the watchdog killed the server for passing `maxRssBytes`. */
+  killedForMemory(): string | undefined;
+  alive(): boolean;
+  output(): string;
+  stop(): Promise<number | null>;
+}
+
+export interface BuiltServerOptions {
+  dataDir: string;
+  /** The watchdog's bound: past it the server is SIGKILLed. */
+  maxRssBytes: number;
+  args?: string[];
+  credits?: number;
+}
+
+/** Starts `node dist/cli.js serve --port 0 --data DIR` with the default engines. */
+export async function startBuiltServer(o: BuiltServerOptions): Promise<BuiltServer> {
+  const keyRun = spawnSync(process.execPath, [CLI, 'keys', 'create', '--org', 'strangers', '--credits', String(o.credits ?? 1e9), '--data', o.dataDir], { encoding: 'utf8', timeout: 30_000 });
+  if (keyRun.status !== 0) throw new Error(`keys create failed: ${keyRun.stderr}`);
+  const key = keyRun.stdout.trim().split('\n').at(-1)!;
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', o.dataDir, ...(o.args ?? [])], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'warn' },
+  });
+  let out = '';
+  // Both pipes are read to the end: a full pipe would block the server's logger.
+  child.stdout!.on('data', (d: Buffer) => (out.length < 1 << 20 ? (out += d.toString()) : undefined));
+  child.stderr!.on('data', (d: Buffer) => (out.length < 1 << 20 ? (out += d.toString()) : undefined));
+  let peak = 0;
+  let killed: string | undefined;
+  const watchdog = setInterval(() => {
+    const rss = rssOf(child.pid!);
+    if (rss > peak) peak = rss;
+    if (rss > o.maxRssBytes) {
+      killed = `server RSS ${(rss / 2 ** 20).toFixed(0)} MB passed the test's bound of ${(o.maxRssBytes / 2 ** 20).toFixed(0)} MB: killed`;
+      child.kill('SIGKILL');
+    }
+  }, 100);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => (clearInterval(watchdog), resolve(code))));
+  const base = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`serve did not start in 30 s:\n${out}`)), 30_000);
+    child.once('exit', (code) => reject(new Error(`serve exited ${code} before listening:\n${out}`)));
+    child.stdout!.on('data', () => {
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(out);
+      if (m) {
+        clearTimeout(t);
+        resolve(m[1]!);
+      }
+    });
+  });
+  return {
+    child,
+    base,
+    wsBase: base.replace('http:', 'ws:'),
+    key,
+    peakRss: () => peak,
+    killedForMemory: () => killed,
+    alive: () => child.exitCode === null && child.signalCode === null,
+    output: () => out,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const k = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      const code = await exited;
+      clearTimeout(k);
+      return code;
+    },
+  };
+}
+
+/** One WebSocket session: sends `messages` (pipelined, as the Python client does), collects every message until the socket closes. */
+export function wsSession(url: string, headers: Record<string, string>, messages: unknown[], timeoutMs = 120_000): Promise<Array<Record<string, unknown>>> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers });
+    const got: Array<Record<string, unknown>> = [];
+    const t = setTimeout(() => {
+      ws.terminate();
+      reject(new Error(`session did not end in ${timeoutMs} ms; got ${got.map((m) => m.type).join(',')}`));
+    }, timeoutMs);
+    ws.on('open', () => {
+      for (const m of messages) ws.send(JSON.stringify(m));
+    });
+    ws.on('message', (d) => got.push(JSON.parse(d.toString()) as Record<string, unknown>));
+    ws.on('error', (e) => (clearTimeout(t), reject(e)));
+    ws.on('close', () => (clearTimeout(t), resolve(got)));
+  });
+}
+
+/** Runs `task(i)` for i in [0, n), `concurrency` at a time. */
+export async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < n) await task(next++);
+  }));
+}
+
+/** The STT WebSocket messages of a WAV file sent as the Python client does: 4096-byte base64 chunks. */
+export function sttMessages(wav: Uint8Array): unknown[] {
+  const msgs: unknown[] = [{ type: 'setup', model_name: 'default', input_format: 'wav' }];
+  for (let i = 0; i < wav.length; i += 4096) msgs.push({ type: 'audio', audio: Buffer.from(wav.subarray(i, i + 4096)).toString('base64') });
+  msgs.push({ type: 'end_of_stream' });
+  return msgs;
+}
+
+/** The first `seconds` of a 16-bit mono WAV, as a WAV (exact sizes). */
+export function wavHead(wav: Buffer, seconds: number): Buffer {
+  const rate = wav.readUInt32LE(24);
+  const dataAt = wav.indexOf('data', 12, 'latin1');
+  const n = Math.min(wav.readUInt32LE(dataAt + 4), Math.round(seconds * rate) * 2);
+  const out = Buffer.concat([wav.subarray(0, dataAt + 8), wav.subarray(dataAt + 8, dataAt + 8 + n)]);
+  out.writeUInt32LE(out.length - 8, 4);
+  out.writeUInt32LE(n, dataAt + 4);
+  return out;
+}
