@@ -17,7 +17,8 @@
  * and waits up to `busyTimeoutMs` for it. That wait blocks the event loop, which is why it is short
  * and why only rare operator commands share the file with the server (many instances: postgres-store.ts).
  */
-import { chmodSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { tighten } from './file-modes.js';
 import { randomUUID } from 'node:crypto';
 import Database from 'libsql';
 import { optionsArg, shown, stringArg } from '../../util/args.js';
@@ -112,9 +113,12 @@ export class SqliteStore implements Store {
     options = optionsArg(options, 'SqliteStore.open: options');
     const busy = options.busyTimeoutMs ?? 5000;
     if (!Number.isSafeInteger(busy) || busy < 0) throw new VoicewireError('INVALID_ARGUMENT', `busyTimeoutMs must be a non-negative integer, got ${shown(busy)}`);
-    const created = path !== ':memory:' && !existsSync(path);
+    const onDisk = path !== ':memory:';
     let db: Db | undefined;
     try {
+      // Created 0600 before SQLite opens it (an empty file is an empty database), so the file and
+      // the WAL and SHM SQLite gives its mode are never readable by others, not even for a moment.
+      if (onDisk && !existsSync(path)) closeSync(openSync(path, 'wx', 0o600));
       db = new Database(path);
       // Before anything else, so even the journal-mode switch waits for a lock held elsewhere.
       db.pragma(`busy_timeout = ${busy}`);
@@ -126,7 +130,8 @@ export class SqliteStore implements Store {
       const effective = mode === 'wal' ? sync : 'FULL';
       db.pragma(`synchronous = ${effective}`);
       db.pragma('foreign_keys = ON');
-      if (created) chmodSync(path, 0o600); // holds key hashes and usage: the operator's only
+      // Holds key hashes and usage: the operator's only, even when an older copy was looser.
+      if (onDisk) for (const f of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) tighten(f, 0o600);
       return new SqliteStore(path, db, mode, effective, options);
     } catch (err) {
       try {

@@ -2,7 +2,7 @@
  * The Store contract on every implementation (store-suite.ts), then what only the SQLite store
  * has: its file, its journal, its migrations, its URL forms, its lock waits.
  */
-import { mkdtempSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'libsql';
@@ -211,6 +211,22 @@ describe('openStore', () => {
     await store.close();
     const again = await openStore({ data });
     expect(await again.countOrganizations()).toBe(1);
+    await again.close();
+  });
+
+  it('keeps the data folder 0700 and the database, its WAL and SHM 0600, even where they existed looser (a clone shipped them 0755/0644)', async () => {
+    const data = join(dir, 'data');
+    const mode = (p: string): string => (statSync(p).mode & 0o777).toString(8);
+    const first = await openStore({ data });
+    await first.createOrganization({ ...ORG, name: 'o' });
+    for (const f of ['', 'voicewire.db', 'voicewire.db-wal', 'voicewire.db-shm']) expect(mode(join(data, f)), f || 'folder').toBe(f ? '600' : '700');
+    await first.close();
+    // As a checkout (or a careless cp) leaves them: group- and world-readable.
+    chmodSync(data, 0o755);
+    chmodSync(join(data, 'voicewire.db'), 0o644);
+    const again = await openStore({ data });
+    await again.createOrganization({ ...ORG, name: 'p' });
+    for (const f of ['', 'voicewire.db', 'voicewire.db-wal', 'voicewire.db-shm']) expect(mode(join(data, f)), f || 'folder').toBe(f ? '600' : '700');
     await again.close();
   });
 
