@@ -186,7 +186,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     auth: async (req, o = {}) => {
       // A store known to be down refuses at once rather than after the driver's timeout.
       storeHealth.assertUp();
-      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region, admin: o.admin ?? false });
+      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region });
     },
   };
 

@@ -49,11 +49,11 @@ describe('drain', () => {
     expect((await fetch(`${h.base}/readyz`)).status).toBe(200);
   });
 
-  it('/drain and /statusz need an admin key; enable is validated (422)', async () => {
+  it('/drain and /statusz need an instance-admin key; enable is validated (422)', async () => {
     h = await startServer();
     const notAdmin = await fetch(`${h.base}/drain`, { method: 'POST', headers: { 'x-api-key': h.apiKey } });
     expect(notAdmin.status).toBe(500);
-    expect(await notAdmin.text()).toBe('error from server 1008: this route needs an admin key');
+    expect(await notAdmin.text()).toBe('error from server 1008: this route needs an instance-admin key (voicewire keys create --admin)');
     const bad = await fetch(`${h.base}/drain?enable=maybe`, { method: 'POST', headers: { 'x-api-key': h.adminKey } });
     expect(bad.status).toBe(422);
     const status = await fetch(`${h.base}/statusz`, { headers: { 'x-api-key': h.adminKey } });

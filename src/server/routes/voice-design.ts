@@ -4,6 +4,7 @@
  * candidates expire after `candidateSeconds` (default 3600) and are gone once expired.
  * DELETE answers 200 `{"embedding_id", "deleted": true}` (§4.9 does not show it), 404 JSON when
  * there is no such (live) candidate; from-embedding of a missing or expired candidate is 404 too.
+ * Every route here writes: an organization's API key only, never a temporary token (auth.ts).
  */
 import { randomUUID, randomInt } from 'node:crypto';
 import { VoicewireError } from '../../util/errors.js';
@@ -18,7 +19,7 @@ export const voiceDesignRoutes: RouteModule = {
       method: 'POST',
       path: '/voice-generator/generate',
       handle: async ({ ctx }, req, res) => {
-        const { org } = await ctx.auth(req, { allowToken: true }); // the web page designs voices with its token
+        const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
         const body = validateVoiceGenerationBody(await readJson(req, ctx.config.limits.maxJsonBytes));
         const expiresAt = new Date(Date.now() + ctx.config.candidateSeconds * 1000).toISOString();
         const seed = typeof body.json_config?.seed === 'number' ? body.json_config.seed : randomInt(2 ** 31);
@@ -38,7 +39,7 @@ export const voiceDesignRoutes: RouteModule = {
       method: 'POST',
       path: '/voices/from-embedding',
       handle: async ({ ctx, log }, req, res) => {
-        const { org } = await ctx.auth(req, { allowToken: true }); // the web page designs voices with its token
+        const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
         const body = validateVoiceFromEmbeddingBody(await readJson(req, ctx.config.limits.maxJsonBytes));
         const c = await ctx.store.getCandidate(org.id, body.voice_embedding_id, new Date());
         if (c === undefined) throw new VoicewireError('NOT_FOUND', 'voice candidate not found or expired');
@@ -65,7 +66,7 @@ export const voiceDesignRoutes: RouteModule = {
       method: 'DELETE',
       path: '/voice-generator/embeddings/:id',
       handle: async ({ ctx, params }, req, res) => {
-        const { org } = await ctx.auth(req, { allowToken: true }); // the web page designs voices with its token
+        const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
         const id = params['id']!;
         const live = await ctx.store.getCandidate(org.id, id, new Date());
         if (live === undefined || !(await ctx.store.deleteCandidate(org.id, id))) throw new VoicewireError('NOT_FOUND', 'voice candidate not found or expired');

@@ -116,7 +116,7 @@ export class MemoryStore implements Store {
   async createApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): Promise<ApiKeyRecord> {
     checkNewApiKey(key);
     const row: ApiKeyRecord = { id: key.id, orgId: key.orgId, hash: key.hash, admin: key.admin, revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
-    if (!this.orgs.has(row.orgId)) throw unknownOrganization(row.orgId);
+    if (row.orgId !== null && !this.orgs.has(row.orgId)) throw unknownOrganization(row.orgId);
     if (this.keys.has(row.id) || this.keyIdsByHash.has(row.hash)) throw duplicate('an API key with this id or hash');
     this.keys.set(row.id, row);
     this.keyIdsByHash.set(row.hash, row.id);

@@ -298,7 +298,7 @@ export class PostgresStore implements Store {
     checkNewApiKey(key);
     const row: ApiKeyRecord = { id: key.id, orgId: key.orgId, hash: key.hash, admin: key.admin, revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
     await this.transaction('createApiKey', async (c) => {
-      if (!(await c.query('SELECT 1 FROM organizations WHERE id = $1', [row.orgId])).rowCount) throw unknownOrganization(row.orgId);
+      if (row.orgId !== null && !(await c.query('SELECT 1 FROM organizations WHERE id = $1', [row.orgId])).rowCount) throw unknownOrganization(row.orgId);
       if ((await c.query('SELECT 1 FROM api_keys WHERE id = $1 OR hash = $2', [row.id, row.hash])).rowCount) throw duplicate('an API key with this id or hash');
       await c.query('INSERT INTO api_keys (id, org_id, hash, admin, revoked, prefix, created_at) VALUES ($1, $2, $3, $4, FALSE, $5, $6)', [
         row.id,
@@ -622,7 +622,7 @@ function toOrganization(r: Row): Organization {
 }
 
 function toApiKey(r: Row): ApiKeyRecord {
-  return { id: String(r.id), orgId: String(r.org_id), hash: String(r.hash), admin: r.admin === true, revoked: r.revoked === true, prefix: String(r.prefix), createdAt: String(r.created_at) };
+  return { id: String(r.id), orgId: r.org_id === null ? null : String(r.org_id), hash: String(r.hash), admin: r.admin === true, revoked: r.revoked === true, prefix: String(r.prefix), createdAt: String(r.created_at) };
 }
 
 function toVoice(r: Row): VoiceRecord {

@@ -288,7 +288,7 @@ export class SqliteStore implements Store {
     checkNewApiKey(key);
     const row: ApiKeyRecord = { id: key.id, orgId: key.orgId, hash: key.hash, admin: key.admin, revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
     this.write('createApiKey', () => {
-      if (!this.q('SELECT 1 FROM organizations WHERE id = ?').get(row.orgId)) throw unknownOrganization(row.orgId);
+      if (row.orgId !== null && !this.q('SELECT 1 FROM organizations WHERE id = ?').get(row.orgId)) throw unknownOrganization(row.orgId);
       if (this.q('SELECT 1 FROM api_keys WHERE id = ? OR hash = ?').get(row.id, row.hash)) throw duplicate('an API key with this id or hash');
       this.q('INSERT INTO api_keys (id, org_id, hash, admin, revoked, prefix, created_at) VALUES (?, ?, ?, ?, 0, ?, ?)').run(row.id, row.orgId, row.hash, row.admin ? 1 : 0, row.prefix, row.createdAt);
     });
@@ -577,7 +577,7 @@ function toOrganization(r: Row): Organization {
 }
 
 function toApiKey(r: Row): ApiKeyRecord {
-  return { id: String(r.id), orgId: String(r.org_id), hash: String(r.hash), admin: r.admin === 1, revoked: r.revoked === 1, prefix: String(r.prefix), createdAt: String(r.created_at) };
+  return { id: String(r.id), orgId: r.org_id === null ? null : String(r.org_id), hash: String(r.hash), admin: r.admin === 1, revoked: r.revoked === 1, prefix: String(r.prefix), createdAt: String(r.created_at) };
 }
 
 function toVoice(r: Row): VoiceRecord {

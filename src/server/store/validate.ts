@@ -90,8 +90,10 @@ export function checkNewApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>)
   objectArg(key, 'API key');
   checkId('key id', key.id);
   checkId('key hash', key.hash);
-  checkText('key orgId', key.orgId);
   checkBoolean('key admin', key.admin);
+  // One thing each: an instance-admin key has no organization, an organization's key has one.
+  if (key.admin && key.orgId !== null) throw new VoicewireError('INVALID_ARGUMENT', 'an instance-admin key belongs to no organization: its orgId must be null');
+  if (!key.admin) checkText('key orgId', key.orgId);
   checkText('key prefix', key.prefix);
 }
 

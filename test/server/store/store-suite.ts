@@ -182,10 +182,10 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
 
     describe('API keys', () => {
       it('creates, finds by hash and id, lists in creation order, revokes', async () => {
-        const k1 = await store.createApiKey({ id: 'k1', orgId: a.id, hash: 'h1', admin: true, prefix: 'vw_aa' });
+        const k1 = await store.createApiKey({ id: 'k1', orgId: a.id, hash: 'h1', admin: false, prefix: 'vw_aa' });
         const k2 = await store.createApiKey({ id: 'k2', orgId: b.id, hash: 'h2', admin: false, prefix: 'vw_bb' });
         const k3 = await store.createApiKey({ id: 'k3', orgId: a.id, hash: 'h3', admin: false, prefix: 'vw_cc' });
-        expect(k1).toMatchObject({ id: 'k1', orgId: a.id, hash: 'h1', admin: true, revoked: false, prefix: 'vw_aa' });
+        expect(k1).toMatchObject({ id: 'k1', orgId: a.id, hash: 'h1', admin: false, revoked: false, prefix: 'vw_aa' });
         expect(await store.findApiKeyByHash('h2')).toEqual(k2);
         expect(await store.findApiKeyByHash('nope')).toBeUndefined();
         expect(await store.getApiKey('k3')).toEqual(k3);
@@ -197,6 +197,18 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
         expect(await store.revokeApiKey('nope')).toBe(false);
         expect((await store.findApiKeyByHash('h1'))!.revoked).toBe(true);
         expect((await store.getApiKey('k3'))!.revoked).toBe(false);
+      });
+
+      it('an instance-admin key has no organization: listed with all keys, under none; one with an organization is refused', async () => {
+        const adm = await store.createApiKey({ id: 'adm', orgId: null, hash: 'ha', admin: true, prefix: 'vw_ad' });
+        expect(adm).toMatchObject({ orgId: null, admin: true, revoked: false });
+        expect(await store.findApiKeyByHash('ha')).toEqual(adm);
+        expect((await store.listApiKeys()).map((k) => k.id)).toEqual(['adm']);
+        expect(await store.listApiKeys(a.id)).toEqual([]);
+        await rejectsWith(store.createApiKey({ id: 'k1', orgId: a.id, hash: 'h1', admin: true, prefix: 'p' }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.createApiKey({ id: 'k2', orgId: null, hash: 'h2', admin: false, prefix: 'p' }), 'INVALID_ARGUMENT');
+        expect(await store.listApiKeys()).toHaveLength(1);
+        expect(await store.revokeApiKey('adm')).toBe(true);
       });
 
       it('refuses a key for an unknown organization and a duplicate id or hash', async () => {
