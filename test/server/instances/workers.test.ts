@@ -67,7 +67,7 @@ describe('serve --workers 2', () => {
     expect(live.messages.some((m) => m['type'] === 'error')).toBe(false);
     expect(audioBytes(live.messages).length).toBeGreaterThan(0);
     expect(await s.exited).toBe(0);
-  }, 30_000);
+  }, 60_000);
 
   it('/metrics is cluster-wide: every scrape, whichever worker answers it, counts the requests of both', async () => {
     const admin = cli(['keys', 'create', '--admin', '--data', dir]).trim();
@@ -90,7 +90,7 @@ describe('serve --workers 2', () => {
     }
     await s.stop(5000);
     s = undefined;
-  }, 30_000);
+  }, 60_000);
 
   it('--workers is validated, and memory: is refused with more than one worker', () => {
     expect(() => cli(['serve', '--workers', '0', '--store', 'memory:'])).toThrow(/--workers must be 1 to 256/);
