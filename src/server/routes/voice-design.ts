@@ -10,6 +10,7 @@ import { randomUUID, randomInt } from 'node:crypto';
 import { VoicewireError } from '../../util/errors.js';
 import { validateVoiceFromEmbeddingBody, validateVoiceGenerationBody } from '../../protocol/rest.js';
 import { readJson, sendJson } from '../http.js';
+import { assertActualText, assertStorable } from '../storable.js';
 import type { RouteModule } from '../context.js';
 import type { CandidateRecord, VoiceRecord } from '../store/store.js';
 
@@ -21,6 +22,8 @@ export const voiceDesignRoutes: RouteModule = {
       handle: async ({ ctx }, req, res) => {
         const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
         const body = validateVoiceGenerationBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+        assertActualText(body.prompt, 'prompt');
+        assertStorable({ prompt: body.prompt, json_config: body.json_config });
         const expiresAt = new Date(Date.now() + ctx.config.candidateSeconds * 1000).toISOString();
         const seed = typeof body.json_config?.seed === 'number' ? body.json_config.seed : randomInt(2 ** 31);
         const candidates: CandidateRecord[] = Array.from({ length: body.n_samples }, (_, i) => ({
@@ -41,6 +44,7 @@ export const voiceDesignRoutes: RouteModule = {
       handle: async ({ ctx, log }, req, res) => {
         const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
         const body = validateVoiceFromEmbeddingBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+        assertStorable({ ...body });
         const c = await ctx.store.getCandidate(org.id, body.voice_embedding_id, new Date());
         if (c === undefined) throw new VoicewireError('NOT_FOUND', 'voice candidate not found or expired');
         const voice: VoiceRecord = {

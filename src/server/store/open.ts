@@ -11,6 +11,7 @@ import { VoicewireError, isVoicewireError } from '../../util/errors.js';
 import type { PostgresStore } from './postgres-store.js';
 import { SqliteStore } from './sqlite-store.js';
 import { tighten } from './file-modes.js';
+import { storeErrorReason } from './validate.js';
 import type { Store } from './store.js';
 
 /** Where the store lives. */
@@ -76,6 +77,18 @@ export function resolveStoreLocation(options: OpenStoreOptions): StoreLocation {
  * within the connection timeout); `INVALID_ARGUMENT` for a malformed `--store`.
  */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  try {
+    return await open(options);
+  } catch (err) {
+    // At start the operator is the one reading: the reason the requests' answers leave out.
+    if (isVoicewireError(err, 'STORE_UNAVAILABLE') && err.message === 'store unavailable') {
+      throw new VoicewireError('STORE_UNAVAILABLE', `store unavailable: ${storeErrorReason(err)}`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+async function open(options: OpenStoreOptions): Promise<Store> {
   const where = resolveStoreLocation(options);
   if (where.kind === 'postgres') {
     // Loaded on demand: a SQLite deployment never loads the pg driver.

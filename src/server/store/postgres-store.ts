@@ -53,6 +53,8 @@ import {
   checkVoicePatch,
   duplicate,
   ownedByAnother,
+  storeRefused,
+  storeUnavailable,
   toJson,
   unknownKey,
   unknownOrganization,
@@ -234,12 +236,14 @@ export class PostgresStore implements Store {
 
   async getOrganization(id: string): Promise<Organization | undefined> {
     checkText('organization id', id);
+    if (hasNul(id)) return undefined;
     const r = (await this.query('getOrganization', 'SELECT * FROM organizations WHERE id = $1', [id]))[0];
     return r && toOrganization(r);
   }
 
   async getOrganizationByName(name: string): Promise<Organization | undefined> {
     checkText('organization name', name);
+    if (hasNul(name)) return undefined;
     const r = (await this.query('getOrganizationByName', 'SELECT * FROM organizations WHERE name = $1', [name]))[0];
     return r && toOrganization(r);
   }
@@ -320,6 +324,7 @@ export class PostgresStore implements Store {
 
   async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
     checkText('key id', id);
+    if (hasNul(id)) return undefined;
     const r = (await this.query('getApiKey', 'SELECT * FROM api_keys WHERE id = $1', [id]))[0];
     return r && toApiKey(r);
   }
@@ -335,6 +340,7 @@ export class PostgresStore implements Store {
 
   async revokeApiKey(id: string): Promise<boolean> {
     checkText('key id', id);
+    if (hasNul(id)) return false;
     return (await this.query('revokeApiKey', 'UPDATE api_keys SET revoked = TRUE WHERE id = $1 RETURNING 1', [id])).length > 0;
   }
 
@@ -384,6 +390,7 @@ export class PostgresStore implements Store {
   async getVoice(orgId: string, uid: string): Promise<VoiceRecord | undefined> {
     checkText('orgId', orgId);
     checkText('voice uid', uid);
+    if (hasNul(orgId, uid)) return undefined;
     const r = (await this.query('getVoice', 'SELECT * FROM voices WHERE uid = $1 AND (org_id = $2 OR org_id IS NULL)', [uid, orgId]))[0];
     return r && toVoice(r);
   }
@@ -412,6 +419,7 @@ export class PostgresStore implements Store {
     checkText('orgId', orgId);
     checkText('voice uid', uid);
     checkVoicePatch(patch);
+    if (hasNul(orgId, uid)) return undefined;
     const tags = patch.tags === undefined ? null : toJson('tags', patch.tags);
     // COALESCE keeps what the patch leaves out; catalog voices (NULL org) never match.
     const r = (
@@ -427,6 +435,7 @@ export class PostgresStore implements Store {
   async deleteVoice(orgId: string, uid: string): Promise<boolean> {
     checkText('orgId', orgId);
     checkText('voice uid', uid);
+    if (hasNul(orgId, uid)) return false;
     return (await this.query('deleteVoice', 'DELETE FROM voices WHERE uid = $1 AND org_id = $2 RETURNING 1', [uid, orgId])).length > 0;
   }
 
@@ -456,6 +465,7 @@ export class PostgresStore implements Store {
     checkText('orgId', orgId);
     checkText('embeddingId', embeddingId);
     const ms = checkNow(now);
+    if (hasNul(orgId, embeddingId)) return undefined;
     const r = (await this.query('getCandidate', 'SELECT * FROM candidates WHERE embedding_id = $1 AND org_id = $2 AND expires_ms > $3', [embeddingId, orgId, ms]))[0];
     return (
       r && {
@@ -472,6 +482,7 @@ export class PostgresStore implements Store {
   async deleteCandidate(orgId: string, embeddingId: string): Promise<boolean> {
     checkText('orgId', orgId);
     checkText('embeddingId', embeddingId);
+    if (hasNul(orgId, embeddingId)) return false;
     // An expired candidate is gone (issue 13): deleting it finds nothing.
     return (await this.query('deleteCandidate', 'DELETE FROM candidates WHERE embedding_id = $1 AND org_id = $2 AND expires_ms > $3 RETURNING 1', [embeddingId, orgId, Date.now()])).length > 0;
   }
@@ -495,6 +506,7 @@ export class PostgresStore implements Store {
   async getDictionary(orgId: string, uid: string): Promise<DictionaryRecord | undefined> {
     checkText('orgId', orgId);
     checkText('dictionary uid', uid);
+    if (hasNul(orgId, uid)) return undefined;
     const r = (await this.query('getDictionary', 'SELECT * FROM dictionaries WHERE uid = $1 AND org_id = $2', [uid, orgId]))[0];
     return r && toDictionary(r);
   }
@@ -518,13 +530,14 @@ export class PostgresStore implements Store {
   async deleteDictionary(orgId: string, uid: string): Promise<boolean> {
     checkText('orgId', orgId);
     checkText('dictionary uid', uid);
+    if (hasNul(orgId, uid)) return false;
     return (await this.query('deleteDictionary', 'DELETE FROM dictionaries WHERE uid = $1 AND org_id = $2 RETURNING 1', [uid, orgId])).length > 0;
   }
 
   // --- plumbing ------------------------------------------------------------------------------
 
   private open(): pg.Pool {
-    if (!this.pool) throw new VoicewireError('STORE_UNAVAILABLE', 'postgres: the store is closed');
+    if (!this.pool) throw storeUnavailable('open', 'postgres: the store is closed');
     return this.pool;
   }
 
@@ -592,15 +605,20 @@ export class PostgresStore implements Store {
   }
 }
 
+/** Postgres text cannot hold U+0000 (SQLSTATE 22021): an id with it names no row, as on the other stores. */
+function hasNul(...ids: string[]): boolean {
+  return ids.some((id) => id.includes('\0'));
+}
+
 /** Driver failures become STORE_UNAVAILABLE; data and constraint errors are the caller's (INVALID_ARGUMENT). */
 function wrap(err: unknown, what: string): VoicewireError {
   if (err instanceof VoicewireError) return err;
   const code = (err as { code?: unknown } | null)?.code;
   const message = err instanceof Error ? err.message || err.constructor.name : String(err);
   if ((typeof code === 'string' && BAD_INPUT.test(code)) || err instanceof TypeError || err instanceof RangeError) {
-    return new VoicewireError('INVALID_ARGUMENT', `store: ${what}: ${message}`, { cause: err });
+    return storeRefused(what, message, err);
   }
-  return new VoicewireError('STORE_UNAVAILABLE', `store: ${what} failed: ${message}${typeof code === 'string' ? ` (${code})` : ''}`, { cause: err });
+  return storeUnavailable(what, `${message}${typeof code === 'string' ? ` (${code})` : ''}`, err);
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {

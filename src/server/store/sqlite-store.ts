@@ -56,6 +56,8 @@ import {
   checkVoicePatch,
   duplicate,
   ownedByAnother,
+  storeRefused,
+  storeUnavailable,
   toJson,
   unknownKey,
   unknownOrganization,
@@ -505,7 +507,7 @@ export class SqliteStore implements Store {
   }
 
   private open(): Db {
-    if (!this.db) throw new VoicewireError('STORE_UNAVAILABLE', `${this.path}: the store is closed`);
+    if (!this.db) throw storeUnavailable('open', `${this.path}: the store is closed`);
     return this.db;
   }
 
@@ -557,9 +559,9 @@ function wrap(err: unknown, what: string): VoicewireError {
   const code = (err as { code?: unknown } | null)?.code;
   const message = err instanceof Error ? err.message : String(err);
   if ((typeof code === 'string' && BAD_INPUT.test(code)) || err instanceof TypeError || err instanceof RangeError) {
-    return new VoicewireError('INVALID_ARGUMENT', `store: ${what}: ${message}`, { cause: err });
+    return storeRefused(what, message, err);
   }
-  return new VoicewireError('STORE_UNAVAILABLE', `store: ${what} failed: ${message}${typeof code === 'string' ? ` (${code})` : ''}`, { cause: err });
+  return storeUnavailable(what, `${message}${typeof code === 'string' ? ` (${code})` : ''}`, err);
 }
 
 function toOrganization(r: Row): Organization {

@@ -405,6 +405,27 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
         expect(await store.getVoice(a.id, 'v1')).toEqual({ ...ok, params: { pitch: 50 } });
       });
 
+      it('NUL (U+0000, which Postgres text refuses): written, INVALID_ARGUMENT on every store; looked up, nothing found', async () => {
+        const nul = 'a\u0000b';
+        await rejectsWith(store.createOrganization({ ...ORG, name: nul }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.putVoice({ ...voice('v1', a.id, '2026-01-01T00:00:00.000Z'), name: nul }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.putVoice({ ...voice('v2', a.id, '2026-01-01T00:00:00.000Z'), tags: [nul] }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.putVoice({ ...voice('v3', a.id, '2026-01-01T00:00:00.000Z'), params: { k: nul } }), 'INVALID_ARGUMENT');
+        const expiresAt = new Date(Date.now() + HOUR).toISOString();
+        await rejectsWith(store.putCandidates([{ embeddingId: 'c1', orgId: a.id, language: 'en', prompt: nul, params: {}, expiresAt }]), 'INVALID_ARGUMENT');
+        await rejectsWith(store.putDictionary({ uid: 'd1', orgId: a.id, name: 'n', language: 'en', description: '', rules: [{ word: nul, replacement: 'x', kind: 'respelling' }], createdAt: '2026-01-01T00:00:00.000Z' }), 'INVALID_ARGUMENT');
+        expect(await store.getVoice(a.id, nul)).toBeUndefined();
+        expect(await store.updateVoice(a.id, nul, { name: 'x' })).toBeUndefined();
+        expect(await store.deleteVoice(a.id, nul)).toBe(false);
+        expect(await store.getCandidate(a.id, nul, new Date())).toBeUndefined();
+        expect(await store.deleteCandidate(a.id, nul)).toBe(false);
+        expect(await store.getDictionary(a.id, nul)).toBeUndefined();
+        expect(await store.deleteDictionary(a.id, nul)).toBe(false);
+        expect(await store.getOrganizationByName(nul)).toBeUndefined();
+        expect(await store.getApiKey(nul)).toBeUndefined();
+        expect(await store.revokeApiKey(nul)).toBe(false);
+      });
+
       it('an admin flag that is not a boolean is refused (the string "false" made an admin key)', async () => {
         await rejectsWith(store.createApiKey({ id: 'k1', orgId: a.id, hash: 'h1', admin: 'false' as unknown as boolean, prefix: 'p' }), 'INVALID_ARGUMENT');
         expect(await store.getApiKey('k1')).toBeUndefined();
