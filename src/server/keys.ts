@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { functionArg, objectArg, stringArg } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
 import type { ApiKeyRecord, Store } from './store/store.js';
 
 /** SHA-256 of a secret, hex. */
@@ -30,6 +31,8 @@ export function generateToken(): string {
 export async function createKey(store: Store, orgId: string | null): Promise<{ key: string; record: ApiKeyRecord }> {
   functionArg(objectArg(store, 'createKey: store').createApiKey, 'createKey: store.createApiKey');
   if (orgId !== null) stringArg(orgId, 'createKey: orgId');
+  // The old third argument (admin) made an organization's key that could drain the instance.
+  if (arguments.length > 2) throw new VoicewireError('INVALID_ARGUMENT', 'createKey takes (store, orgId): the admin flag is gone; orgId null makes an instance-admin key');
   const key = generateApiKey();
   const record = await store.createApiKey({ id: randomUUID(), orgId, hash: hashSecret(key), admin: orgId === null, prefix: key.slice(0, 7) });
   return { key, record };

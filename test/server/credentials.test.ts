@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import Database from 'libsql';
 import { connect, startServer, type Harness } from './harness.js';
 import { TOKEN_ROUTES } from '../../src/server/auth.js';
-import { hashSecret } from '../../src/server/keys.js';
+import { createKey, hashSecret } from '../../src/server/keys.js';
+import { MemoryStore } from '../../src/server/store/memory-store.js';
 import { SqliteStore } from '../../src/server/store/sqlite-store.js';
 import { SQLITE_MIGRATIONS } from '../../src/server/store/sqlite-migrations.js';
 import { probeRoutes } from '../../src/server/routes/probes.js';
@@ -122,6 +123,16 @@ describe('an instance-admin key', () => {
       expect((await call(method, path, { token })).text).toMatch(/^error from server 1008: missing API key/);
     }
     expect(h.server.context.sessions.draining).toBe(false);
+  });
+});
+
+describe('createKey', () => {
+  it('null makes an instance-admin key; the old admin flag is refused, not read as an organization key', async () => {
+    const store = new MemoryStore();
+    const org = await store.createOrganization({ name: 'o', region: null, allocatedCredits: 1, remainingCredits: 1, billingPeriod: 'monthly', nextRolloverDate: '2030-01-01', planName: '' });
+    expect((await createKey(store, null)).record).toMatchObject({ admin: true, orgId: null });
+    expect((await createKey(store, org.id)).record).toMatchObject({ admin: false, orgId: org.id });
+    await expect((createKey as (...a: unknown[]) => Promise<unknown>)(store, org.id, true)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
 
