@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const inGit = spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd: root, encoding: 'utf8' }).stdout.trim() === 'true';
+const inGit = (spawnSync('git', ['rev-parse', '--is-inside-work-tree'], { cwd: root, encoding: 'utf8' }).stdout ?? '').trim() === 'true';
 const title = (t: string): string => (inGit ? t : `${t} [SKIPPED: not a git checkout]`);
 
 /** Databases, their WAL/SHM/journal files, key material and the server's data folder. */
