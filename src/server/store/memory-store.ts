@@ -35,6 +35,7 @@ import {
   toJson,
   unknownKey,
   unknownOrganization,
+  adminToken,
 } from './validate.js';
 
 const clone = <T>(v: T): T => structuredClone(v);
@@ -147,7 +148,9 @@ export class MemoryStore implements Store {
 
   async createToken(token: TokenRecord): Promise<void> {
     checkToken(token);
-    if (!this.keys.has(token.keyId)) throw unknownKey(token.keyId);
+    const key = this.keys.get(token.keyId);
+    if (!key) throw unknownKey(token.keyId);
+    if (key.admin) throw adminToken(token.keyId);
     if (this.tokens.has(token.hash)) throw duplicate('a token with this hash');
     this.tokens.set(token.hash, { hash: token.hash, keyId: token.keyId, expiresAt: token.expiresAt });
   }

@@ -53,6 +53,7 @@ import {
   checkVoicePatch,
   duplicate,
   ownedByAnother,
+  adminToken,
   storeRefused,
   storeUnavailable,
   toJson,
@@ -348,7 +349,9 @@ export class PostgresStore implements Store {
     const expiresMs = checkToken(token);
     await this.transaction('createToken', async (c) => {
       await this.maybePurge(c);
-      if (!(await c.query('SELECT 1 FROM api_keys WHERE id = $1', [token.keyId])).rowCount) throw unknownKey(token.keyId);
+      const key = (await c.query('SELECT admin FROM api_keys WHERE id = $1', [token.keyId])).rows[0] as Row | undefined;
+      if (!key) throw unknownKey(token.keyId);
+      if (key.admin === true) throw adminToken(token.keyId);
       if ((await c.query('SELECT 1 FROM tokens WHERE hash = $1', [token.hash])).rowCount) throw duplicate('a token with this hash');
       await c.query('INSERT INTO tokens (hash, key_id, expires_at, expires_ms) VALUES ($1, $2, $3, $4)', [token.hash, token.keyId, token.expiresAt, expiresMs]);
     });

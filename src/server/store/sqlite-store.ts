@@ -56,6 +56,7 @@ import {
   checkVoicePatch,
   duplicate,
   ownedByAnother,
+  adminToken,
   storeRefused,
   storeUnavailable,
   toJson,
@@ -328,7 +329,9 @@ export class SqliteStore implements Store {
     const expiresMs = checkToken(token);
     this.write('createToken', () => {
       this.maybePurge();
-      if (!this.q('SELECT 1 FROM api_keys WHERE id = ?').get(token.keyId)) throw unknownKey(token.keyId);
+      const key = this.q('SELECT admin FROM api_keys WHERE id = ?').get(token.keyId) as Row | undefined;
+      if (!key) throw unknownKey(token.keyId);
+      if (key.admin === 1) throw adminToken(token.keyId);
       if (this.q('SELECT 1 FROM tokens WHERE hash = ?').get(token.hash)) throw duplicate('a token with this hash');
       this.q('INSERT INTO tokens (hash, key_id, expires_at, expires_ms) VALUES (?, ?, ?, ?)').run(token.hash, token.keyId, token.expiresAt, expiresMs);
     });

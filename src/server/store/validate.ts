@@ -180,6 +180,8 @@ export function toJson(what: string, value: unknown): string {
 /** The errors the store raises when a row names a parent that does not exist, or a uid owned by another organization. */
 export const unknownOrganization = (orgId: string): VoicewireError => new VoicewireError('INVALID_ARGUMENT', `no organization ${JSON.stringify(orgId)}`);
 export const unknownKey = (keyId: string): VoicewireError => new VoicewireError('INVALID_ARGUMENT', `no API key ${JSON.stringify(keyId)}`);
+/** A temporary token stands for an organization's key (§2.6), never for the instance-admin key. */
+export const adminToken = (keyId: string): VoicewireError => new VoicewireError('INVALID_ARGUMENT', `API key ${JSON.stringify(keyId)} is an instance-admin key: no token stands for it`);
 export const duplicate = (what: string): VoicewireError => new VoicewireError('INVALID_ARGUMENT', `${what} already exists`);
 export const ownedByAnother = (what: string, id: string): VoicewireError =>
   new VoicewireError('INVALID_ARGUMENT', `${what} ${JSON.stringify(id)} belongs to another organization`);

@@ -208,6 +208,9 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
         await rejectsWith(store.createApiKey({ id: 'k1', orgId: a.id, hash: 'h1', admin: true, prefix: 'p' }), 'INVALID_ARGUMENT');
         await rejectsWith(store.createApiKey({ id: 'k2', orgId: null, hash: 'h2', admin: false, prefix: 'p' }), 'INVALID_ARGUMENT');
         expect(await store.listApiKeys()).toHaveLength(1);
+        // A token stands for an organization's key, never for the instance's admin key.
+        await rejectsWith(store.createToken({ hash: 'th', keyId: 'adm', expiresAt: new Date(Date.now() + HOUR).toISOString() }), 'INVALID_ARGUMENT');
+        expect(await store.findToken('th', new Date())).toBeUndefined();
         expect(await store.revokeApiKey('adm')).toBe(true);
       });
 
