@@ -90,7 +90,7 @@ await store.migrate();
 const keys: string[] = [];
 for (let i = 0; i < Math.ceil(Math.max(...STEPS) / 25); i++) {
   const org = await ensureOrganization(store, `load-${Math.floor(i / 4)}`, { credits: 1_000_000_000 });
-  keys.push((await createKey(store, org.id, false)).key);
+  keys.push((await createKey(store, org.id)).key);
 }
 await store.close();
 const clipPath = join(dir, 'clip.pcm');

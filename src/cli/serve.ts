@@ -4,8 +4,10 @@
  *   voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL] [--tts ENGINE]
  *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap] [--workers N]
  *
- * stdout carries exactly one line, `listening on http://HOST:PORT/api`, once connections are
- * accepted (scripts wait for it); the first-start keys and the JSON logs go to stderr. SIGTERM and
+ * stdout carries human lines only: at first start the keys, each alone on its line
+ * (`API key (x-api-key): vw_…`, `instance-admin key (x-api-key on /statusz, /drain): vw_…`), then
+ * `listening on http://HOST:PORT/api` once connections are accepted (scripts wait for it). The JSON
+ * logs go to stderr and never hold a key (a log shipper would store them). SIGTERM and
  * SIGINT drain (readiness 503, new sessions refused, live ones finish within the grace period) and
  * exit 0. `--store memory:` keeps everything in memory (tests and demos: nothing persists).
  * `--workers N` (default 1: one process, no cluster) runs N worker processes on one port
@@ -18,7 +20,7 @@ import { pino } from 'pino';
 import pkg from '../../package.json' with { type: 'json' };
 import { VoicewireError } from '../util/errors.js';
 import { createVoiceServer } from '../server/server.js';
-import { bootstrap } from '../server/bootstrap.js';
+import { DEFAULT_CREDITS, bootstrap } from '../server/bootstrap.js';
 import { openStore } from '../server/store/open.js';
 import { registerSttEngine, sttEngineFromPath } from '../engines/registry.js';
 import { MemoryStore } from '../server/store/memory-store.js';
@@ -98,12 +100,13 @@ export const serveCommand: CliSubcommand = {
     if (!values['no-bootstrap'] && !worker) {
       const boot = await bootstrap(store);
       if (boot !== undefined) {
-        process.stderr.write(
+        // stdout, not the log stream: shown once to the person who started the service.
+        process.stdout.write(
           [
-            `voicewire: first start: organization "${boot.org}" created with 1000000 credits.`,
-            `  API key   (x-api-key):              ${boot.apiKey}`,
-            `  admin key (/statusz, /drain):      ${boot.adminKey}`,
-            '  These keys are shown once. More: voicewire keys create [--org NAME] [--admin]',
+            `voicewire: first start: organization "${boot.org}" created with ${DEFAULT_CREDITS} credits. These keys are shown once:`,
+            `API key (x-api-key): ${boot.apiKey}`,
+            `instance-admin key (x-api-key on /statusz, /drain): ${boot.adminKey}`,
+            'More: voicewire keys create [--org NAME] (an organization\'s key) | voicewire keys create --admin (instance admin)',
             '',
           ].join('\n'),
         );

@@ -1,6 +1,7 @@
 /**
- * First start (issue 13): with an empty store, create the organization `default` with an API key
- * and an admin key, returned once for the caller to print. `--no-bootstrap` skips it.
+ * First start (issue 13): with an empty store, create the organization `default` with an API key,
+ * and an instance-admin key (/statusz, /drain; of no organization), returned once for the caller
+ * to print. `--no-bootstrap` skips it.
  */
 import type { Store } from './store/store.js';
 import { functionArg, objectArg } from '../util/args.js';
@@ -9,6 +10,7 @@ import { createKey } from './keys.js';
 export interface BootstrapResult {
   org: string;
   apiKey: string;
+  /** The instance-admin key: /statusz and /drain only. */
   adminKey: string;
 }
 
@@ -42,7 +44,7 @@ export async function bootstrap(store: Store): Promise<BootstrapResult | undefin
   for (const m of ['countOrganizations', 'getOrganizationByName', 'createOrganization', 'createApiKey'] as const) functionArg(store[m], `bootstrap: store.${m}`);
   if ((await store.countOrganizations()) > 0) return undefined;
   const org = await ensureOrganization(store, 'default');
-  const api = await createKey(store, org.id, false);
-  const admin = await createKey(store, org.id, true);
+  const api = await createKey(store, org.id);
+  const admin = await createKey(store, null);
   return { org: org.name, apiKey: api.key, adminKey: admin.key };
 }

@@ -5,7 +5,10 @@
 import { describeValue, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
-/** Limits, each with its default (README "Server"). */
+/**
+ * Limits, each with its default (README "Server"). Fixed, not configurable: JSON a route stores
+ * nests at most 32 levels (`MAX_STORED_JSON_DEPTH`, src/server/storable.ts).
+ */
 export interface ServerLimits {
   /** Largest WebSocket message, bytes. Default 1 MiB (1 048 576). */
   maxFrameBytes: number;

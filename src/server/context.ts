@@ -30,8 +30,12 @@ export interface ServerContext {
   ttsEngine(who: Principal): TtsEngine;
   /** A metered STT engine for one caller. */
   sttEngine(who: Principal): SttEngine;
-  /** Authenticates a REST request (x-api-key; `?token=` too when `route` is `tts`). */
-  auth(req: IncomingMessage, options?: { admin?: boolean; route?: 'tts' | 'stt' | 'rest'; allowToken?: boolean }): Promise<Principal>;
+  /**
+   * Authenticates a request for an organization's route (x-api-key; a temporary token too when
+   * `route` is `tts` or `allowToken` is set: only where a browser page speaks and listens, auth.ts).
+   * Instance administration is `authenticateInstanceAdmin` (auth.ts), not this.
+   */
+  auth(req: IncomingMessage, options?: { route?: 'tts' | 'stt' | 'rest'; allowToken?: boolean }): Promise<Principal>;
 }
 
 /** One request's view: the context, its request id and logger, the parsed URL and path parameters. */

@@ -4,7 +4,7 @@
  * there is no dictionary to attack, and lookups stay one indexed equality.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { describeValue, functionArg, objectArg, stringArg } from '../util/args.js';
+import { functionArg, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import type { ApiKeyRecord, Store } from './store/store.js';
 
@@ -24,12 +24,16 @@ export function generateToken(): string {
   return `vwt_${randomBytes(24).toString('base64url')}`;
 }
 
-/** Creates a key for an organization: returns the key (the only time it exists in clear) and its record. */
-export async function createKey(store: Store, orgId: string, admin: boolean): Promise<{ key: string; record: ApiKeyRecord }> {
+/**
+ * Creates a key: an organization's (`orgId`), or with `orgId` null an instance-admin key (/statusz,
+ * /drain; no organization). Returns the key (the only time it exists in clear) and its record.
+ */
+export async function createKey(store: Store, orgId: string | null): Promise<{ key: string; record: ApiKeyRecord }> {
   functionArg(objectArg(store, 'createKey: store').createApiKey, 'createKey: store.createApiKey');
-  stringArg(orgId, 'createKey: orgId');
-  if (typeof admin !== 'boolean') throw new VoicewireError('INVALID_ARGUMENT', `createKey: admin must be a boolean, got ${describeValue(admin)}`);
+  if (orgId !== null) stringArg(orgId, 'createKey: orgId');
+  // The old third argument (admin) made an organization's key that could drain the instance.
+  if (arguments.length > 2) throw new VoicewireError('INVALID_ARGUMENT', 'createKey takes (store, orgId): the admin flag is gone; orgId null makes an instance-admin key');
   const key = generateApiKey();
-  const record = await store.createApiKey({ id: randomUUID(), orgId, hash: hashSecret(key), admin, prefix: key.slice(0, 7) });
+  const record = await store.createApiKey({ id: randomUUID(), orgId, hash: hashSecret(key), admin: orgId === null, prefix: key.slice(0, 7) });
   return { key, record };
 }

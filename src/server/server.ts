@@ -26,6 +26,7 @@ import { failSocket } from './ws.js';
 import { StoreHealth, type StoreHealthOptions } from './store-health.js';
 import type { RequestScope, RouteModule, ServerContext } from './context.js';
 import type { Store } from './store/store.js';
+import { storeErrorReason } from './store/validate.js';
 import { probeRoutes } from './routes/probes.js';
 import { ttsRoutes } from './routes/tts.js';
 import { sttRoutes } from './routes/stt.js';
@@ -186,7 +187,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     auth: async (req, o = {}) => {
       // A store known to be down refuses at once rather than after the driver's timeout.
       storeHealth.assertUp();
-      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region, admin: o.admin ?? false });
+      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region });
     },
   };
 
@@ -246,7 +247,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     } catch (err) {
       const e = toVoicewireError(err);
       metrics.errors.inc({ code: e.code });
-      scope.log.info({ method, path, code: e.code, error: e.message }, 'request failed');
+      // The client got only `store unavailable` / `core API unreachable`: the reason is logged here, with the request id.
+      const reason = e.code === 'STORE_UNAVAILABLE' ? storeErrorReason(e) : e.code === 'FORWARD_FAILED' && e.cause instanceof Error ? e.cause.message : undefined;
+      scope.log.info({ method, path, code: e.code, error: e.message, ...(reason !== undefined ? { reason } : {}) }, 'request failed');
       sendError(res, e);
     }
   };

@@ -9,6 +9,7 @@
  */
 import { functionArg, optionsArg, shown } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
+import { storeErrorReason } from './store/validate.js';
 import type { Store } from './store/store.js';
 
 /** Options of {@link StoreHealth}. */
@@ -91,7 +92,7 @@ export class StoreHealth {
       this.#set(true, null);
     } catch (err) {
       this.#failures++;
-      if (this.#failures >= this.failuresBeforeDown) this.#set(false, (err as Error)?.message ?? String(err));
+      if (this.#failures >= this.failuresBeforeDown) this.#set(false, storeErrorReason(err));
     } finally {
       clearTimeout(timer);
       this.#inFlight = false;
@@ -101,7 +102,8 @@ export class StoreHealth {
 
   /** Throws `STORE_UNAVAILABLE` while the store is down (a new session's fast refusal). */
   assertUp(): void {
-    if (!this.#up) throw new VoicewireError('STORE_UNAVAILABLE', `the store is unavailable (${this.#error ?? 'ping failed'}); try again shortly`);
+    // The reason (`connect ECONNREFUSED 10.0.0.5:5432`…) is logged when the store goes down, never sent (issue 20 §8).
+    if (!this.#up) throw new VoicewireError('STORE_UNAVAILABLE', 'store unavailable', { details: { operation: 'ping', reason: this.#error ?? 'ping failed' } });
   }
 
   #set(up: boolean, error: string | null): void {

@@ -1,7 +1,7 @@
 /**
  * The README's main job runs as written, through dist/cli.js (the file `npx voicewire` runs in the
  * clone): `voicewire serve` starts (on a free port and a temporary data folder instead of 8080 and
- * ./voicewire-data) and prints its key; then every command of the section — the client commands
+ * ./voicewire-data) and prints its key on stdout; then every command of the section — the client commands
  * and the curl lines — runs against it with that key; then SIGTERM stops it with exit 0. The
  * "Convert audio" commands run too, each output landing in a temporary folder.
  */
@@ -62,8 +62,10 @@ describe('the README main job', () => {
           }
         });
       });
-      expect(stdout.split('\n').filter(Boolean)).toHaveLength(1);
-      const key = /API key\s+\(x-api-key\):\s+(\S+)/.exec(stderr)?.[1];
+      // The keys are on stdout, before the listening line; the JSON logs on stderr never hold them.
+      expect(stdout.split('\n').filter(Boolean).at(-1)).toMatch(/^listening on /);
+      const key = /^API key \(x-api-key\): (\S+)$/m.exec(stdout)?.[1];
+      expect(stderr).not.toContain(key);
       expect(key).toMatch(/^vw_/);
       const env = { ...process.env, VOICEWIRE_API_KEY: key!, VOICEWIRE_BASE_URL: `http://127.0.0.1:${port}/api` };
       const at = (p: string) => join(dir, p);

@@ -241,7 +241,7 @@ describe('unmatched routes (§4.13)', () => {
     const org = (await h.store.getOrganizationByName('default'))!;
     const pinned = await h.store.createOrganization({ ...org, id: 'us-org', name: 'us', region: 'us' });
     const { createKey } = await import('../../src/server/keys.js');
-    const { key } = await createKey(h.store, pinned.id, false);
+    const { key } = await createKey(h.store, pinned.id);
     const r = await fetch(`${h.base}/things`, { method: 'POST', headers: auth(key), body: '{"big":true}' });
     expect(r.status).toBe(403);
     expect(await r.text()).toContain('pinned to region us');

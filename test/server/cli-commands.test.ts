@@ -12,7 +12,7 @@ const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx
 
 describe('voicewire keys', () => {
   it('create prints the key alone on stdout (≥ 128 random bits)', () => {
-    const r = cli('keys', 'create', '--org', 'acme', '--credits', '10', '--admin', '--store', 'memory:');
+    const r = cli('keys', 'create', '--org', 'acme', '--credits', '10', '--store', 'memory:');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^vw_[A-Za-z0-9_-]{32}\n$/);
   });

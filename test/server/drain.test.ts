@@ -49,11 +49,11 @@ describe('drain', () => {
     expect((await fetch(`${h.base}/readyz`)).status).toBe(200);
   });
 
-  it('/drain and /statusz need an admin key; enable is validated (422)', async () => {
+  it('/drain and /statusz need an instance-admin key; enable is validated (422)', async () => {
     h = await startServer();
     const notAdmin = await fetch(`${h.base}/drain`, { method: 'POST', headers: { 'x-api-key': h.apiKey } });
     expect(notAdmin.status).toBe(500);
-    expect(await notAdmin.text()).toBe('error from server 1008: this route needs an admin key');
+    expect(await notAdmin.text()).toBe('error from server 1008: this route needs an instance-admin key (voicewire keys create --admin)');
     const bad = await fetch(`${h.base}/drain?enable=maybe`, { method: 'POST', headers: { 'x-api-key': h.adminKey } });
     expect(bad.status).toBe(422);
     const status = await fetch(`${h.base}/statusz`, { headers: { 'x-api-key': h.adminKey } });
@@ -69,12 +69,14 @@ describe('drain', () => {
     const base = await new Promise<string>((resolve, reject) => {
       child!.stdout!.on('data', (d: Buffer) => {
         stdout += d.toString();
-        const m = /^listening on (http:\/\/127\.0\.0\.1:\d+\/api)\n$/.exec(stdout);
+        const m = /^listening on (http:\/\/127\.0\.0\.1:\d+\/api)\n$/m.exec(stdout);
         if (m) resolve(m[1]!);
       });
       child!.once('exit', () => reject(new Error(`exited early: ${stderr}`)));
     });
-    const key = /API key\s+\(x-api-key\):\s+(\S+)/.exec(stderr)![1]!;
+    // The first-start keys are human lines on stdout, never in the JSON log stream on stderr
+    // (a log shipper would store the instance-admin key).
+    const key = /^API key \(x-api-key\): (vw_\S+)$/m.exec(stdout)![1]!;
     const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
     const live = await openSessions(base.replace('http', 'ws'), key, 5);
     child.kill('SIGTERM');
@@ -84,6 +86,11 @@ describe('drain', () => {
     const closes = await Promise.all(live.map((c) => c.closed));
     expect(closes.map((c) => c.code)).toEqual(Array(5).fill(1000));
     expect(await exited).toBe(0);
-    expect(stdout.split('\n').filter((l) => l !== '')).toHaveLength(1);
+    const lines = stdout.split('\n').filter((l) => l !== '');
+    expect(lines.filter((l) => l.startsWith('listening on '))).toHaveLength(1);
+    expect(lines.filter((l) => /vw_/.test(l))).toEqual([expect.stringMatching(/^API key \(x-api-key\): vw_[\w-]{32}$/), expect.stringMatching(/^instance-admin key \(x-api-key on \/statusz, \/drain\): vw_[\w-]{32}$/)]);
+    expect(lines.some((l) => l.startsWith('{'))).toBe(false);
+    expect(stderr).not.toMatch(/vw_/);
+    for (const l of stderr.split('\n').filter(Boolean)) expect(() => JSON.parse(l), l).not.toThrow();
   }, 20_000);
 });

@@ -7,6 +7,7 @@ import { catalogVoices, registerSttEngine, STT_ENGINES, sttEngineEntry } from '.
 import { createVoiceServer } from '../../src/server/server.js';
 import { MemoryStore } from '../../src/server/store/memory-store.js';
 import { isVoicewireError } from '../../src/util/errors.js';
+import { createKey } from '../../src/server/keys.js';
 import { connect, startServer, type Harness } from './harness.js';
 
 let h: Harness | undefined;
@@ -92,11 +93,12 @@ describe('limits', () => {
     const third = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.apiKey });
     expect((await third.closed).code).toBe(1008);
     expect(String(third.messages[0]!['message'])).toMatch(/already has 2 live sessions/);
-    const admin = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': h.adminKey });
-    admin.send({ type: 'setup', input_format: 'pcm' });
-    await admin.waitFor((m) => m['type'] === 'ready');
-    for (const c of [a, b, admin]) c.ws.close();
-    await Promise.all([a, b, admin].map((c) => c.closed));
+    const org = (await h.store.getOrganizationByName('default'))!;
+    const other = connect(`${h.wsBase}/speech/asr`, { 'x-api-key': (await createKey(h.store, org.id)).key });
+    other.send({ type: 'setup', input_format: 'pcm' });
+    await other.waitFor((m) => m['type'] === 'ready');
+    for (const c of [a, b, other]) c.ws.close();
+    await Promise.all([a, b, other].map((c) => c.closed));
   });
 });
 

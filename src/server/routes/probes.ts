@@ -1,10 +1,19 @@
 /**
  * Probes (§4.1, §3.1): /healthz and /readyz without authentication, /statusz and POST /drain with
- * an admin key (an API key created with `--admin`; voicewire's choice of mechanism, §5.4).
+ * an instance-admin key (`voicewire keys create --admin`, of no organization; voicewire's choice
+ * of mechanism, §5.4). An organization's key or a token is refused there.
  */
 import { parseDrainQuery, readiness } from '../../protocol/drain.js';
 import { sendJson } from '../http.js';
-import type { RouteModule } from '../context.js';
+import { authenticateInstanceAdmin } from '../auth.js';
+import type { RouteModule, ServerContext } from '../context.js';
+import type { IncomingMessage } from 'node:http';
+
+/** A store known to be down refuses at once, as for every route (server.ts `auth`). */
+async function instanceAdmin(ctx: ServerContext, req: IncomingMessage): Promise<void> {
+  ctx.storeHealth.assertUp();
+  await authenticateInstanceAdmin(ctx.store, req.headers);
+}
 
 export const probeRoutes: RouteModule = {
   http: [
@@ -24,7 +33,7 @@ export const probeRoutes: RouteModule = {
       method: 'GET',
       path: '/statusz',
       handle: async ({ ctx }, req, res) => {
-        await ctx.auth(req, { admin: true });
+        await instanceAdmin(ctx, req);
         sendJson(res, 200, {
           version: ctx.version,
           environment: ctx.config.environment,
@@ -44,7 +53,7 @@ export const probeRoutes: RouteModule = {
       method: 'POST',
       path: '/drain',
       handle: async ({ ctx, url, log }, req, res) => {
-        await ctx.auth(req, { admin: true });
+        await instanceAdmin(ctx, req);
         const { enable } = parseDrainQuery(url.searchParams);
         ctx.sessions.setDraining(enable);
         log.info({ draining: enable, live_sessions: ctx.sessions.live }, 'drain state changed');

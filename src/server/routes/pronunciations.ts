@@ -17,6 +17,7 @@ import { parsePronunciationsListQuery } from '../../protocol/rest.js';
 import { PROTOCOL_LANGUAGES, isRecord, FieldReader, makeIssue, type ValidationIssue } from '../../protocol/validate.js';
 import { readJson, sendJson } from '../http.js';
 import { validate } from '../validation.js';
+import { assertStorable } from '../storable.js';
 import type { RouteModule } from '../context.js';
 import type { DictionaryRecord, PronunciationRule } from '../store/store.js';
 
@@ -85,6 +86,7 @@ export const corePronunciationRoutes: RouteModule = {
           description: r.string('description'),
           rules: readRules(r),
         }));
+        assertStorable({ ...body });
         const d: DictionaryRecord = {
           uid: randomUUID(),
           orgId: org.id,
@@ -108,6 +110,7 @@ export const corePronunciationRoutes: RouteModule = {
           if (rules === undefined && r.obj['rules'] === undefined) r.issues.push(makeIssue(['body', 'rules'], 'missing', undefined));
           return { rules: rules ?? [] };
         });
+        assertStorable({ ...body });
         const d = await ctx.store.getDictionary(org.id, params['uid']!);
         if (d === undefined) throw notFound();
         const next = { ...d, rules: mergeRules(d.rules, body.rules) };

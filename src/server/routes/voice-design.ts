@@ -4,11 +4,13 @@
  * candidates expire after `candidateSeconds` (default 3600) and are gone once expired.
  * DELETE answers 200 `{"embedding_id", "deleted": true}` (§4.9 does not show it), 404 JSON when
  * there is no such (live) candidate; from-embedding of a missing or expired candidate is 404 too.
+ * Every route here writes: an organization's API key only, never a temporary token (auth.ts).
  */
 import { randomUUID, randomInt } from 'node:crypto';
 import { VoicewireError } from '../../util/errors.js';
 import { validateVoiceFromEmbeddingBody, validateVoiceGenerationBody } from '../../protocol/rest.js';
 import { readJson, sendJson } from '../http.js';
+import { assertActualText, assertStorable } from '../storable.js';
 import type { RouteModule } from '../context.js';
 import type { CandidateRecord, VoiceRecord } from '../store/store.js';
 
@@ -18,8 +20,10 @@ export const voiceDesignRoutes: RouteModule = {
       method: 'POST',
       path: '/voice-generator/generate',
       handle: async ({ ctx }, req, res) => {
-        const { org } = await ctx.auth(req, { allowToken: true }); // the web page designs voices with its token
+        const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
         const body = validateVoiceGenerationBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+        assertActualText(body.prompt, 'prompt');
+        assertStorable({ prompt: body.prompt, json_config: body.json_config });
         const expiresAt = new Date(Date.now() + ctx.config.candidateSeconds * 1000).toISOString();
         const seed = typeof body.json_config?.seed === 'number' ? body.json_config.seed : randomInt(2 ** 31);
         const candidates: CandidateRecord[] = Array.from({ length: body.n_samples }, (_, i) => ({
@@ -38,8 +42,9 @@ export const voiceDesignRoutes: RouteModule = {
       method: 'POST',
       path: '/voices/from-embedding',
       handle: async ({ ctx, log }, req, res) => {
-        const { org } = await ctx.auth(req, { allowToken: true }); // the web page designs voices with its token
+        const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
         const body = validateVoiceFromEmbeddingBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+        assertStorable({ ...body });
         const c = await ctx.store.getCandidate(org.id, body.voice_embedding_id, new Date());
         if (c === undefined) throw new VoicewireError('NOT_FOUND', 'voice candidate not found or expired');
         const voice: VoiceRecord = {
@@ -65,7 +70,7 @@ export const voiceDesignRoutes: RouteModule = {
       method: 'DELETE',
       path: '/voice-generator/embeddings/:id',
       handle: async ({ ctx, params }, req, res) => {
-        const { org } = await ctx.auth(req, { allowToken: true }); // the web page designs voices with its token
+        const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
         const id = params['id']!;
         const live = await ctx.store.getCandidate(org.id, id, new Date());
         if (live === undefined || !(await ctx.store.deleteCandidate(org.id, id))) throw new VoicewireError('NOT_FOUND', 'voice candidate not found or expired');

@@ -16,6 +16,7 @@ import { parseLaxBoolean, makeIssue } from '../../protocol/validate.js';
 import { STT_INPUT_FORMATS } from '../../audio/format.js';
 import { readJson, sendJson } from '../http.js';
 import { validate } from '../validation.js';
+import { assertStorable } from '../storable.js';
 import type { RouteModule } from '../context.js';
 import type { VoiceRecord } from '../store/store.js';
 
@@ -101,6 +102,7 @@ export const coreVoiceRoutes: RouteModule = {
           description: r.string('description'),
           input_format: r.literal('input_format', STT_INPUT_FORMATS),
         }));
+        assertStorable({ ...f });
         if (upload.file === null || upload.file.bytes === 0) {
           throw new VoicewireError('VALIDATION_FAILED', 'body.audio_file: Field required', { details: { detail: [makeIssue(['body', 'audio_file'], 'missing', undefined)] } });
         }
@@ -148,6 +150,7 @@ export const coreVoiceRoutes: RouteModule = {
           if (tags !== undefined) p.tags = tags;
           return p;
         });
+        assertStorable({ ...patch });
         const v = await ctx.store.updateVoice(org.id, params['uid']!, patch);
         if (v === undefined) throw notFound('voice');
         sendJson(res, 200, voiceResource(v));

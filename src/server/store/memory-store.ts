@@ -35,6 +35,7 @@ import {
   toJson,
   unknownKey,
   unknownOrganization,
+  adminToken,
 } from './validate.js';
 
 const clone = <T>(v: T): T => structuredClone(v);
@@ -116,7 +117,7 @@ export class MemoryStore implements Store {
   async createApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): Promise<ApiKeyRecord> {
     checkNewApiKey(key);
     const row: ApiKeyRecord = { id: key.id, orgId: key.orgId, hash: key.hash, admin: key.admin, revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
-    if (!this.orgs.has(row.orgId)) throw unknownOrganization(row.orgId);
+    if (row.orgId !== null && !this.orgs.has(row.orgId)) throw unknownOrganization(row.orgId);
     if (this.keys.has(row.id) || this.keyIdsByHash.has(row.hash)) throw duplicate('an API key with this id or hash');
     this.keys.set(row.id, row);
     this.keyIdsByHash.set(row.hash, row.id);
@@ -147,7 +148,9 @@ export class MemoryStore implements Store {
 
   async createToken(token: TokenRecord): Promise<void> {
     checkToken(token);
-    if (!this.keys.has(token.keyId)) throw unknownKey(token.keyId);
+    const key = this.keys.get(token.keyId);
+    if (!key) throw unknownKey(token.keyId);
+    if (key.admin) throw adminToken(token.keyId);
     if (this.tokens.has(token.hash)) throw duplicate('a token with this hash');
     this.tokens.set(token.hash, { hash: token.hash, keyId: token.keyId, expiresAt: token.expiresAt });
   }

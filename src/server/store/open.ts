@@ -10,6 +10,8 @@ import { describeValue, optionsArg } from '../../util/args.js';
 import { VoicewireError, isVoicewireError } from '../../util/errors.js';
 import type { PostgresStore } from './postgres-store.js';
 import { SqliteStore } from './sqlite-store.js';
+import { tighten } from './file-modes.js';
+import { storeErrorReason } from './validate.js';
 import type { Store } from './store.js';
 
 /** Where the store lives. */
@@ -75,6 +77,18 @@ export function resolveStoreLocation(options: OpenStoreOptions): StoreLocation {
  * within the connection timeout); `INVALID_ARGUMENT` for a malformed `--store`.
  */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  try {
+    return await open(options);
+  } catch (err) {
+    // At start the operator is the one reading: the reason the requests' answers leave out.
+    if (isVoicewireError(err, 'STORE_UNAVAILABLE') && err.message === 'store unavailable') {
+      throw new VoicewireError('STORE_UNAVAILABLE', `store unavailable: ${storeErrorReason(err)}`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+async function open(options: OpenStoreOptions): Promise<Store> {
   const where = resolveStoreLocation(options);
   if (where.kind === 'postgres') {
     // Loaded on demand: a SQLite deployment never loads the pg driver.
@@ -97,11 +111,15 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     return pg;
   }
   if (where.path !== ':memory:') {
+    const folder = dirname(where.path);
     try {
       // 0700: the folder holds key hashes and usage, the operator's only.
-      mkdirSync(dirname(where.path), { recursive: true, mode: 0o700 });
+      mkdirSync(folder, { recursive: true, mode: 0o700 });
+      // --data names voicewire's own folder: one left looser (a checkout, a cp) is tightened.
+      // The folder of a sqlite:PATH may be shared (/tmp, a home): only the files are ours there.
+      if (options.store === undefined || options.store === '') tighten(folder, 0o700);
     } catch (cause) {
-      throw new VoicewireError('STORE_UNAVAILABLE', `cannot create the data folder ${dirname(where.path)}: ${(cause as Error).message}`, { cause });
+      throw new VoicewireError('STORE_UNAVAILABLE', `cannot create the data folder ${folder}: ${(cause as Error).message}`, { cause });
     }
   }
   const store = SqliteStore.open(where.path, where.synchronous ? { synchronous: where.synchronous } : {});
@@ -113,3 +131,4 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   }
   return store;
 }
+

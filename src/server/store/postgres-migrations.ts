@@ -100,4 +100,15 @@ CREATE TABLE dictionaries (
 CREATE INDEX dictionaries_by_org ON dictionaries (org_id, created_at, uid);
 `,
   },
+  {
+    // As SQLite's version 2 (sqlite-migrations.ts): an admin key is the instance's, of no organization.
+    version: 2,
+    name: 'instance-admin keys belong to no organization',
+    sql: `
+DELETE FROM tokens WHERE key_id IN (SELECT id FROM api_keys WHERE admin);
+ALTER TABLE api_keys ALTER COLUMN org_id DROP NOT NULL;
+UPDATE api_keys SET org_id = NULL WHERE admin;
+ALTER TABLE api_keys ADD CONSTRAINT api_keys_admin_has_no_org CHECK (admin = (org_id IS NULL));
+`,
+  },
 ];

@@ -53,6 +53,9 @@ import {
   checkVoicePatch,
   duplicate,
   ownedByAnother,
+  adminToken,
+  storeRefused,
+  storeUnavailable,
   toJson,
   unknownKey,
   unknownOrganization,
@@ -234,12 +237,14 @@ export class PostgresStore implements Store {
 
   async getOrganization(id: string): Promise<Organization | undefined> {
     checkText('organization id', id);
+    if (hasNul(id)) return undefined;
     const r = (await this.query('getOrganization', 'SELECT * FROM organizations WHERE id = $1', [id]))[0];
     return r && toOrganization(r);
   }
 
   async getOrganizationByName(name: string): Promise<Organization | undefined> {
     checkText('organization name', name);
+    if (hasNul(name)) return undefined;
     const r = (await this.query('getOrganizationByName', 'SELECT * FROM organizations WHERE name = $1', [name]))[0];
     return r && toOrganization(r);
   }
@@ -298,7 +303,7 @@ export class PostgresStore implements Store {
     checkNewApiKey(key);
     const row: ApiKeyRecord = { id: key.id, orgId: key.orgId, hash: key.hash, admin: key.admin, revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
     await this.transaction('createApiKey', async (c) => {
-      if (!(await c.query('SELECT 1 FROM organizations WHERE id = $1', [row.orgId])).rowCount) throw unknownOrganization(row.orgId);
+      if (row.orgId !== null && !(await c.query('SELECT 1 FROM organizations WHERE id = $1', [row.orgId])).rowCount) throw unknownOrganization(row.orgId);
       if ((await c.query('SELECT 1 FROM api_keys WHERE id = $1 OR hash = $2', [row.id, row.hash])).rowCount) throw duplicate('an API key with this id or hash');
       await c.query('INSERT INTO api_keys (id, org_id, hash, admin, revoked, prefix, created_at) VALUES ($1, $2, $3, $4, FALSE, $5, $6)', [
         row.id,
@@ -320,6 +325,7 @@ export class PostgresStore implements Store {
 
   async getApiKey(id: string): Promise<ApiKeyRecord | undefined> {
     checkText('key id', id);
+    if (hasNul(id)) return undefined;
     const r = (await this.query('getApiKey', 'SELECT * FROM api_keys WHERE id = $1', [id]))[0];
     return r && toApiKey(r);
   }
@@ -335,6 +341,7 @@ export class PostgresStore implements Store {
 
   async revokeApiKey(id: string): Promise<boolean> {
     checkText('key id', id);
+    if (hasNul(id)) return false;
     return (await this.query('revokeApiKey', 'UPDATE api_keys SET revoked = TRUE WHERE id = $1 RETURNING 1', [id])).length > 0;
   }
 
@@ -342,7 +349,9 @@ export class PostgresStore implements Store {
     const expiresMs = checkToken(token);
     await this.transaction('createToken', async (c) => {
       await this.maybePurge(c);
-      if (!(await c.query('SELECT 1 FROM api_keys WHERE id = $1', [token.keyId])).rowCount) throw unknownKey(token.keyId);
+      const key = (await c.query('SELECT admin FROM api_keys WHERE id = $1', [token.keyId])).rows[0] as Row | undefined;
+      if (!key) throw unknownKey(token.keyId);
+      if (key.admin === true) throw adminToken(token.keyId);
       if ((await c.query('SELECT 1 FROM tokens WHERE hash = $1', [token.hash])).rowCount) throw duplicate('a token with this hash');
       await c.query('INSERT INTO tokens (hash, key_id, expires_at, expires_ms) VALUES ($1, $2, $3, $4)', [token.hash, token.keyId, token.expiresAt, expiresMs]);
     });
@@ -384,6 +393,7 @@ export class PostgresStore implements Store {
   async getVoice(orgId: string, uid: string): Promise<VoiceRecord | undefined> {
     checkText('orgId', orgId);
     checkText('voice uid', uid);
+    if (hasNul(orgId, uid)) return undefined;
     const r = (await this.query('getVoice', 'SELECT * FROM voices WHERE uid = $1 AND (org_id = $2 OR org_id IS NULL)', [uid, orgId]))[0];
     return r && toVoice(r);
   }
@@ -412,6 +422,7 @@ export class PostgresStore implements Store {
     checkText('orgId', orgId);
     checkText('voice uid', uid);
     checkVoicePatch(patch);
+    if (hasNul(orgId, uid)) return undefined;
     const tags = patch.tags === undefined ? null : toJson('tags', patch.tags);
     // COALESCE keeps what the patch leaves out; catalog voices (NULL org) never match.
     const r = (
@@ -427,6 +438,7 @@ export class PostgresStore implements Store {
   async deleteVoice(orgId: string, uid: string): Promise<boolean> {
     checkText('orgId', orgId);
     checkText('voice uid', uid);
+    if (hasNul(orgId, uid)) return false;
     return (await this.query('deleteVoice', 'DELETE FROM voices WHERE uid = $1 AND org_id = $2 RETURNING 1', [uid, orgId])).length > 0;
   }
 
@@ -456,6 +468,7 @@ export class PostgresStore implements Store {
     checkText('orgId', orgId);
     checkText('embeddingId', embeddingId);
     const ms = checkNow(now);
+    if (hasNul(orgId, embeddingId)) return undefined;
     const r = (await this.query('getCandidate', 'SELECT * FROM candidates WHERE embedding_id = $1 AND org_id = $2 AND expires_ms > $3', [embeddingId, orgId, ms]))[0];
     return (
       r && {
@@ -472,6 +485,7 @@ export class PostgresStore implements Store {
   async deleteCandidate(orgId: string, embeddingId: string): Promise<boolean> {
     checkText('orgId', orgId);
     checkText('embeddingId', embeddingId);
+    if (hasNul(orgId, embeddingId)) return false;
     // An expired candidate is gone (issue 13): deleting it finds nothing.
     return (await this.query('deleteCandidate', 'DELETE FROM candidates WHERE embedding_id = $1 AND org_id = $2 AND expires_ms > $3 RETURNING 1', [embeddingId, orgId, Date.now()])).length > 0;
   }
@@ -495,6 +509,7 @@ export class PostgresStore implements Store {
   async getDictionary(orgId: string, uid: string): Promise<DictionaryRecord | undefined> {
     checkText('orgId', orgId);
     checkText('dictionary uid', uid);
+    if (hasNul(orgId, uid)) return undefined;
     const r = (await this.query('getDictionary', 'SELECT * FROM dictionaries WHERE uid = $1 AND org_id = $2', [uid, orgId]))[0];
     return r && toDictionary(r);
   }
@@ -518,13 +533,14 @@ export class PostgresStore implements Store {
   async deleteDictionary(orgId: string, uid: string): Promise<boolean> {
     checkText('orgId', orgId);
     checkText('dictionary uid', uid);
+    if (hasNul(orgId, uid)) return false;
     return (await this.query('deleteDictionary', 'DELETE FROM dictionaries WHERE uid = $1 AND org_id = $2 RETURNING 1', [uid, orgId])).length > 0;
   }
 
   // --- plumbing ------------------------------------------------------------------------------
 
   private open(): pg.Pool {
-    if (!this.pool) throw new VoicewireError('STORE_UNAVAILABLE', 'postgres: the store is closed');
+    if (!this.pool) throw storeUnavailable('open', 'postgres: the store is closed');
     return this.pool;
   }
 
@@ -592,15 +608,20 @@ export class PostgresStore implements Store {
   }
 }
 
+/** Postgres text cannot hold U+0000 (SQLSTATE 22021): an id with it names no row, as on the other stores. */
+function hasNul(...ids: string[]): boolean {
+  return ids.some((id) => id.includes('\0'));
+}
+
 /** Driver failures become STORE_UNAVAILABLE; data and constraint errors are the caller's (INVALID_ARGUMENT). */
 function wrap(err: unknown, what: string): VoicewireError {
   if (err instanceof VoicewireError) return err;
   const code = (err as { code?: unknown } | null)?.code;
   const message = err instanceof Error ? err.message || err.constructor.name : String(err);
   if ((typeof code === 'string' && BAD_INPUT.test(code)) || err instanceof TypeError || err instanceof RangeError) {
-    return new VoicewireError('INVALID_ARGUMENT', `store: ${what}: ${message}`, { cause: err });
+    return storeRefused(what, message, err);
   }
-  return new VoicewireError('STORE_UNAVAILABLE', `store: ${what} failed: ${message}${typeof code === 'string' ? ` (${code})` : ''}`, { cause: err });
+  return storeUnavailable(what, `${message}${typeof code === 'string' ? ` (${code})` : ''}`, err);
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {
@@ -622,7 +643,7 @@ function toOrganization(r: Row): Organization {
 }
 
 function toApiKey(r: Row): ApiKeyRecord {
-  return { id: String(r.id), orgId: String(r.org_id), hash: String(r.hash), admin: r.admin === true, revoked: r.revoked === true, prefix: String(r.prefix), createdAt: String(r.created_at) };
+  return { id: String(r.id), orgId: r.org_id === null ? null : String(r.org_id), hash: String(r.hash), admin: r.admin === true, revoked: r.revoked === true, prefix: String(r.prefix), createdAt: String(r.created_at) };
 }
 
 function toVoice(r: Row): VoiceRecord {

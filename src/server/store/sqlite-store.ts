@@ -17,7 +17,8 @@
  * and waits up to `busyTimeoutMs` for it. That wait blocks the event loop, which is why it is short
  * and why only rare operator commands share the file with the server (many instances: postgres-store.ts).
  */
-import { chmodSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { tighten } from './file-modes.js';
 import { randomUUID } from 'node:crypto';
 import Database from 'libsql';
 import { optionsArg, shown, stringArg } from '../../util/args.js';
@@ -55,6 +56,9 @@ import {
   checkVoicePatch,
   duplicate,
   ownedByAnother,
+  adminToken,
+  storeRefused,
+  storeUnavailable,
   toJson,
   unknownKey,
   unknownOrganization,
@@ -112,9 +116,12 @@ export class SqliteStore implements Store {
     options = optionsArg(options, 'SqliteStore.open: options');
     const busy = options.busyTimeoutMs ?? 5000;
     if (!Number.isSafeInteger(busy) || busy < 0) throw new VoicewireError('INVALID_ARGUMENT', `busyTimeoutMs must be a non-negative integer, got ${shown(busy)}`);
-    const created = path !== ':memory:' && !existsSync(path);
+    const onDisk = path !== ':memory:';
     let db: Db | undefined;
     try {
+      // Created 0600 before SQLite opens it (an empty file is an empty database), so the file and
+      // the WAL and SHM SQLite gives its mode are never readable by others, not even for a moment.
+      if (onDisk && !existsSync(path)) closeSync(openSync(path, 'wx', 0o600));
       db = new Database(path);
       // Before anything else, so even the journal-mode switch waits for a lock held elsewhere.
       db.pragma(`busy_timeout = ${busy}`);
@@ -126,7 +133,8 @@ export class SqliteStore implements Store {
       const effective = mode === 'wal' ? sync : 'FULL';
       db.pragma(`synchronous = ${effective}`);
       db.pragma('foreign_keys = ON');
-      if (created) chmodSync(path, 0o600); // holds key hashes and usage: the operator's only
+      // Holds key hashes and usage: the operator's only, even when an older copy was looser.
+      if (onDisk) for (const f of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) tighten(f, 0o600);
       return new SqliteStore(path, db, mode, effective, options);
     } catch (err) {
       try {
@@ -283,7 +291,7 @@ export class SqliteStore implements Store {
     checkNewApiKey(key);
     const row: ApiKeyRecord = { id: key.id, orgId: key.orgId, hash: key.hash, admin: key.admin, revoked: false, prefix: key.prefix, createdAt: new Date().toISOString() };
     this.write('createApiKey', () => {
-      if (!this.q('SELECT 1 FROM organizations WHERE id = ?').get(row.orgId)) throw unknownOrganization(row.orgId);
+      if (row.orgId !== null && !this.q('SELECT 1 FROM organizations WHERE id = ?').get(row.orgId)) throw unknownOrganization(row.orgId);
       if (this.q('SELECT 1 FROM api_keys WHERE id = ? OR hash = ?').get(row.id, row.hash)) throw duplicate('an API key with this id or hash');
       this.q('INSERT INTO api_keys (id, org_id, hash, admin, revoked, prefix, created_at) VALUES (?, ?, ?, ?, 0, ?, ?)').run(row.id, row.orgId, row.hash, row.admin ? 1 : 0, row.prefix, row.createdAt);
     });
@@ -321,7 +329,9 @@ export class SqliteStore implements Store {
     const expiresMs = checkToken(token);
     this.write('createToken', () => {
       this.maybePurge();
-      if (!this.q('SELECT 1 FROM api_keys WHERE id = ?').get(token.keyId)) throw unknownKey(token.keyId);
+      const key = this.q('SELECT admin FROM api_keys WHERE id = ?').get(token.keyId) as Row | undefined;
+      if (!key) throw unknownKey(token.keyId);
+      if (key.admin === 1) throw adminToken(token.keyId);
       if (this.q('SELECT 1 FROM tokens WHERE hash = ?').get(token.hash)) throw duplicate('a token with this hash');
       this.q('INSERT INTO tokens (hash, key_id, expires_at, expires_ms) VALUES (?, ?, ?, ?)').run(token.hash, token.keyId, token.expiresAt, expiresMs);
     });
@@ -500,7 +510,7 @@ export class SqliteStore implements Store {
   }
 
   private open(): Db {
-    if (!this.db) throw new VoicewireError('STORE_UNAVAILABLE', `${this.path}: the store is closed`);
+    if (!this.db) throw storeUnavailable('open', `${this.path}: the store is closed`);
     return this.db;
   }
 
@@ -552,9 +562,9 @@ function wrap(err: unknown, what: string): VoicewireError {
   const code = (err as { code?: unknown } | null)?.code;
   const message = err instanceof Error ? err.message : String(err);
   if ((typeof code === 'string' && BAD_INPUT.test(code)) || err instanceof TypeError || err instanceof RangeError) {
-    return new VoicewireError('INVALID_ARGUMENT', `store: ${what}: ${message}`, { cause: err });
+    return storeRefused(what, message, err);
   }
-  return new VoicewireError('STORE_UNAVAILABLE', `store: ${what} failed: ${message}${typeof code === 'string' ? ` (${code})` : ''}`, { cause: err });
+  return storeUnavailable(what, `${message}${typeof code === 'string' ? ` (${code})` : ''}`, err);
 }
 
 function toOrganization(r: Row): Organization {
@@ -572,7 +582,7 @@ function toOrganization(r: Row): Organization {
 }
 
 function toApiKey(r: Row): ApiKeyRecord {
-  return { id: String(r.id), orgId: String(r.org_id), hash: String(r.hash), admin: r.admin === 1, revoked: r.revoked === 1, prefix: String(r.prefix), createdAt: String(r.created_at) };
+  return { id: String(r.id), orgId: r.org_id === null ? null : String(r.org_id), hash: String(r.hash), admin: r.admin === 1, revoked: r.revoked === 1, prefix: String(r.prefix), createdAt: String(r.created_at) };
 }
 
 function toVoice(r: Row): VoiceRecord {

@@ -24,12 +24,18 @@ export interface Organization {
   createdAt: string;
 }
 
-/** An API key, as stored: never the key itself. */
+/**
+ * An API key, as stored: never the key itself. Two kinds, one thing each (README "Credentials"):
+ * an organization's key (`admin` false, `orgId` set) for the API, and an instance-admin key
+ * (`admin` true, `orgId` null) for /statusz and /drain only.
+ */
 export interface ApiKeyRecord {
   id: string;
-  orgId: string;
+  /** The organization; null exactly for an instance-admin key. */
+  orgId: string | null;
   /** SHA-256 of the key, hex. */
   hash: string;
+  /** An instance-admin key: /statusz and /drain, nothing of any organization. */
   admin: boolean;
   revoked: boolean;
   /** A short prefix of the key shown in listings (`vw_ab12…`). */

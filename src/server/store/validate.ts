@@ -41,6 +41,7 @@ export function checkNow(now: Date): number {
 /** A required identifier or name: a non-empty string. */
 export function checkId(what: string, s: string): string {
   if (typeof s !== 'string' || s.length === 0) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a non-empty string`);
+  if (s.includes('\0')) throw new VoicewireError('INVALID_ARGUMENT', `${what} must not contain the NUL character (U+0000)`);
   return s;
 }
 
@@ -55,13 +56,19 @@ export function checkText(what: string, s: unknown): string {
   return s;
 }
 
+/** A string the store keeps: text, with no U+0000 (Postgres refuses it, so no store keeps it). */
+function checkStoredText(what: string, s: unknown): string {
+  if (checkText(what, s).includes('\0')) throw new VoicewireError('INVALID_ARGUMENT', `${what} must not contain the NUL character (U+0000)`);
+  return s as string;
+}
+
 function checkBoolean(what: string, b: unknown): boolean {
   if (typeof b !== 'boolean') throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a boolean, got ${describeValue(b)}`);
   return b;
 }
 
 function checkStrings(what: string, list: unknown): void {
-  if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be an array of strings`);
+  if (!Array.isArray(list) || !list.every((s) => typeof s === 'string' && !s.includes('\0'))) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be an array of strings without NUL (U+0000)`);
 }
 
 /**
@@ -73,41 +80,43 @@ export function checkNewOrganization(org: Omit<Organization, 'id' | 'createdAt'>
   objectArg(org, 'organization');
   if (org.id !== undefined && org.id !== null) checkId('organization id', org.id);
   checkId('organization name', org.name);
-  if (org.region !== undefined && org.region !== null) checkText('organization region', org.region);
+  if (org.region !== undefined && org.region !== null) checkStoredText('organization region', org.region);
   checkCredits('allocatedCredits', org.allocatedCredits);
   checkCredits('remainingCredits', org.remainingCredits);
-  for (const k of ['billingPeriod', 'nextRolloverDate', 'planName'] as const) checkText(`organization ${k}`, org[k]);
+  for (const k of ['billingPeriod', 'nextRolloverDate', 'planName'] as const) checkStoredText(`organization ${k}`, org[k]);
 }
 
 export function checkUsage(usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>): void {
   objectArg(usage, 'usage');
   checkKind(usage.kind);
   checkUnits(usage.units);
-  if (usage.keyId !== undefined && usage.keyId !== null) checkText('usage keyId', usage.keyId);
+  if (usage.keyId !== undefined && usage.keyId !== null) checkStoredText('usage keyId', usage.keyId);
 }
 
 export function checkNewApiKey(key: Omit<ApiKeyRecord, 'createdAt' | 'revoked'>): void {
   objectArg(key, 'API key');
   checkId('key id', key.id);
   checkId('key hash', key.hash);
-  checkText('key orgId', key.orgId);
   checkBoolean('key admin', key.admin);
-  checkText('key prefix', key.prefix);
+  // One thing each: an instance-admin key has no organization, an organization's key has one.
+  if (key.admin && key.orgId !== null) throw new VoicewireError('INVALID_ARGUMENT', 'an instance-admin key belongs to no organization: its orgId must be null');
+  if (!key.admin) checkStoredText('key orgId', key.orgId);
+  checkStoredText('key prefix', key.prefix);
 }
 
 /** A token to store; resolves its expiry in ms. */
 export function checkToken(token: TokenRecord): number {
   objectArg(token, 'token');
   checkId('token hash', token.hash);
-  checkText('token keyId', token.keyId);
+  checkStoredText('token keyId', token.keyId);
   return checkTime('expiresAt', token.expiresAt);
 }
 
 export function checkVoice(voice: VoiceRecord): void {
   objectArg(voice, 'voice');
   checkId('voice uid', voice.uid);
-  if (voice.orgId !== null) checkText('voice orgId', voice.orgId);
-  for (const k of ['name', 'description', 'language', 'filename', 'createdAt'] as const) checkText(`voice ${k}`, voice[k]);
+  if (voice.orgId !== null) checkStoredText('voice orgId', voice.orgId);
+  for (const k of ['name', 'description', 'language', 'filename', 'createdAt'] as const) checkStoredText(`voice ${k}`, voice[k]);
   if (typeof voice.startS !== 'number' || !Number.isFinite(voice.startS)) throw new VoicewireError('INVALID_ARGUMENT', `voice startS must be a finite number, got ${describeValue(voice.startS)}`);
   checkStrings('voice tags', voice.tags);
   checkBoolean('voice isProClone', voice.isProClone);
@@ -116,8 +125,8 @@ export function checkVoice(voice: VoiceRecord): void {
 
 export function checkVoicePatch(patch: Partial<Pick<VoiceRecord, 'name' | 'description' | 'tags'>>): void {
   objectArg(patch, 'voice patch');
-  if (patch.name !== undefined) checkText('voice patch name', patch.name);
-  if (patch.description !== undefined) checkText('voice patch description', patch.description);
+  if (patch.name !== undefined) checkStoredText('voice patch name', patch.name);
+  if (patch.description !== undefined) checkStoredText('voice patch description', patch.description);
   if (patch.tags !== undefined) checkStrings('voice patch tags', patch.tags);
 }
 
@@ -127,7 +136,7 @@ export function checkCandidates(candidates: CandidateRecord[]): void {
   for (const c of candidates) {
     objectArg(c, 'candidate');
     checkId('embeddingId', c.embeddingId);
-    for (const k of ['orgId', 'language', 'prompt'] as const) checkText(`candidate ${k}`, c[k]);
+    for (const k of ['orgId', 'language', 'prompt'] as const) checkStoredText(`candidate ${k}`, c[k]);
     objectArg(c.params, 'candidate params');
     checkTime('expiresAt', c.expiresAt);
   }
@@ -136,11 +145,11 @@ export function checkCandidates(candidates: CandidateRecord[]): void {
 export function checkDictionary(d: DictionaryRecord): void {
   objectArg(d, 'dictionary');
   checkId('dictionary uid', d.uid);
-  for (const k of ['orgId', 'name', 'language', 'description', 'createdAt'] as const) checkText(`dictionary ${k}`, d[k]);
+  for (const k of ['orgId', 'name', 'language', 'description', 'createdAt'] as const) checkStoredText(`dictionary ${k}`, d[k]);
   // Engines read every rule's word and replacement (src/engines/espeak-tts.ts).
   if (!Array.isArray(d.rules)) throw new VoicewireError('INVALID_ARGUMENT', `dictionary rules must be an array, got ${describeValue(d.rules)}`);
   for (const r of d.rules) {
-    if (r === null || typeof r !== 'object' || typeof r.word !== 'string' || typeof r.replacement !== 'string' || (r.kind !== 'respelling' && r.kind !== 'phonemes')) {
+    if (r === null || typeof r !== 'object' || typeof r.word !== 'string' || typeof r.replacement !== 'string' || r.word.includes('\0') || r.replacement.includes('\0') || (r.kind !== 'respelling' && r.kind !== 'phonemes')) {
       throw new VoicewireError('INVALID_ARGUMENT', 'dictionary rules must be objects { word, replacement, kind: "respelling" | "phonemes" }');
     }
   }
@@ -163,12 +172,37 @@ export function toJson(what: string, value: unknown): string {
     throw new VoicewireError('INVALID_ARGUMENT', `${what} is not JSON-serializable`, { cause });
   }
   if (text === undefined) throw new VoicewireError('INVALID_ARGUMENT', `${what} is not JSON-serializable`);
+  // JSON.stringify writes U+0000 as \u0000, which Postgres JSONB refuses: refused on every store.
+  if (/(^|[^\\])(\\\\)*\\u0000/.test(text)) throw new VoicewireError('INVALID_ARGUMENT', `${what} must not contain the NUL character (U+0000)`);
   return text;
 }
 
 /** The errors the store raises when a row names a parent that does not exist, or a uid owned by another organization. */
 export const unknownOrganization = (orgId: string): VoicewireError => new VoicewireError('INVALID_ARGUMENT', `no organization ${JSON.stringify(orgId)}`);
 export const unknownKey = (keyId: string): VoicewireError => new VoicewireError('INVALID_ARGUMENT', `no API key ${JSON.stringify(keyId)}`);
+/** A temporary token stands for an organization's key (§2.6), never for the instance-admin key. */
+export const adminToken = (keyId: string): VoicewireError => new VoicewireError('INVALID_ARGUMENT', `API key ${JSON.stringify(keyId)} is an instance-admin key: no token stands for it`);
 export const duplicate = (what: string): VoicewireError => new VoicewireError('INVALID_ARGUMENT', `${what} already exists`);
 export const ownedByAnother = (what: string, id: string): VoicewireError =>
   new VoicewireError('INVALID_ARGUMENT', `${what} ${JSON.stringify(id)} belongs to another organization`);
+
+/**
+ * A failure of the store itself (unreachable, locked, closed): the caller is told only `store
+ * unavailable` (503, WebSocket 1011); what failed and why (driver message and code) are in
+ * `details`, for the logs (issue 20 §8: a client saw `connect ECONNREFUSED 127.0.0.1:port`).
+ */
+export function storeUnavailable(operation: string, reason: string, cause?: unknown): VoicewireError {
+  return new VoicewireError('STORE_UNAVAILABLE', 'store unavailable', { cause, details: { operation, reason } });
+}
+
+/** Data the driver refused that the checks above let through: INVALID_ARGUMENT, the driver's text in `details` only. */
+export function storeRefused(operation: string, reason: string, cause?: unknown): VoicewireError {
+  return new VoicewireError('INVALID_ARGUMENT', 'the store refused the data', { cause, details: { operation, reason } });
+}
+
+/** Why a store call failed, for logs and operators: `operation: reason` from its details, else its message. */
+export function storeErrorReason(err: unknown): string {
+  const d = (err as { details?: { operation?: unknown; reason?: unknown } } | null)?.details;
+  if (d && typeof d.reason === 'string') return typeof d.operation === 'string' ? `${d.operation}: ${d.reason}` : d.reason;
+  return err instanceof Error ? err.message : String(err);
+}

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { connect, type WsConversation } from '../harness.js';
 import { SqliteStore } from '../../../src/server/store/sqlite-store.js';
 import { SQLITE_FILE_NAME } from '../../../src/server/store/open.js';
+import { cli } from '../instances/serve-process.js';
 
 const root = join(import.meta.dirname, '../../..');
 const children: ChildProcess[] = [];
@@ -48,18 +49,22 @@ async function serve(env: Record<string, string>): Promise<Served> {
     });
     void exited.then(() => reject(new Error(`exited early: ${stderr}`)));
   });
-  const keys = [/API key\s+\(x-api-key\):\s+(\S+)/.exec(stderr)?.[1], /admin key[^:]*:\s+(\S+)/i.exec(stderr)?.[1]].filter((k): k is string => k !== undefined);
+  const keys = [/^API key \(x-api-key\): (\S+)$/m.exec(stdout)?.[1], /^instance-admin key[^:]*: (\S+)$/m.exec(stdout)?.[1]].filter((k): k is string => k !== undefined);
   return { child, base, keys, exited };
 }
 
-describe('process signals', { timeout: 30_000 }, () => {
+describe('process signals', { timeout: 60_000 }, () => {
   it('SIGTERM with 100 live TTS sessions: every one finishes with end_of_stream, exit 0', async () => {
-    const s = await serve({ VOICEWIRE_STORE: 'memory:' });
-    expect(s.keys).toHaveLength(2);
+    const dir = mkdtempSync(join(tmpdir(), 'vw-sigterm-'));
+    dirs.push(dir);
+    const s = await serve({ VOICEWIRE_DATA: dir });
+    expect(s.keys).toHaveLength(2); // the organization's key and the instance-admin key
+    // 50 per key: the default connections-per-key limit. The instance-admin key speaks for no
+    // organization, so the second key is another of `default`'s, made beside the running server.
+    const speakers = [s.keys[0]!, cli(['keys', 'create', '--data', dir]).trim()];
     const wsBase = s.base.replace('http', 'ws');
-    // 50 per key: the default connections-per-key limit.
     const live: WsConversation[] = Array.from({ length: 100 }, (_, i) => {
-      const c = connect(`${wsBase}/speech/tts`, { 'x-api-key': s.keys[i % 2]! });
+      const c = connect(`${wsBase}/speech/tts`, { 'x-api-key': speakers[i % 2]! });
       c.send({ type: 'setup', output_format: 'pcm' });
       c.send({ type: 'text', text: `session ${i} is speaking` });
       return c;

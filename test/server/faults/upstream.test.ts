@@ -33,7 +33,11 @@ describe('core API faults', { timeout: 15_000 }, () => {
     const t0 = Date.now();
     const r = await fetch(`${h.base}/usages/summary`, { headers: { 'x-api-key': h.apiKey }, signal: AbortSignal.timeout(10_000) });
     expect(r.status).toBe(502);
-    expect(await r.text()).toMatch(/core API unreachable/);
+    // The address and errno are for the logs, with the request id, not for the client (issue 20 §8).
+    expect(await r.text()).toBe('core API unreachable');
+    const line = h.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['code'] === 'FORWARD_FAILED')!;
+    expect(line['reason']).toMatch(/ECONNREFUSED/);
+    expect(typeof line['request_id']).toBe('string');
     expect(Date.now() - t0).toBeLessThan(2000);
   });
 

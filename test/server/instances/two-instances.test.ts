@@ -21,8 +21,8 @@ let admin = '';
 describe.skipIf(!hasPostgres())(needsPostgres('two serve processes on one Postgres'), () => {
   beforeAll(async () => {
     pg = await startPostgres();
-    // The CLI migrates the schema and makes the admin key, as an operator would.
-    admin = cli(['keys', 'create', '--org', 'ops', '--admin', '--store', pg.url()]).trim();
+    // The CLI migrates the schema and makes the instance-admin key, as an operator would.
+    admin = cli(['keys', 'create', '--admin', '--store', pg.url()]).trim();
     [a, b] = await Promise.all([startServe(['--store', pg.url(), '--no-bootstrap']), startServe(['--store', pg.url(), '--no-bootstrap'])]);
     store = new PostgresStore(pg.url());
   }, 40_000);
@@ -57,7 +57,7 @@ describe.skipIf(!hasPostgres())(needsPostgres('two serve processes on one Postgr
     const text = 'hello'; // 5 characters → 5 credits at the default rate
     const org = await ensureOrganization(store!, 'budget', { credits: budget });
     // Four keys per instance keep each under the per-key connection limit (50 per process).
-    const keys = await Promise.all(Array.from({ length: 8 }, () => createKey(store!, org.id, false)));
+    const keys = await Promise.all(Array.from({ length: 8 }, () => createKey(store!, org.id)));
     const one = async (s: ServeProcess, key: string): Promise<{ status: number; body: string }> => {
       const r = await fetch(`${s.base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': key }, body: JSON.stringify({ text, output_format: 'pcm_16000', only_audio: true }) });
       const body = Buffer.from(await r.arrayBuffer());

@@ -43,7 +43,8 @@ function getText(url: string): Promise<string> {
 
 describe('serve --workers 2', () => {
   it('two worker pids answer on one port; SIGTERM drains a live session and exits 0', async () => {
-    const admin = cli(['keys', 'create', '--org', 'ops', '--admin', '--data', dir]).trim();
+    const admin = cli(['keys', 'create', '--admin', '--data', dir]).trim();
+    const key = cli(['keys', 'create', '--org', 'ops', '--data', dir]).trim();
     s = await startServe(['--workers', '2', '--data', dir, '--no-bootstrap']);
     const pids = new Set<number>();
     for (let i = 0; i < 20 && pids.size < 2; i++) {
@@ -53,7 +54,7 @@ describe('serve --workers 2', () => {
     expect(pids.size).toBe(2);
     expect(pids.has(s.child.pid!)).toBe(false); // the primary serves nothing itself
 
-    const live = connect(`${s.wsBase}/speech/tts`, { 'x-api-key': admin });
+    const live = connect(`${s.wsBase}/speech/tts`, { 'x-api-key': key });
     live.send({ type: 'setup', output_format: 'pcm_16000' });
     live.send({ type: 'text', text: 'before the signal.', flush: true });
     await live.waitFor((m) => m['type'] === 'audio');
@@ -66,10 +67,11 @@ describe('serve --workers 2', () => {
     expect(live.messages.some((m) => m['type'] === 'error')).toBe(false);
     expect(audioBytes(live.messages).length).toBeGreaterThan(0);
     expect(await s.exited).toBe(0);
-  }, 30_000);
+  }, 60_000);
 
   it('/metrics is cluster-wide: every scrape, whichever worker answers it, counts the requests of both', async () => {
-    const admin = cli(['keys', 'create', '--org', 'metrics', '--admin', '--data', dir]).trim();
+    const admin = cli(['keys', 'create', '--admin', '--data', dir]).trim();
+    const key = cli(['keys', 'create', '--org', 'metrics', '--data', dir]).trim();
     s = await startServe(['--workers', '2', '--data', dir, '--no-bootstrap']);
     // New connections go to the workers in turn: two status calls in a row reach both.
     const pids = new Set<number>();
@@ -79,7 +81,7 @@ describe('serve --workers 2', () => {
     // own registry would say 3; the cluster's says 6 every time.
     const requests = 6;
     for (let i = 0; i < requests; i++) {
-      const r = await fetch(`${s.base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': admin, connection: 'close' }, body: JSON.stringify({ text: 'abc', only_audio: true, output_format: 'pcm' }) });
+      const r = await fetch(`${s.base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': key, connection: 'close' }, body: JSON.stringify({ text: 'abc', only_audio: true, output_format: 'pcm' }) });
       await r.arrayBuffer();
     }
     for (let i = 0; i < 4; i++) {
@@ -88,7 +90,7 @@ describe('serve --workers 2', () => {
     }
     await s.stop(5000);
     s = undefined;
-  }, 30_000);
+  }, 60_000);
 
   it('--workers is validated, and memory: is refused with more than one worker', () => {
     expect(() => cli(['serve', '--workers', '0', '--store', 'memory:'])).toThrow(/--workers must be 1 to 256/);

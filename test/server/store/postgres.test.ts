@@ -192,7 +192,8 @@ describe.skipIf(!hasPostgres())(needsPostgres('PostgresStore'), () => {
 
     it('migrations apply once each, in order; a newer schema is refused; a failing one leaves the previous version whole', async () => {
       const url = await freshSchemaUrl();
-      const v1 = new PostgresStore(url);
+      const V1 = POSTGRES_MIGRATIONS.slice(0, 1); // the shipped list grows: this test is about 1 → 2 → 3
+      const v1 = new PostgresStore(url, { migrations: V1 });
       expect(await v1.schemaVersion()).toBe(0);
       await v1.migrate();
       await v1.migrate();
@@ -200,7 +201,7 @@ describe.skipIf(!hasPostgres())(needsPostgres('PostgresStore'), () => {
       await v1.createOrganization({ ...ORG, name: 'before upgrade' });
       await v1.close();
 
-      const next = [...POSTGRES_MIGRATIONS, { version: 2, name: 'test: a column', sql: "ALTER TABLE organizations ADD COLUMN note TEXT NOT NULL DEFAULT 'x'" }];
+      const next = [...V1, { version: 2, name: 'test: a column', sql: "ALTER TABLE organizations ADD COLUMN note TEXT NOT NULL DEFAULT 'x'" }];
       const v2 = new PostgresStore(url, { migrations: next });
       await v2.migrate();
       await v2.migrate(); // a second ALTER would fail: it must not run again
@@ -208,7 +209,7 @@ describe.skipIf(!hasPostgres())(needsPostgres('PostgresStore'), () => {
       expect(await v2.getOrganizationByName('before upgrade')).toBeDefined();
       await v2.close();
 
-      const old = new PostgresStore(url);
+      const old = new PostgresStore(url, { migrations: V1 });
       const err = await old.migrate().then(() => undefined, (e: unknown) => e);
       expect(isVoicewireError(err, 'STORE_UNAVAILABLE')).toBe(true);
       expect(String((err as Error).message)).toMatch(/schema version 2 is newer/);
@@ -220,6 +221,25 @@ describe.skipIf(!hasPostgres())(needsPostgres('PostgresStore'), () => {
       expect(await v3.schemaVersion()).toBe(2);
       expect(Number((await admin.query("SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = 'good_part'")).rows[0].n)).toBe(0);
       await v3.close();
+    });
+
+    it('schema 2: an existing admin key becomes an instance-admin key (no organization, its tokens deleted); other keys and tokens stay', async () => {
+      const url = await freshSchemaUrl();
+      const v1 = new PostgresStore(url, { migrations: POSTGRES_MIGRATIONS.slice(0, 1) });
+      await v1.migrate();
+      const org = await v1.createOrganization({ ...ORG, name: 'default' });
+      await v1.close();
+      const schema = new URL(url).searchParams.get('options')!.replace('-c search_path=', '');
+      await admin.query(`INSERT INTO ${schema}.api_keys (id, org_id, hash, admin, prefix, created_at) VALUES ('api', $1, 'h-api', FALSE, 'p', '2026-01-01'), ('adm', $1, 'h-adm', TRUE, 'p', '2026-01-02')`, [org.id]);
+      await admin.query(`INSERT INTO ${schema}.tokens (hash, key_id, expires_at, expires_ms) VALUES ('t-api', 'api', '2099-01-01T00:00:00.000Z', 4070908800000), ('t-adm', 'adm', '2099-01-01T00:00:00.000Z', 4070908800000)`);
+      const v2 = new PostgresStore(url);
+      await v2.migrate();
+      expect(await v2.getApiKey('adm')).toMatchObject({ admin: true, orgId: null });
+      expect(await v2.getApiKey('api')).toMatchObject({ admin: false, orgId: org.id });
+      expect(await v2.findToken('t-api', new Date())).toMatchObject({ keyId: 'api' });
+      expect(await v2.findToken('t-adm', new Date())).toBeUndefined();
+      expect(await codeOf(v2.createApiKey({ id: 'x', orgId: org.id, hash: 'hx', admin: true, prefix: 'p' }))).toBe('INVALID_ARGUMENT');
+      await v2.close();
     });
 
     it('purgeExpired deletes expired tokens and candidates and nothing else', async () => {

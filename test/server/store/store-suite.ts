@@ -182,10 +182,10 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
 
     describe('API keys', () => {
       it('creates, finds by hash and id, lists in creation order, revokes', async () => {
-        const k1 = await store.createApiKey({ id: 'k1', orgId: a.id, hash: 'h1', admin: true, prefix: 'vw_aa' });
+        const k1 = await store.createApiKey({ id: 'k1', orgId: a.id, hash: 'h1', admin: false, prefix: 'vw_aa' });
         const k2 = await store.createApiKey({ id: 'k2', orgId: b.id, hash: 'h2', admin: false, prefix: 'vw_bb' });
         const k3 = await store.createApiKey({ id: 'k3', orgId: a.id, hash: 'h3', admin: false, prefix: 'vw_cc' });
-        expect(k1).toMatchObject({ id: 'k1', orgId: a.id, hash: 'h1', admin: true, revoked: false, prefix: 'vw_aa' });
+        expect(k1).toMatchObject({ id: 'k1', orgId: a.id, hash: 'h1', admin: false, revoked: false, prefix: 'vw_aa' });
         expect(await store.findApiKeyByHash('h2')).toEqual(k2);
         expect(await store.findApiKeyByHash('nope')).toBeUndefined();
         expect(await store.getApiKey('k3')).toEqual(k3);
@@ -197,6 +197,21 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
         expect(await store.revokeApiKey('nope')).toBe(false);
         expect((await store.findApiKeyByHash('h1'))!.revoked).toBe(true);
         expect((await store.getApiKey('k3'))!.revoked).toBe(false);
+      });
+
+      it('an instance-admin key has no organization: listed with all keys, under none; one with an organization is refused', async () => {
+        const adm = await store.createApiKey({ id: 'adm', orgId: null, hash: 'ha', admin: true, prefix: 'vw_ad' });
+        expect(adm).toMatchObject({ orgId: null, admin: true, revoked: false });
+        expect(await store.findApiKeyByHash('ha')).toEqual(adm);
+        expect((await store.listApiKeys()).map((k) => k.id)).toEqual(['adm']);
+        expect(await store.listApiKeys(a.id)).toEqual([]);
+        await rejectsWith(store.createApiKey({ id: 'k1', orgId: a.id, hash: 'h1', admin: true, prefix: 'p' }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.createApiKey({ id: 'k2', orgId: null, hash: 'h2', admin: false, prefix: 'p' }), 'INVALID_ARGUMENT');
+        expect(await store.listApiKeys()).toHaveLength(1);
+        // A token stands for an organization's key, never for the instance's admin key.
+        await rejectsWith(store.createToken({ hash: 'th', keyId: 'adm', expiresAt: new Date(Date.now() + HOUR).toISOString() }), 'INVALID_ARGUMENT');
+        expect(await store.findToken('th', new Date())).toBeUndefined();
+        expect(await store.revokeApiKey('adm')).toBe(true);
       });
 
       it('refuses a key for an unknown organization and a duplicate id or hash', async () => {
@@ -391,6 +406,27 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
         await store.putVoice({ ...ok, params: { pitch: 50, f: () => 1 }, extra: () => 2 } as unknown as VoiceRecord);
         // The memory store kept the functions, and getVoice then threw a DataCloneError.
         expect(await store.getVoice(a.id, 'v1')).toEqual({ ...ok, params: { pitch: 50 } });
+      });
+
+      it('NUL (U+0000, which Postgres text refuses): written, INVALID_ARGUMENT on every store; looked up, nothing found', async () => {
+        const nul = 'a\u0000b';
+        await rejectsWith(store.createOrganization({ ...ORG, name: nul }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.putVoice({ ...voice('v1', a.id, '2026-01-01T00:00:00.000Z'), name: nul }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.putVoice({ ...voice('v2', a.id, '2026-01-01T00:00:00.000Z'), tags: [nul] }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.putVoice({ ...voice('v3', a.id, '2026-01-01T00:00:00.000Z'), params: { k: nul } }), 'INVALID_ARGUMENT');
+        const expiresAt = new Date(Date.now() + HOUR).toISOString();
+        await rejectsWith(store.putCandidates([{ embeddingId: 'c1', orgId: a.id, language: 'en', prompt: nul, params: {}, expiresAt }]), 'INVALID_ARGUMENT');
+        await rejectsWith(store.putDictionary({ uid: 'd1', orgId: a.id, name: 'n', language: 'en', description: '', rules: [{ word: nul, replacement: 'x', kind: 'respelling' }], createdAt: '2026-01-01T00:00:00.000Z' }), 'INVALID_ARGUMENT');
+        expect(await store.getVoice(a.id, nul)).toBeUndefined();
+        expect(await store.updateVoice(a.id, nul, { name: 'x' })).toBeUndefined();
+        expect(await store.deleteVoice(a.id, nul)).toBe(false);
+        expect(await store.getCandidate(a.id, nul, new Date())).toBeUndefined();
+        expect(await store.deleteCandidate(a.id, nul)).toBe(false);
+        expect(await store.getDictionary(a.id, nul)).toBeUndefined();
+        expect(await store.deleteDictionary(a.id, nul)).toBe(false);
+        expect(await store.getOrganizationByName(nul)).toBeUndefined();
+        expect(await store.getApiKey(nul)).toBeUndefined();
+        expect(await store.revokeApiKey(nul)).toBe(false);
       });
 
       it('an admin flag that is not a boolean is refused (the string "false" made an admin key)', async () => {

@@ -2,7 +2,7 @@
  * The Store contract on every implementation (store-suite.ts), then what only the SQLite store
  * has: its file, its journal, its migrations, its URL forms, its lock waits.
  */
-import { mkdtempSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'libsql';
@@ -71,7 +71,8 @@ describe('SqliteStore', () => {
 
   it('migrations apply once each, in order, recorded with their version; a newer schema is refused', async () => {
     const path = join(dir, 'm.db');
-    const v1 = SqliteStore.open(path);
+    const V1 = SQLITE_MIGRATIONS.slice(0, 1); // the shipped list grows: this test is about 1 → 2
+    const v1 = SqliteStore.open(path, { migrations: V1 });
     expect(await v1.schemaVersion()).toBe(0);
     await v1.migrate();
     await v1.migrate();
@@ -79,7 +80,7 @@ describe('SqliteStore', () => {
     await v1.createOrganization({ ...ORG, name: 'before upgrade' });
     await v1.close();
 
-    const next = [...SQLITE_MIGRATIONS, { version: 2, name: 'test: a column', sql: "ALTER TABLE organizations ADD COLUMN note TEXT NOT NULL DEFAULT 'x'" }];
+    const next = [...V1, { version: 2, name: 'test: a column', sql: "ALTER TABLE organizations ADD COLUMN note TEXT NOT NULL DEFAULT 'x'" }];
     const v2 = SqliteStore.open(path, { migrations: next });
     await v2.migrate();
     await v2.migrate(); // a second ALTER would fail: it must not run again
@@ -91,7 +92,7 @@ describe('SqliteStore', () => {
     expect(raw.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all().map((r) => (r as { version: number }).version)).toEqual([1, 2]);
     raw.close();
 
-    const old = SqliteStore.open(path); // knows only version 1
+    const old = SqliteStore.open(path, { migrations: V1 }); // knows only version 1
     const err = await old.migrate().then(() => undefined, (e: unknown) => e);
     expect(isVoicewireError(err, 'STORE_UNAVAILABLE')).toBe(true);
     expect(String((err as Error).message)).toMatch(/schema version 2 is newer/);
@@ -100,8 +101,8 @@ describe('SqliteStore', () => {
 
   it('a failing migration leaves the previous version intact', async () => {
     const path = join(dir, 'f.db');
-    const bad = [...SQLITE_MIGRATIONS, { version: 2, name: 'broken', sql: 'CREATE TABLE good_part (x INTEGER); THIS IS NOT SQL' }];
-    const v1 = SqliteStore.open(path);
+    const bad = [...SQLITE_MIGRATIONS.slice(0, 1), { version: 2, name: 'broken', sql: 'CREATE TABLE good_part (x INTEGER); THIS IS NOT SQL' }];
+    const v1 = SqliteStore.open(path, { migrations: SQLITE_MIGRATIONS.slice(0, 1) });
     await v1.migrate();
     await v1.close();
     const s = SqliteStore.open(path, { migrations: bad });
@@ -123,7 +124,7 @@ describe('SqliteStore', () => {
     await Promise.all([x.migrate(), y.migrate()]);
     await x.createOrganization({ ...ORG, name: 'seen by both' });
     expect(await y.countOrganizations()).toBe(1);
-    expect(await y.schemaVersion()).toBe(1);
+    expect(await y.schemaVersion()).toBe(SQLITE_MIGRATIONS.at(-1)!.version);
     await Promise.all([x.close(), y.close()]);
   });
 
@@ -211,6 +212,22 @@ describe('openStore', () => {
     await store.close();
     const again = await openStore({ data });
     expect(await again.countOrganizations()).toBe(1);
+    await again.close();
+  });
+
+  it('keeps the data folder 0700 and the database, its WAL and SHM 0600, even where they existed looser (a clone shipped them 0755/0644)', async () => {
+    const data = join(dir, 'data');
+    const mode = (p: string): string => (statSync(p).mode & 0o777).toString(8);
+    const first = await openStore({ data });
+    await first.createOrganization({ ...ORG, name: 'o' });
+    for (const f of ['', 'voicewire.db', 'voicewire.db-wal', 'voicewire.db-shm']) expect(mode(join(data, f)), f || 'folder').toBe(f ? '600' : '700');
+    await first.close();
+    // As a checkout (or a careless cp) leaves them: group- and world-readable.
+    chmodSync(data, 0o755);
+    chmodSync(join(data, 'voicewire.db'), 0o644);
+    const again = await openStore({ data });
+    await again.createOrganization({ ...ORG, name: 'p' });
+    for (const f of ['', 'voicewire.db', 'voicewire.db-wal', 'voicewire.db-shm']) expect(mode(join(data, f)), f || 'folder').toBe(f ? '600' : '700');
     await again.close();
   });
 
