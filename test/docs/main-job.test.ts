@@ -76,7 +76,7 @@ describe('the README main job', () => {
           const argv = voicewireArgs(line);
           const out = argv.includes('-o') ? at(argv[argv.indexOf('-o') + 1]!) : undefined;
           const cmd = line.replace(/^npx voicewire/, `"${process.execPath}" "${cli}"`).replace(/ -o (\S+)/, (_, f: string) => ` -o ${at(f)}`);
-          const r = spawnSync('bash', ['-c', cmd], { cwd: root, encoding: 'utf8', timeout: 30_000, env });
+          const r = spawnSync('bash', ['-c', cmd], { cwd: root, encoding: 'utf8', timeout: 90_000, env });
           expect(r.stderr, line).toBe('');
           expect(r.status, line).toBe(0);
           if (out !== undefined) expect(statSync(out).size).toBeGreaterThan(20_000);
@@ -85,7 +85,7 @@ describe('the README main job', () => {
           if (argv[0] === 'voices') expect(r.stdout.split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(15);
         } else {
           const cmd = line.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`).replace('-o hello.wav', `-o ${at('hello.wav')}`).replace('@hello.wav', `@${at('hello.wav')}`);
-          const r = spawnSync('bash', ['-c', cmd], { cwd: root, encoding: 'utf8', timeout: 30_000, env });
+          const r = spawnSync('bash', ['-c', cmd], { cwd: root, encoding: 'utf8', timeout: 90_000, env });
           expect(r.status, line).toBe(0);
           if (cmd.includes('/post/speech/tts')) expect(statSync(at('hello.wav')).size).toBeGreaterThan(20_000);
           else expect(r.stdout).toMatch(/"type":"end_of_stream"/);
@@ -98,7 +98,7 @@ describe('the README main job', () => {
       server.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, 300_000);
 });
 
 describe('the README "Convert audio" commands', () => {

@@ -75,8 +75,14 @@ function argsArbOf(optionNames: string[]): fc.Arbitrary<unknown[]> {
 /** Fixed shapes every entry gets, before the random ones. */
 export const FIXED: unknown[][] = [[UNPRINTABLE], [Object.create(null)], [HOSTILE_OPTIONS], ['x', HOSTILE_OPTIONS], [new Uint8Array(4), HOSTILE_OPTIONS], [{}, HOSTILE_OPTIONS], [], [null], [undefined], [NaN], [0], [-1], [0.5], ['x'], [{}], [[]], [new Uint8Array(3)], [new Int16Array(3)], [{}, null], ['x', null], [new Uint8Array(4), NaN], [new Uint8Array(4), {}], [null, null, null]];
 
-/** A call slower than this (ms) is reported: every shape here is at most a few hundred bytes. */
+/** A call that spends more CPU than this (ms) is reported: every shape here is at most a few hundred bytes. */
 export const SLOW_MS = 250;
+/**
+ * A call that blocks the process this long (ms) without spending the CPU is reported too (waiting on
+ * a child or a syscall). Wall time alone is no measure: on a busy machine a call waits for a core
+ * (isFfmpegAvailable's one `ffmpeg -version` took 955 ms beside other jobs, issue 25).
+ */
+const STALL_MS = 5000;
 export const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
 export const SEED = Number(process.env.FUZZ_SEED ?? 1);
 /** A seed per entry point, so each gets its own shapes and one entry's failure reproduces alone. */
@@ -121,6 +127,7 @@ const PROMISE_WAIT_MS = 20;
 export async function attempt(label: string, invoke: (args: unknown[]) => unknown, args: unknown[]): Promise<Outcome> {
   if (TRACE) writeSync(2, `${label}(${show(args)})\n`);
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   let result: unknown;
   try {
     result = invoke(args);
@@ -129,7 +136,9 @@ export async function attempt(label: string, invoke: (args: unknown[]) => unknow
   }
   // A synchronous hang cannot be interrupted here; a slow call is the symptom that shows one.
   const ms = performance.now() - t0;
-  if (ms > SLOW_MS) return { bad: `${label}(${show(args)}) took ${ms.toFixed(0)} ms` };
+  const cpu = process.cpuUsage(cpu0);
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+  if (cpuMs > SLOW_MS || ms > STALL_MS) return { bad: `${label}(${show(args)}) took ${ms.toFixed(0)} ms (${cpuMs.toFixed(0)} ms of CPU)` };
   if (result !== null && typeof result === 'object' && typeof (result as Promise<unknown>).then === 'function') {
     const settled = (result as Promise<unknown>).then(
       () => null,
