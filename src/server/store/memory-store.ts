@@ -28,6 +28,7 @@ import {
   checkTime,
   checkToken,
   checkUsage,
+  checkSettlement,
   checkVoice,
   checkVoicePatch,
   duplicate,
@@ -255,5 +256,22 @@ export class MemoryStore implements Store {
     const d = this.dictionaries.get(uid);
     if (!d || d.orgId !== orgId) return false;
     return this.dictionaries.delete(uid);
+  }
+  async reserveCredits(orgId: string, amount: number): Promise<number | null> {
+    checkText('orgId', orgId);
+    checkCredits('amount', amount);
+    const o = this.orgs.get(orgId);
+    if (!o || o.remainingCredits < amount) return null;
+    o.remainingCredits -= amount;
+    return o.remainingCredits;
+  }
+  async settleCredits(orgId: string, held: number, usage: Omit<UsageRecord, 'orgId' | 'at'>): Promise<number> {
+    checkText('orgId', orgId);
+    checkSettlement(held, usage);
+    const o = this.orgs.get(orgId);
+    if (!o) throw unknownOrganization(orgId);
+    o.remainingCredits += held - usage.credits;
+    if (usage.credits > 0 || usage.units > 0) this.usage.push({ keyId: usage.keyId ?? null, kind: usage.kind, units: usage.units, orgId, credits: usage.credits, at: new Date().toISOString() });
+    return o.remainingCredits;
   }
 }

@@ -49,6 +49,7 @@ import {
   checkToken,
   checkUnits,
   checkUsage,
+  checkSettlement,
   checkVoice,
   checkVoicePatch,
   duplicate,
@@ -519,6 +520,34 @@ export class PostgresStore implements Store {
     checkText('orgId', orgId);
     checkText('dictionary uid', uid);
     return (await this.query('deleteDictionary', 'DELETE FROM dictionaries WHERE uid = $1 AND org_id = $2 RETURNING 1', [uid, orgId])).length > 0;
+  }
+
+  async reserveCredits(orgId: string, amount: number): Promise<number | null> {
+    checkText('orgId', orgId);
+    checkCredits('amount', amount);
+    // As a debit: the UPDATE takes the row lock and its WHERE refuses an overdraft.
+    const rows = await this.query('reserveCredits', 'UPDATE organizations SET remaining_credits = remaining_credits - $1 WHERE id = $2 AND remaining_credits >= $1 RETURNING remaining_credits', [amount, orgId]);
+    return rows[0] ? Number(rows[0].remaining_credits) : null;
+  }
+
+  async settleCredits(orgId: string, held: number, usage: Omit<UsageRecord, 'orgId' | 'at'>): Promise<number> {
+    checkText('orgId', orgId);
+    checkSettlement(held, usage);
+    const kind = checkKind(usage.kind);
+    const at = new Date();
+    // One statement: the refund, and the usage line only from the UPDATE's RETURNING (both or neither).
+    const rows = await this.query(
+      'settleCredits',
+      `WITH refund AS (
+         UPDATE organizations SET remaining_credits = remaining_credits + $1 WHERE id = $2 RETURNING remaining_credits
+       ), line AS (
+         INSERT INTO usage (org_id, key_id, kind, units, credits, at, at_ms) SELECT $2, $3, $4, $5, $6, $7, $8 FROM refund WHERE $9
+       )
+       SELECT remaining_credits FROM refund`,
+      [held - usage.credits, orgId, usage.keyId ?? null, kind, usage.units, usage.credits, at.toISOString(), at.getTime(), usage.credits > 0 || usage.units > 0],
+    );
+    if (!rows[0]) throw unknownOrganization(orgId);
+    return Number(rows[0].remaining_credits);
   }
 
   // --- plumbing ------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ import {
   checkToken,
   checkUnits,
   checkUsage,
+  checkSettlement,
   checkVoice,
   checkVoicePatch,
   duplicate,
@@ -485,6 +486,34 @@ export class SqliteStore implements Store {
     checkText('orgId', orgId);
     checkText('dictionary uid', uid);
     return this.write('deleteDictionary', () => this.q('DELETE FROM dictionaries WHERE uid = ? AND org_id = ?').run(uid, orgId).changes > 0);
+  }
+
+  async reserveCredits(orgId: string, amount: number): Promise<number | null> {
+    checkText('orgId', orgId);
+    checkCredits('amount', amount);
+    return this.write('reserveCredits', () => {
+      // As a debit: one statement under the write lock whose WHERE refuses an overdraft.
+      const r = this.q('UPDATE organizations SET remaining_credits = remaining_credits - ? WHERE id = ? AND remaining_credits >= ? RETURNING remaining_credits').get(amount, orgId, amount) as
+        | Row
+        | undefined;
+      return r ? Number(r.remaining_credits) : null;
+    });
+  }
+
+  async settleCredits(orgId: string, held: number, usage: Omit<UsageRecord, 'orgId' | 'at'>): Promise<number> {
+    checkText('orgId', orgId);
+    checkSettlement(held, usage);
+    const kind = checkKind(usage.kind);
+    const at = new Date();
+    return this.write('settleCredits', () => {
+      // The refund and the usage line in one transaction: both or neither.
+      const r = this.q('UPDATE organizations SET remaining_credits = remaining_credits + ? WHERE id = ? RETURNING remaining_credits').get(held - usage.credits, orgId) as Row | undefined;
+      if (!r) throw unknownOrganization(orgId);
+      if (usage.credits > 0 || usage.units > 0) {
+        this.q('INSERT INTO usage (org_id, key_id, kind, units, credits, at, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)').run(orgId, usage.keyId ?? null, kind, usage.units, usage.credits, at.toISOString(), at.getTime());
+      }
+      return Number(r.remaining_credits);
+    });
   }
 
   // --- plumbing ------------------------------------------------------------------------------

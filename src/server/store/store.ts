@@ -166,4 +166,17 @@ export interface Store {
   /** Inserts or replaces a dictionary (by uid). */
   putDictionary(dictionary: DictionaryRecord): Promise<void>;
   deleteDictionary(orgId: string, uid: string): Promise<boolean>;
+
+  /**
+   * Atomically holds `amount` credits for a request that is still running: resolves the remaining
+   * balance, or null when the balance is below `amount` (nothing held). Never goes below zero,
+   * never holds twice under concurrency. A hold writes no usage line: {@link settleCredits} ends it.
+   */
+  reserveCredits(orgId: string, amount: number): Promise<number | null>;
+  /**
+   * Ends a hold of `held` credits: `usage.credits` (at most `held`) are spent and written as one
+   * usage line (none when credits and units are both 0), the rest goes back to the balance, in one
+   * atomic step. Resolves the remaining balance.
+   */
+  settleCredits(orgId: string, held: number, usage: Omit<UsageRecord, 'orgId' | 'at'>): Promise<number>;
 }

@@ -172,3 +172,11 @@ export const unknownKey = (keyId: string): VoicewireError => new VoicewireError(
 export const duplicate = (what: string): VoicewireError => new VoicewireError('INVALID_ARGUMENT', `${what} already exists`);
 export const ownedByAnother = (what: string, id: string): VoicewireError =>
   new VoicewireError('INVALID_ARGUMENT', `${what} ${JSON.stringify(id)} belongs to another organization`);
+
+/** A settlement (Store.settleCredits): a hold, and a usage line charging at most that hold. */
+export function checkSettlement(held: number, usage: Omit<UsageRecord, 'orgId' | 'at'>): void {
+  checkCredits('held', held);
+  checkUsage(usage);
+  checkCredits('usage credits', usage.credits);
+  if (usage.credits > held) throw new VoicewireError('INVALID_ARGUMENT', `a settlement charges at most what was held: ${usage.credits} charged, ${held} held`);
+}

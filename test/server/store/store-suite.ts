@@ -178,6 +178,47 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
         expect((await store.usageSummary(a.id, later)).tts.requests).toBe(0);
         await rejectsWith(store.usageSummary(a.id, 'yesterday'), 'INVALID_ARGUMENT');
       });
+
+      it('reserve then settle: a hold takes credits without a usage line; settling spends the charge and returns the rest', async () => {
+        const since = new Date(Date.now() - HOUR).toISOString();
+        await store.setCredits(a.id, 20, 20);
+        expect(await store.reserveCredits(a.id, 12)).toBe(8);
+        expect(await store.reserveCredits(a.id, 9)).toBeNull(); // refused: nothing held
+        expect((await store.getOrganization(a.id))!.remainingCredits).toBe(8);
+        expect((await store.usageSummary(a.id, since)).tts.requests).toBe(0);
+        expect(await store.settleCredits(a.id, 12, { keyId: 'k1', kind: 'tts', units: 5, credits: 5 })).toBe(15);
+        expect(await store.usageSummary(a.id, since)).toEqual({ tts: { units: 5, credits: 5, requests: 1 }, stt: { units: 0, credits: 0, requests: 0 } });
+        // Nothing delivered: all of it back, no usage line.
+        expect(await store.reserveCredits(a.id, 15)).toBe(0);
+        expect(await store.reserveCredits(a.id, 1)).toBeNull();
+        expect(await store.settleCredits(a.id, 15, { keyId: null, kind: 'tts', units: 0, credits: 0 })).toBe(15);
+        expect((await store.usageSummary(a.id, since)).tts.requests).toBe(1);
+        expect(await store.reserveCredits('nope', 1)).toBeNull();
+        await rejectsWith(store.settleCredits('nope', 0, { keyId: null, kind: 'tts', units: 0, credits: 0 }), 'INVALID_ARGUMENT');
+      });
+
+      it('refuses a settlement that charges more than its hold, or bad amounts, changing nothing', async () => {
+        await store.setCredits(a.id, 10, 10);
+        await rejectsWith(store.settleCredits(a.id, 3, { keyId: null, kind: 'tts', units: 4, credits: 4 }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.settleCredits(a.id, -1, { keyId: null, kind: 'tts', units: 0, credits: 0 }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.settleCredits(a.id, 2, { keyId: null, kind: 'tts', units: 1, credits: 0.5 }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.settleCredits(a.id, 2, { keyId: null, kind: 'video' as 'tts', units: 1, credits: 1 }), 'INVALID_ARGUMENT');
+        for (const amount of [-1, 0.5, Number.NaN]) await rejectsWith(store.reserveCredits(a.id, amount), 'INVALID_ARGUMENT');
+        expect((await store.getOrganization(a.id))!.remainingCredits).toBe(10);
+        expect((await store.usageSummary(a.id, '1970-01-01T00:00:00Z')).tts.requests).toBe(0);
+      });
+
+      it('200 concurrent holds settled at half on a budget for 100 holds: the balance never goes below zero, no credit lost or made', async () => {
+        await store.setCredits(a.id, 200, 200);
+        const held = await Promise.all(Array.from({ length: 200 }, () => store.reserveCredits(a.id, 2)));
+        const ok = held.filter((r) => r !== null) as number[];
+        expect(ok).toHaveLength(100);
+        expect(new Set(ok).size).toBe(100); // each hold saw its own balance: no double spend
+        expect(Math.min(...ok)).toBe(0);
+        await Promise.all(ok.map(() => store.settleCredits(a.id, 2, { keyId: null, kind: 'stt', units: 1, credits: 1 })));
+        expect((await store.getOrganization(a.id))!.remainingCredits).toBe(100);
+        expect((await store.usageSummary(a.id, '1970-01-01T00:00:00Z')).stt).toEqual({ units: 100, credits: 100, requests: 100 });
+      });
     });
 
     describe('API keys', () => {
