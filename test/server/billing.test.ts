@@ -107,6 +107,24 @@ describe('TTS billing', () => {
     expect((await h.store.usageSummary(orgId, since)).tts).toEqual({ units: 11, credits: 11, requests: 1 });
   });
 
+  it('the same with espeak: the paid words, flushed, come before the error; 11 credits paid of 20', async () => {
+    h = await startServer({ tts: 'espeak' });
+    const orgId = await setCredits(h, 20);
+    const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', output_format: 'pcm' });
+    c.send({ type: 'text', text: 'Hello world' });
+    c.send({ type: 'text', text: 'and then some more words' });
+    c.send({ type: 'end_of_stream' });
+    expect((await c.closed).code).toBe(1008);
+    expect(c.messages.at(-1)).toMatchObject({ type: 'error', code: 1008 });
+    expect(c.messages.filter((m) => m['type'] === 'text').map((m) => m['text'])).toEqual(['Hello', 'world']);
+    const lastAudio = c.messages.filter((m) => m['type'] === 'audio').at(-1)!;
+    const lastWord = c.messages.filter((m) => m['type'] === 'text').at(-1)!;
+    expect(Number(lastAudio['stop_s'])).toBeGreaterThanOrEqual(Number(lastWord['stop_s']));
+    await eventually(async () => (await h!.store.usageSummary(orgId, since)).tts.requests === 1);
+    expect(await balance(h, orgId)).toBe(9);
+  }, 20_000);
+
   it('a 32-character POST the client cancels 5 ms after its text reached the engine pays only for audio sent (none yet)', async () => {
     registerPaced();
     h = await startServer({ tts: 'paced-test' });
