@@ -14,8 +14,8 @@
  *
  * The same wrappers enforce the per-request text limit (`limits.maxTextChars`), before the engine
  * sees the text that passes it. Refused text (limit or credits) first has the paid text spoken
- * (a flush), so nothing paid for is lost. A server that stops between hold and settlement keeps
- * the hold (the credits are spent, never made): the price of a balance that cannot go negative.
+ * (a flush), so nothing paid for is lost. A hold is a usage line until settled, so the books
+ * balance at every moment; a server that stops between hold and settlement leaves it charged.
  */
 import { VoicewireError } from '../util/errors.js';
 import type { SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from '../sessions/engine.js';
@@ -25,10 +25,12 @@ import type { ServerContext } from './context.js';
 /** Slack when comparing the audio sent with a mark's time (as the runner's, far below a sample). */
 const TIME_EPSILON = 1e-6;
 
-/** One request's credits: held as it goes, settled once at its end. */
+/** One request's credits: held as it goes (one hold, grown as needed), settled once at its end. */
 class Bill {
-  /** Credits held so far. */
+  /** Credits and units held so far, and the store's id of the hold. */
   private held = 0;
+  private heldUnits = 0;
+  private holdId: string | undefined;
   private settled = false;
   /** The hold being taken (holds of one request never overlap). */
   private pending: Promise<void> = Promise.resolve();
@@ -47,25 +49,25 @@ class Bill {
 
   /** Holds enough for `units` in all; CREDITS_EXHAUSTED (nothing more held) when the balance is short. */
   hold(units: number): Promise<void> {
-    const next = this.pending.then(() => this.take(this.price(units) - this.held));
+    // A request already settled takes nothing more (an engine call that outlived its client).
+    if (this.settled) return Promise.reject(new VoicewireError('PROTOCOL_CONNECTION_CLOSED', 'the request ended'));
+    const next = this.pending.then(() => this.take(units));
     this.pending = next.catch(() => undefined);
     return next;
   }
 
-  private async take(amount: number): Promise<void> {
+  private async take(units: number): Promise<void> {
+    const amount = this.price(units) - this.held;
     if (amount <= 0) return;
-    const left = await this.ctx.store.reserveCredits(this.who.org.id, amount);
-    if (left === null) {
-      this.ctx.metrics.errors.inc({ code: 'CREDITS_EXHAUSTED' });
-      throw new VoicewireError('CREDITS_EXHAUSTED', `not enough credits left for organization ${this.who.org.name} (${this.kind}: ${amount} more needed)`);
+    const { ctx, who, kind } = this;
+    const r = await ctx.store.reserveCredits(who.org.id, amount, { keyId: who.key.id, kind, units: units - this.heldUnits }, this.holdId);
+    if (r === null) {
+      ctx.metrics.errors.inc({ code: 'CREDITS_EXHAUSTED' });
+      throw new VoicewireError('CREDITS_EXHAUSTED', `not enough credits left for organization ${who.org.name} (${kind}: ${amount} more needed)`);
     }
-    if (!this.settled) {
-      this.held += amount;
-      return;
-    }
-    // The request ended while this hold was on its way: it goes back at once.
-    await this.ctx.store.settleCredits(this.who.org.id, amount, { keyId: this.who.key.id, kind: this.kind, units: 0, credits: 0 });
-    throw new VoicewireError('PROTOCOL_CONNECTION_CLOSED', 'the request ended');
+    this.holdId = r.holdId;
+    this.held += amount;
+    this.heldUnits = units;
   }
 
   /** Ends the bill (once): `units` are paid (at most what is held), the rest goes back. */
@@ -73,13 +75,14 @@ class Bill {
     if (this.settled) return;
     this.settled = true;
     await this.pending;
+    if (this.holdId === undefined) return;
     const credits = Math.min(this.held, this.price(units));
     const { ctx, who, kind } = this;
     try {
-      await ctx.store.settleCredits(who.org.id, this.held, { keyId: who.key.id, kind, units, credits });
+      await ctx.store.settleCredits(who.org.id, this.holdId, { units: Math.min(units, this.heldUnits), credits });
       if (credits > 0) ctx.metrics.credits.inc({ kind }, credits);
     } catch (err) {
-      // The hold stays spent: logged with what it would have given back, for the operator.
+      // The hold stays spent (its usage line says so): logged with what it would have given back.
       ctx.log.error({ org: who.org.name, kind, held: this.held, charged: credits, error: (err as Error).message }, 'credits not settled');
     }
   }

@@ -28,7 +28,9 @@ import {
   checkTime,
   checkToken,
   checkUsage,
-  checkSettlement,
+  checkHoldId,
+  checkCharge,
+  unknownHold,
   checkVoice,
   checkVoicePatch,
   duplicate,
@@ -257,21 +259,44 @@ export class MemoryStore implements Store {
     if (!d || d.orgId !== orgId) return false;
     return this.dictionaries.delete(uid);
   }
-  async reserveCredits(orgId: string, amount: number): Promise<number | null> {
+  /** Usage lines of open or settled holds, by hold id. */
+  private readonly holds = new Map<string, UsageRecord>();
+  private nextHold = 1;
+  async reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string): Promise<{ remaining: number; holdId: string } | null> {
     checkText('orgId', orgId);
     checkCredits('amount', amount);
+    checkUsage(usage);
+    if (holdId !== undefined) checkHoldId(holdId);
     const o = this.orgs.get(orgId);
     if (!o || o.remainingCredits < amount) return null;
+    let line = holdId === undefined ? undefined : this.holds.get(holdId);
+    if (holdId !== undefined && (line === undefined || line.orgId !== orgId)) return null;
     o.remainingCredits -= amount;
-    return o.remainingCredits;
+    if (line === undefined) {
+      holdId = String(this.nextHold++);
+      line = { keyId: usage.keyId ?? null, kind: usage.kind, units: usage.units, orgId, credits: amount, at: new Date().toISOString() };
+      this.usage.push(line);
+      this.holds.set(holdId, line);
+    } else {
+      line.credits += amount;
+      line.units += usage.units;
+    }
+    return { remaining: o.remainingCredits, holdId: holdId! };
   }
-  async settleCredits(orgId: string, held: number, usage: Omit<UsageRecord, 'orgId' | 'at'>): Promise<number> {
+  async settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }): Promise<number> {
     checkText('orgId', orgId);
-    checkSettlement(held, usage);
+    checkHoldId(holdId);
+    checkCharge(charge);
+    const line = this.holds.get(holdId);
     const o = this.orgs.get(orgId);
-    if (!o) throw unknownOrganization(orgId);
-    o.remainingCredits += held - usage.credits;
-    if (usage.credits > 0 || usage.units > 0) this.usage.push({ keyId: usage.keyId ?? null, kind: usage.kind, units: usage.units, orgId, credits: usage.credits, at: new Date().toISOString() });
+    if (!o || line === undefined || line.orgId !== orgId || line.credits < charge.credits) throw unknownHold(holdId, charge.credits);
+    o.remainingCredits += line.credits - charge.credits;
+    line.credits = charge.credits;
+    line.units = charge.units;
+    if (charge.credits === 0 && charge.units === 0) {
+      this.usage.splice(this.usage.indexOf(line), 1);
+      this.holds.delete(holdId);
+    }
     return o.remainingCredits;
   }
 }

@@ -168,15 +168,18 @@ export interface Store {
   deleteDictionary(orgId: string, uid: string): Promise<boolean>;
 
   /**
-   * Atomically holds `amount` credits for a request that is still running: resolves the remaining
-   * balance, or null when the balance is below `amount` (nothing held). Never goes below zero,
-   * never holds twice under concurrency. A hold writes no usage line: {@link settleCredits} ends it.
+   * Atomically holds `amount` credits for a request that is still running, on a usage line of its
+   * own (the hold is spent until settled, so remaining + usage = allocated at every moment, a crash
+   * included): resolves the remaining balance and the hold's id, or null when the balance is below
+   * `amount` (nothing held). With `holdId`, the credits and `usage.units` are added to that hold
+   * (null too when it is not the organization's). Never goes below zero, never holds twice.
    */
-  reserveCredits(orgId: string, amount: number): Promise<number | null>;
+  reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string): Promise<{ remaining: number; holdId: string } | null>;
   /**
-   * Ends a hold of `held` credits: `usage.credits` (at most `held`) are spent and written as one
-   * usage line (none when credits and units are both 0), the rest goes back to the balance, in one
-   * atomic step. Resolves the remaining balance.
+   * Settles hold `holdId`: its usage line now charges `charge.credits` (at most what it holds) for
+   * `charge.units`, and the difference goes back to the balance, atomically. A line left at 0
+   * credits and 0 units is removed (a request that delivered nothing leaves no usage). Resolves the
+   * remaining balance. `INVALID_ARGUMENT` for an unknown hold or a charge above it.
    */
-  settleCredits(orgId: string, held: number, usage: Omit<UsageRecord, 'orgId' | 'at'>): Promise<number>;
+  settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }): Promise<number>;
 }

@@ -173,10 +173,18 @@ export const duplicate = (what: string): VoicewireError => new VoicewireError('I
 export const ownedByAnother = (what: string, id: string): VoicewireError =>
   new VoicewireError('INVALID_ARGUMENT', `${what} ${JSON.stringify(id)} belongs to another organization`);
 
-/** A settlement (Store.settleCredits): a hold, and a usage line charging at most that hold. */
-export function checkSettlement(held: number, usage: Omit<UsageRecord, 'orgId' | 'at'>): void {
-  checkCredits('held', held);
-  checkUsage(usage);
-  checkCredits('usage credits', usage.credits);
-  if (usage.credits > held) throw new VoicewireError('INVALID_ARGUMENT', `a settlement charges at most what was held: ${usage.credits} charged, ${held} held`);
+/** A hold's id (Store.reserveCredits): the decimal id of its usage line. */
+export function checkHoldId(holdId: string): string {
+  if (typeof holdId !== 'string' || !/^[0-9]{1,18}$/.test(holdId)) throw new VoicewireError('INVALID_ARGUMENT', `a hold id is a decimal usage line id, got ${shown(holdId)}`);
+  return holdId;
 }
+
+/** A settlement's charge (Store.settleCredits): integer credits, non-negative units. */
+export function checkCharge(charge: { units: number; credits: number }): void {
+  objectArg(charge, 'charge');
+  checkCredits('charge credits', charge.credits);
+  checkUnits(charge.units);
+}
+
+export const unknownHold = (holdId: string, credits: number): VoicewireError =>
+  new VoicewireError('INVALID_ARGUMENT', `no hold ${holdId} of this organization holding at least ${credits} credits`);
