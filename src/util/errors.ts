@@ -108,7 +108,7 @@ export const ERROR_CODES = {
 
   // --- server ---------------------------------------------------------------------------
   STORE_UNAVAILABLE: { description: 'The server\'s store (SQLite file or Postgres) did not answer; the request is refused, nothing was spent.', closeCode: 1011, httpStatus: 503 },
-  CREDITS_EXHAUSTED: { description: 'The organization has fewer credits left than the request needs; nothing was spent (REST: 500 `error from server 1008: …`; WebSocket: error 1008).', closeCode: 1008 },
+  CREDITS_EXHAUSTED: { description: 'The organization has fewer credits left than the request needs; what was refused costs nothing (REST: 500 `error from server 1008: …` before any audio; WebSocket: the text already paid for is spoken and sent, then error 1008).', closeCode: 1008 },
   LIMIT_EXCEEDED: { description: 'A server limit was reached (text length, audio bytes, session duration, idle time, connections per key); the message names it.', closeCode: 1008 },
   VOICE_NOT_FOUND: { description: 'The voice_id (or pronunciation_id) names no catalog voice and no voice of the organization.', closeCode: 1008 },
   NOT_FOUND: { description: 'No such route or resource (404 JSON `{"detail":"Not Found"}`).', httpStatus: 404 },
