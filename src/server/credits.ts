@@ -89,19 +89,11 @@ class Bill {
 }
 
 /** Code points of `s` (what `maxTextChars` and the rates count). */
-const codePoints = (s: string): number => {
+function codePoints(s: string): number {
   let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0xd800 || c > 0xdbff || i + 1 >= s.length) n++;
-    else {
-      const d = s.charCodeAt(i + 1);
-      n++;
-      if (d >= 0xdc00 && d <= 0xdfff) i++;
-    }
-  }
+  for (const _ of s) n++;
   return n;
-};
+}
 
 /**
  * One TTS request's ledger: the text the engine was given, and marks that say "once the audio up to
