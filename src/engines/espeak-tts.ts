@@ -40,7 +40,11 @@ export type EspeakTtsContext = EngineContext<EspeakVoice>;
 export interface EspeakTtsOptions {
   /** Model name in `ready`. Default `espeak-ng`. */
   modelName?: string;
-  /** Most characters of text one request may send; more is refused with `TTS_TEXT_TOO_LONG` (1008). Default 20000. */
+  /**
+   * Most characters of text one request may send; more is refused with `TTS_TEXT_TOO_LONG` (1008).
+   * Default none: the server's one text limit (`ServerLimits.maxTextChars`) is checked before any
+   * text reaches the engine; set this when the engine runs without that server.
+   */
   maxTextChars?: number;
   /** A sentence longer than this is spoken in pieces cut at a space, to bound latency. Default 300. */
   maxChunkChars?: number;
@@ -108,7 +112,7 @@ export function createEspeakTtsEngine(context: EspeakTtsContext, options: Espeak
     objectArg(options.worker, 'createEspeakTtsEngine: worker');
     for (const m of WORKER_METHODS) functionArg(options.worker[m], `createEspeakTtsEngine: worker.${m}`);
   }
-  const maxText = options.maxTextChars ?? 20000;
+  const maxText = options.maxTextChars ?? Infinity;
   const maxChunk = options.maxChunkChars ?? 300;
   const worker = options.worker;
   const modelName = options.modelName ?? 'espeak-ng';

@@ -12,7 +12,11 @@ import { VoicewireError } from '../util/errors.js';
 export interface ServerLimits {
   /** Largest WebSocket message, bytes. Default 1 MiB (1 048 576). */
   maxFrameBytes: number;
-  /** Characters of text per TTS request (POST body or one WebSocket request). Default 100 000. */
+  /**
+   * Characters of text per TTS request (POST body or one WebSocket request): the one text limit,
+   * checked before any work (a POST is refused up front; a WebSocket request ends before the
+   * text that passes it is spoken). Default 20 000.
+   */
   maxTextChars: number;
   /** Bytes of audio per STT request (POST body) and per JSON body elsewhere. Default 50 MiB. */
   maxAudioBytes: number;
@@ -70,7 +74,7 @@ export interface ServerConfig {
 
 export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   maxFrameBytes: 1 << 20,
-  maxTextChars: 100_000,
+  maxTextChars: 20_000,
   maxAudioBytes: 50 << 20,
   maxJsonBytes: 1 << 20,
   sessionSeconds: 300,

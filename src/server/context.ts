@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebSocket } from 'ws';
-import type { SttEngine, TtsEngine } from '../sessions/engine.js';
+import type { SttEngine } from '../sessions/engine.js';
 import type { EngineContext } from '../engines/registry.js';
 import type { ServerConfig } from './config.js';
 import type { ServerMetrics } from './metrics.js';
@@ -13,6 +13,7 @@ import type { SessionTracker } from './sessions.js';
 import type { Store } from './store/store.js';
 import type { Principal } from './auth.js';
 import type { StoreHealth } from './store-health.js';
+import type { MeteredTtsEngine } from './credits.js';
 
 export interface ServerContext {
   readonly config: ServerConfig;
@@ -26,8 +27,8 @@ export interface ServerContext {
   readonly startedAt: number;
   /** The engine context of an organization (voices and dictionaries it may use). */
   engineContext(orgId: string): EngineContext;
-  /** A metered TTS engine for one caller. */
-  ttsEngine(who: Principal): TtsEngine;
+  /** A metered TTS engine for one caller (one per POST or WebSocket: the route reports what was sent). */
+  ttsEngine(who: Principal): MeteredTtsEngine;
   /** A metered STT engine for one caller. */
   sttEngine(who: Principal): SttEngine;
   /**

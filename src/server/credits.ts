@@ -1,45 +1,252 @@
 /**
- * Credits (service-api.md §2.5): TTS debits `rates.ttsPerChar` per character of text handed to the
- * engine (tags excluded), STT `rates.sttPerSecond` per started second of audio processed. Debits go
- * through `store.debitCredits` (atomic: never below zero, never twice) before the engine works, so
- * a refused debit spends nothing and produces no audio/text: `CREDITS_EXHAUSTED` (code 1008).
- * The same wrappers enforce the per-request limits (text characters) that count what engines see.
+ * Credits (service-api.md §2.5), reserve then settle (issue 20 §6 "billing is exact"): a request
+ * holds credits before the engine works (`store.reserveCredits`: atomic, never below zero, never
+ * twice), and at its end pays for what it delivered, the rest going back (`store.settleCredits`,
+ * one usage line per request). A refused hold spends nothing and produces nothing more:
+ * `CREDITS_EXHAUSTED` (code 1008).
+ *
+ * - TTS, `rates.ttsPerChar` per character of text handed to the engine (tags excluded). Held as
+ *   text arrives (a POST holds its whole text up front, {@link MeteredTtsEngine.prepay}); paid for
+ *   the characters whose audio was sent to the client: the text up to the last word (or flush, or
+ *   end) whose audio was sent. A request whose client got everything pays for all its text.
+ * - STT, `rates.sttPerSecond` per started second of audio handed to the engine: held before the
+ *   frame that starts a second, paid as held (every second held was processed).
+ *
+ * The same wrappers enforce the per-request text limit (`limits.maxTextChars`), before the engine
+ * sees the text that passes it. Refused text (limit or credits) first has the paid text spoken
+ * (a flush), so nothing paid for is lost. A hold is a usage line until settled, so the books
+ * balance at every moment; a server that stops between hold and settlement leaves it charged.
  */
 import { VoicewireError } from '../util/errors.js';
 import type { SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from '../sessions/engine.js';
 import type { Principal } from './auth.js';
 import type { ServerContext } from './context.js';
 
-async function debit(ctx: ServerContext, who: Principal, kind: 'tts' | 'stt', units: number, credits: number): Promise<void> {
-  if (credits <= 0) return;
-  const left = await ctx.store.debitCredits(who.org.id, credits, { keyId: who.key.id, kind, units });
-  if (left === null) {
-    ctx.metrics.errors.inc({ code: 'CREDITS_EXHAUSTED' });
-    throw new VoicewireError('CREDITS_EXHAUSTED', `not enough credits left for organization ${who.org.name} (${kind}: ${credits} needed)`);
+/** Slack when comparing the audio sent with a mark's time (as the runner's, far below a sample). */
+const TIME_EPSILON = 1e-6;
+
+/** One request's credits: held as it goes (one hold, grown as needed), settled once at its end. */
+class Bill {
+  /** Credits and units held so far, and the store's id of the hold. */
+  private held = 0;
+  private heldUnits = 0;
+  private holdId: string | undefined;
+  private settled = false;
+  /** The hold being taken (holds of one request never overlap). */
+  private pending: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly ctx: ServerContext,
+    private readonly who: Principal,
+    private readonly kind: 'tts' | 'stt',
+  ) {}
+
+  /** Credits for `units` at this kind's rate. */
+  price(units: number): number {
+    const rate = this.kind === 'tts' ? this.ctx.config.rates.ttsPerChar : this.ctx.config.rates.sttPerSecond;
+    return Math.ceil(units * rate);
   }
-  ctx.metrics.credits.inc({ kind }, credits);
+
+  /** Holds enough for `units` in all; CREDITS_EXHAUSTED (nothing more held) when the balance is short. */
+  hold(units: number): Promise<void> {
+    // A request already settled takes nothing more (an engine call that outlived its client).
+    if (this.settled) return Promise.reject(new VoicewireError('PROTOCOL_CONNECTION_CLOSED', 'the request ended'));
+    const next = this.pending.then(() => this.take(units));
+    this.pending = next.catch(() => undefined);
+    return next;
+  }
+
+  private async take(units: number): Promise<void> {
+    const amount = this.price(units) - this.held;
+    if (amount <= 0) return;
+    const { ctx, who, kind } = this;
+    const r = await ctx.store.reserveCredits(who.org.id, amount, { keyId: who.key.id, kind, units: units - this.heldUnits }, this.holdId);
+    if (r === null) {
+      ctx.metrics.errors.inc({ code: 'CREDITS_EXHAUSTED' });
+      throw new VoicewireError('CREDITS_EXHAUSTED', `not enough credits left for organization ${who.org.name} (${kind}: ${amount} more needed)`);
+    }
+    this.holdId = r.holdId;
+    this.held += amount;
+    this.heldUnits = units;
+  }
+
+  /** Ends the bill (once): `units` are paid (at most what is held), the rest goes back. */
+  async settle(units: number): Promise<void> {
+    if (this.settled) return;
+    this.settled = true;
+    await this.pending;
+    if (this.holdId === undefined) return;
+    const credits = Math.min(this.held, this.price(units));
+    const { ctx, who, kind } = this;
+    try {
+      await ctx.store.settleCredits(who.org.id, this.holdId, { units: Math.min(units, this.heldUnits), credits });
+      if (credits > 0) ctx.metrics.credits.inc({ kind }, credits);
+    } catch (err) {
+      // The hold stays spent (its usage line says so): logged with what it would have given back.
+      ctx.log.error({ org: who.org.name, kind, held: this.held, charged: credits, error: (err as Error).message }, 'credits not settled');
+    }
+  }
 }
 
-/** A TTS engine that debits characters and checks the text limit before each piece of text. */
-export function meteredTtsEngine(ctx: ServerContext, who: Principal, inner: TtsEngine): TtsEngine {
+/** Code points of `s` (what `maxTextChars` and the rates count). */
+function codePoints(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+/**
+ * One TTS request's ledger: the text the engine was given, and marks that say "once the audio up to
+ * `stop` seconds was sent, `chars` characters were delivered": one per word timestamp (found in the
+ * text from where the previous one ended: engines name the words as they were sent, tone and
+ * espeak do), one per flush and end (everything given before it).
+ */
+class TtsBill extends Bill {
+  /** Text given to the engine, and its length in code points. */
+  private text = '';
+  chars = 0;
+  /** Where the last word found ends: UTF-16 index and code points. */
+  private cursor = 0;
+  private cursorChars = 0;
+  /** Audio the engine emitted, seconds. */
+  emitted = 0;
+  private readonly marks: Array<{ stop: number; chars: number }> = [];
+  private delivered = 0;
+  /** Audio sent to the client so far, seconds. */
+  private sentStop = 0;
+  /** The engine's end() resolved: every character given has its audio. */
+  ended = false;
+  /** Opened by the engine (a prepaid bill waits for its stream). */
+  opened = false;
+
+  given(text: string, n: number): void {
+    this.text += text;
+    this.chars += n;
+  }
+
+  word(text: string, stop: number): void {
+    const at = text === '' ? -1 : this.text.indexOf(text, this.cursor);
+    if (at < 0) return;
+    const end = at + text.length;
+    this.cursorChars += codePoints(this.text.slice(this.cursor, end));
+    this.cursor = end;
+    this.mark(stop, this.cursorChars);
+  }
+
+  /** Everything given so far is spoken once the audio emitted so far was sent. */
+  barrier(): void {
+    this.mark(this.emitted, this.chars);
+  }
+
+  private mark(stop: number, chars: number): void {
+    this.marks.push({ stop, chars });
+    // Audio sent before the mark was made (a flush that had nothing left to say) counts too.
+    this.sent(this.sentStop);
+  }
+
+  sent(stop: number): void {
+    if (stop > this.sentStop) this.sentStop = stop;
+    while (this.marks.length > 0 && this.marks[0]!.stop <= stop + TIME_EPSILON) this.delivered = Math.max(this.delivered, this.marks.shift()!.chars);
+  }
+
+  /** The request is over: `complete` when its client took everything the engine produced. */
+  finish(complete: boolean): Promise<void> {
+    return this.settle(complete && this.ended ? this.chars : this.delivered);
+  }
+}
+
+/**
+ * A metered TTS engine for one route invocation (a POST, or a WebSocket with its requests). The
+ * route reports what reached the client ({@link sent}) and when each request is over ({@link finish}).
+ */
+export interface MeteredTtsEngine extends TtsEngine {
+  /**
+   * Holds the credits of `chars` characters for the next request opened without a
+   * `client_req_id` (a POST: its whole text, before any work). Throws `CREDITS_EXHAUSTED`.
+   */
+  prepay(chars: number): Promise<void>;
+  /** The audio of request `key` (its `client_req_id`, null without one) up to `stopS` seconds was sent to the client. */
+  sent(key: string | null, stopS: number): void;
+  /** Request `key` is over; `complete` when its client took all of it (end of stream sent). Settles its bill. */
+  finish(key: string | null, complete: boolean): Promise<void>;
+  /** Every request is over (the response ended, the socket closed): settles the bills still open as incomplete. */
+  finishAll(): Promise<void>;
+}
+
+const refusedText = (max: number): VoicewireError => new VoicewireError('LIMIT_EXCEEDED', `text is over the limit of ${max} characters per request`);
+
+/** A TTS engine that holds credits and checks the text limit before each piece of text, and settles each request for what was sent. */
+export function meteredTtsEngine(ctx: ServerContext, who: Principal, inner: TtsEngine): MeteredTtsEngine {
+  const bills = new Map<string | null, TtsBill>();
+  const max = (): number => ctx.config.limits.maxTextChars;
+  const finish = async (key: string | null, complete: boolean): Promise<void> => {
+    const bill = bills.get(key);
+    if (bill === undefined) return;
+    bills.delete(key);
+    await bill.finish(complete);
+  };
   return {
+    async prepay(chars) {
+      if (chars > max()) throw refusedText(max());
+      await finish(null, false);
+      const bill = new TtsBill(ctx, who, 'tts');
+      bills.set(null, bill);
+      await bill.hold(chars);
+    },
+    sent(key, stopS) {
+      bills.get(key)?.sent(stopS);
+    },
+    finish,
+    async finishAll() {
+      await Promise.all([...bills.keys()].map((k) => finish(k, false)));
+    },
     async open(config, emit) {
-      const stream = await inner.open(config, emit);
-      let chars = 0;
+      const key = config.clientReqId ?? null;
+      let bill = bills.get(key);
+      if (bill === undefined || bill.opened) {
+        // A new request on the same key: the previous one is over.
+        if (bill !== undefined) await finish(key, false);
+        bill = new TtsBill(ctx, who, 'tts');
+        bills.set(key, bill);
+      }
+      const b = bill;
+      b.opened = true;
+      const rate = { value: 48000 };
+      const stream = await inner.open(config, (event) => {
+        if (event.type === 'audio') b.emitted += event.pcm.length / rate.value;
+        else if (event.type === 'word') b.word(event.text, event.stop_s);
+        emit(event);
+      });
+      rate.value = stream.info.sampleRate ?? 48000;
+      /** Speaks what was paid, then refuses: the client hears everything it pays for. */
+      const refuse = async (err: unknown): Promise<never> => {
+        await stream.flush();
+        b.barrier();
+        throw err;
+      };
       const metered: TtsEngineStream = {
         info: stream.info,
         async text(text) {
-          const n = [...text].length;
-          chars += n;
-          if (chars > ctx.config.limits.maxTextChars) {
-            throw new VoicewireError('LIMIT_EXCEEDED', `text is over the limit of ${ctx.config.limits.maxTextChars} characters per request`);
+          const n = codePoints(text);
+          if (b.chars + n > max()) return refuse(refusedText(max()));
+          try {
+            await b.hold(b.chars + n);
+          } catch (err) {
+            return refuse(err);
           }
-          await debit(ctx, who, 'tts', n, Math.ceil(n * ctx.config.rates.ttsPerChar));
+          b.given(text, n);
           return stream.text(text);
         },
         pause: (s) => stream.pause(s),
-        flush: () => stream.flush(),
-        end: () => stream.end(),
+        async flush() {
+          await stream.flush();
+          b.barrier();
+        },
+        async end() {
+          await stream.end();
+          b.barrier();
+          b.ended = true;
+        },
         close: () => stream.close(),
       };
       return metered;
@@ -47,26 +254,30 @@ export function meteredTtsEngine(ctx: ServerContext, who: Principal, inner: TtsE
   };
 }
 
-/** An STT engine that debits each started second of audio before the frame that starts it. */
+/** An STT engine that holds each started second of audio before the frame that starts it, and settles at the stream's close. */
 export function meteredSttEngine(ctx: ServerContext, who: Principal, inner: SttEngine): SttEngine {
   return {
     async open(config, emit) {
       const stream = await inner.open(config, emit);
       const rate = stream.info.sampleRate ?? 24000;
+      const bill = new Bill(ctx, who, 'stt');
       let samples = 0;
-      let paid = 0;
+      let seconds = 0;
       const metered: SttEngineStream = {
         info: stream.info,
         async push(frame) {
           const second = Math.floor(samples / rate) + 1;
-          samples += frame.length;
-          if (second > paid) {
-            await debit(ctx, who, 'stt', second - paid, Math.ceil((second - paid) * ctx.config.rates.sttPerSecond));
-            paid = second;
+          if (second > seconds) {
+            await bill.hold(second);
+            seconds = second;
           }
+          samples += frame.length;
           return stream.push(frame);
         },
-        close: () => stream.close(),
+        close: () => {
+          stream.close();
+          void bill.settle(seconds);
+        },
       };
       if (stream.end) metered.end = () => stream.end!();
       return metered;

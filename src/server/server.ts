@@ -105,6 +105,8 @@ const STORE_METHODS: Record<keyof Store, true> = {
   getDictionary: true,
   putDictionary: true,
   deleteDictionary: true,
+  reserveCredits: true,
+  settleCredits: true,
 };
 
 /** The options of {@link createVoiceServer} besides the configuration, checked before anything starts. */

@@ -86,7 +86,8 @@ export function sttInputFormatFromContentType(contentType?: string | null): Audi
 // A bounded queue between the session (producer) and the HTTP body (consumer)
 // ---------------------------------------------------------------------------------------------
 
-type Item<T> = { value: T } | { error: VoicewireError; line: T | null };
+/** A body chunk (`stop_s`: the end of the audio it carries), or the error that ends the body. */
+type Item<T> = { value: T; stop_s?: number } | { error: VoicewireError; line: T | null };
 
 class BodyQueue<T> {
   private readonly items = new Fifo<Item<T>>();
@@ -134,8 +135,12 @@ class BodyQueue<T> {
   }
 }
 
-/** Yields the queue's items; an error item ends the body (thrown when nothing was yielded yet). */
-async function* drain<T>(queue: BodyQueue<T>, stop: () => void): AsyncGenerator<T, void, undefined> {
+/**
+ * Yields the queue's items; an error item ends the body (thrown when nothing was yielded yet).
+ * `taken(stop_s)`: the consumer asked for more after a chunk carrying audio up to `stop_s` (it
+ * was written).
+ */
+async function* drain<T>(queue: BodyQueue<T>, stop: () => void, taken?: (stopS: number) => void): AsyncGenerator<T, void, undefined> {
   let yielded = false;
   try {
     for (;;) {
@@ -148,6 +153,7 @@ async function* drain<T>(queue: BodyQueue<T>, stop: () => void): AsyncGenerator<
       }
       yielded = true;
       yield item.value;
+      if (item.stop_s !== undefined) taken?.(item.stop_s);
     }
   } finally {
     stop();
@@ -268,6 +274,12 @@ export interface TtsHttpOptions {
   tags?: TtsServerSessionOptions['tags'];
   /** Items queued before the engine waits for the consumer. Default 16. */
   highWaterMark?: number;
+  /**
+   * Called when the consumer asks for the next chunk after one carrying audio, with the end of
+   * that audio (`stop_s`, seconds from the start of the request): it was taken (a server: written
+   * to the socket), so a server can bill what was delivered. Default none.
+   */
+  onAudioTaken?: (stopS: number) => void;
 }
 
 /**
@@ -288,9 +300,9 @@ export function createTtsHttpResponse(options: TtsHttpOptions): AsyncIterable<Ui
   const createOutputEncoder = (format: AudioFormatName, rate: number): TtsOutputEncoder => {
     const inner = makeEncoder(format, rate);
     if (!body.only_audio) return inner;
-    const capture = <C extends { bytes: Uint8Array }>(chunk: C): C => {
+    const capture = <C extends { bytes: Uint8Array; stop_s: number }>(chunk: C): C => {
       // The runner sends this chunk's `audio` message next: that send hands back this wait.
-      if (chunk.bytes.byteLength > 0) fullAfterAudio = queue.push({ value: chunk.bytes });
+      if (chunk.bytes.byteLength > 0) fullAfterAudio = queue.push({ value: chunk.bytes, stop_s: chunk.stop_s });
       return chunk;
     };
     const enc: TtsOutputEncoder = { push: (pcm) => capture(inner.push(pcm)) };
@@ -302,7 +314,7 @@ export function createTtsHttpResponse(options: TtsHttpOptions): AsyncIterable<Ui
     createOutputEncoder,
     transport: {
       send: (text) => {
-        const m = JSON.parse(text) as { type: string; message?: unknown; code?: unknown };
+        const m = JSON.parse(text) as { type: string; message?: unknown; code?: unknown; stop_s?: unknown };
         if (m.type === 'error') {
           const error = sessionError(m);
           return queue.push({ error, line: body.only_audio ? null : errorLine(error) });
@@ -314,6 +326,7 @@ export function createTtsHttpResponse(options: TtsHttpOptions): AsyncIterable<Ui
           return wait;
         }
         if (m.type === 'ready' || m.type === 'need_more_text') return undefined;
+        if (m.type === 'audio' && typeof m.stop_s === 'number') return queue.push({ value: text + '\n', stop_s: m.stop_s });
         return queue.push({ value: text + '\n' });
       },
       close: () => queue.end(),
@@ -329,10 +342,14 @@ export function createTtsHttpResponse(options: TtsHttpOptions): AsyncIterable<Ui
       session.receive(setup);
       session.receive({ type: 'text', text: body.text });
       session.receive({ type: 'end_of_stream' });
-      return drain(queue, () => {
-        if (!session.closed) session.transportClosed();
-        queue.end();
-      });
+      return drain(
+        queue,
+        () => {
+          if (!session.closed) session.transportClosed();
+          queue.end();
+        },
+        options.onAudioTaken,
+      );
     },
   };
 }

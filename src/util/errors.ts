@@ -108,7 +108,7 @@ export const ERROR_CODES = {
 
   // --- server ---------------------------------------------------------------------------
   STORE_UNAVAILABLE: { description: 'The server\'s store (SQLite file or Postgres) did not answer; the request is refused, nothing was spent.', closeCode: 1011, httpStatus: 503 },
-  CREDITS_EXHAUSTED: { description: 'The organization has fewer credits left than the request needs; nothing was spent (REST: 500 `error from server 1008: …`; WebSocket: error 1008).', closeCode: 1008 },
+  CREDITS_EXHAUSTED: { description: 'The organization has fewer credits left than the request needs; what was refused costs nothing (REST: 500 `error from server 1008: …` before any audio; WebSocket: the text already paid for is spoken and sent, then error 1008).', closeCode: 1008 },
   LIMIT_EXCEEDED: { description: 'A server limit was reached (text length, audio bytes, session duration, idle time, connections per key); the message names it.', closeCode: 1008 },
   VOICE_NOT_FOUND: { description: 'The voice_id (or pronunciation_id) names no catalog voice and no voice of the organization.', closeCode: 1008 },
   NOT_FOUND: { description: 'No such route or resource (404 JSON `{"detail":"Not Found"}`).', httpStatus: 404 },
@@ -121,7 +121,7 @@ export const ERROR_CODES = {
   ENGINE_UNAVAILABLE: { description: 'A speech engine is not installed here (the message names the npm or Debian package to install).', closeCode: 1011, httpStatus: 503 },
   TTS_UNKNOWN_VOICE: { description: 'The TTS setup names a voice_id that does not exist for the caller (service-api.md §7).', closeCode: 1008 },
   TTS_UNKNOWN_PRONUNCIATION: { description: 'The TTS setup names a pronunciation_id that is unknown or belongs to another organization.', closeCode: 1008 },
-  TTS_TEXT_TOO_LONG: { description: 'One TTS request sent more text than the engine takes (default 20000 characters).', closeCode: 1008 },
+  TTS_TEXT_TOO_LONG: { description: 'One TTS request sent more text than the engine was set to take (the espeak engine\'s `maxTextChars`; none by default: the server refuses text over its limit with `LIMIT_EXCEEDED` first).', closeCode: 1008 },
   STT_LANGUAGE_UNSUPPORTED: { description: 'The STT setup asks for a language without an installed model; the message names the installed ones.', closeCode: 1008 },
 
   // --- REST -------------------------------------------------------------------------------

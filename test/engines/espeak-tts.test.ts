@@ -210,13 +210,17 @@ describe('espeak-ng TTS', () => {
       expect(r.pcm.length).toBe(3840 * 5);
       expect(r.pcm.every((x) => x === 0)).toBe(true);
     });
-    it('100 kB of text is refused with TTS_TEXT_TOO_LONG (1008), quickly', async () => {
+    it('with maxTextChars 20000, 100 kB of text is refused with TTS_TEXT_TOO_LONG (1008), quickly', async () => {
       const t0 = performance.now();
-      const err = await speak(['word '.repeat(20000)]).catch((e: unknown) => e);
+      const err = await speak(['word '.repeat(20000)], {}, testContext(), { maxTextChars: 20000 }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(VoicewireError);
       expect((err as VoicewireError).code).toBe('TTS_TEXT_TOO_LONG');
       expect((err as VoicewireError).closeCode).toBe(1008);
       expect(performance.now() - t0).toBeLessThan(1000);
+    });
+    it('no cap of its own by default: the server checks its one text limit before text reaches the engine', async () => {
+      const r = await speak(['hi', ' '.repeat(25_000)]);
+      expect(r.words.map((w) => w.text)).toEqual(['hi']);
     });
     it('no voice id and no default voice in the context: the English default speaks', async () => {
       const r = await speak(['Hello there.'], {}, { resolveVoice: async () => undefined, resolvePronunciation: async () => undefined });

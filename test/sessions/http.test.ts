@@ -222,6 +222,23 @@ describe('POST /post/speech/tts (createTtsHttpResponse)', () => {
     expect(ulaw.reduce((n, p) => n + (p as Uint8Array).length, 0)).toBe(2 * 640);
   });
 
+  it('onAudioTaken: the stop_s of each audio chunk once the consumer asks for more; none for the chunk it never took', async () => {
+    for (const only_audio of [true, false]) {
+      const body = validateTtsRequestBody({ text: 'one two three', output_format: 'pcm', only_audio });
+      const taken: number[] = [];
+      const it = createTtsHttpResponse({ engine: createScriptedTtsEngine({ lookaheadWords: 0 }), body, onAudioTaken: (s) => taken.push(s) })[Symbol.asyncIterator]();
+      // Read until the second audio chunk, then leave (as a client that goes away).
+      let audio = 0;
+      while (audio < 2) {
+        const r = await it.next();
+        if (r.done) break;
+        if (only_audio || (r.value as string).startsWith('{"type":"audio"')) audio++;
+      }
+      await it.return?.();
+      expect(taken, `only_audio ${only_audio}`).toEqual([0.08]);
+    }
+  });
+
   it('NDJSON: audio (base64) and word lines, each word after its audio, end_of_stream last', async () => {
     const body = validateTtsRequestBody({ text: 'one two three', output_format: 'pcm_16000' });
     const lines = await collect(createTtsHttpResponse({ engine: createScriptedTtsEngine({ lookaheadWords: 0 }), body }));

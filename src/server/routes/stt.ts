@@ -33,17 +33,26 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
       createInputDecoder: inputDecoder(ctx.config.limits.sessionSeconds),
     });
     const it = lines[Symbol.asyncIterator]();
-    res.once('close', () => void it.return?.());
+    // A client gone is not written to: a write to a closed response would wait out the idle
+    // limit, holding the session (and the request's credits) that long.
+    let gone = false;
+    res.once('close', () => {
+      gone = true;
+      void it.return?.();
+    });
     const first = await it.next();
+    if (gone) return;
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'x-request-id': scope.requestId });
     let timed = false;
     for (let r = first; !r.done; r = await it.next()) {
+      if (gone) return;
       if (!timed && r.value.startsWith('{"type":"text"')) {
         timed = true;
         ctx.metrics.timeToFirstText.observe({ route: 'stt_post' }, (performance.now() - started) / 1000);
       }
       await write(res, r.value, ctx.config.limits.idleSeconds * 1000);
     }
+    if (gone) return;
     res.end();
     log.info({ route: 'stt_post', ms: Math.round(performance.now() - started) }, 'stt done');
   } finally {

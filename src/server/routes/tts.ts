@@ -1,9 +1,11 @@
 /**
  * TTS routes: POST /post/speech/tts and its alias POST /speech/tts (§4.2), and the /speech/tts
  * WebSocket (§4.5). Both run the library's TTS runner over a metered engine; `?token=` is accepted
- * on both (§5.2).
+ * on both (§5.2). Each tells the engine's meter what reached the client, so a request pays for
+ * the audio it delivered (src/server/credits.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { WebSocket } from 'ws';
 import { VoicewireError } from '../../util/errors.js';
 import { validateTtsRequestBody } from '../../protocol/rest.js';
 import { createTtsHttpResponse } from '../../sessions/http.js';
@@ -28,9 +30,12 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
   const who = await ctx.auth(req, { route: 'tts' });
   const release = ctx.sessions.open('tts_post', who.key.id);
   const started = performance.now();
+  const engine = ctx.ttsEngine(who);
   try {
     const body = validateTtsRequestBody(await readJson(req, ctx.config.limits.maxJsonBytes));
-    if ([...body.text].length > ctx.config.limits.maxTextChars) {
+    // Every limit before any work (issue 20 §6): the text limit, the voice, then credits for all of the text.
+    const chars = [...body.text].length;
+    if (chars > ctx.config.limits.maxTextChars) {
       throw new VoicewireError('LIMIT_EXCEEDED', `text is over the limit of ${ctx.config.limits.maxTextChars} characters per request`);
     }
     // §7.1 lists an invalid voice ID among the proxy-level errors: checked here, answered as a raw string.
@@ -38,43 +43,96 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
     if (voice !== null && (await ctx.store.getVoice(who.org.id, voice)) === undefined) {
       throw new VoicewireError('VOICE_NOT_FOUND', `invalid voice ID ${JSON.stringify(voice)}`);
     }
-    const it = createTtsHttpResponse({ engine: ctx.ttsEngine(who), body })[Symbol.asyncIterator]();
-    const stop = (): void => void it.return?.();
-    res.once('close', stop);
+    await engine.prepay(chars);
+    // The client gone, nothing more counts as delivered (a write to a closed socket reaches no one).
+    let gone = false;
+    const onAudioTaken = (stopS: number): void => {
+      if (!gone) engine.sent(null, stopS);
+    };
+    const it = createTtsHttpResponse({ engine, body, onAudioTaken })[Symbol.asyncIterator]();
+    res.once('close', () => {
+      gone = true;
+      void it.return?.();
+    });
     // The first chunk decides the status: a failure before it is a plain-text 500 (§7.1).
     const first = await it.next();
+    if (gone) return;
     ctx.metrics.timeToFirstAudio.observe({ route: 'tts_post' }, (performance.now() - started) / 1000);
     res.writeHead(200, { 'content-type': body.only_audio ? audioContentType(body.output_format) : 'application/x-ndjson', 'x-request-id': scope.requestId });
     try {
-      for (let r = first; !r.done; r = await it.next()) await write(res, r.value, ctx.config.limits.idleSeconds * 1000);
+      for (let r = first; !r.done; r = await it.next()) {
+        if (gone) return;
+        await write(res, r.value, ctx.config.limits.idleSeconds * 1000);
+      }
     } catch (err) {
       // Raw audio has no in-stream error form: the response is cut (the client sees a broken body).
       log.warn({ route: 'tts_post', error: (err as Error).message }, 'raw audio response aborted');
       res.destroy();
       return;
     }
+    if (gone) return;
+    // Settled before the end: once the client has the whole response, its balance is final.
+    await engine.finish(null, true);
     res.end();
     log.info({ route: 'tts_post', chars: body.text.length, ms: Math.round(performance.now() - started) }, 'tts done');
   } finally {
+    // A refused, failed or abandoned request pays for what was sent; the rest of its hold goes back.
+    await engine.finishAll();
     release();
   }
+}
+
+/** `{"type":"audio","audio":"` — what a serialized TTS audio message starts with (serializeTtsAudioMessage). */
+const AUDIO_PREFIX = '{"type":"audio","audio":"';
+
+/** The request (`client_req_id`, null without) and end (`stop_s`) of a serialized audio message, read after its base64. */
+function audioSpan(text: string): { key: string | null; stop: number } | undefined {
+  if (!text.startsWith(AUDIO_PREFIX)) return undefined;
+  const end = text.indexOf('"', AUDIO_PREFIX.length);
+  if (end < 0 || text.charCodeAt(end + 1) !== 0x2c /* , */) return undefined;
+  const fields = JSON.parse('{' + text.slice(end + 2)) as { stop_s?: unknown; client_req_id?: unknown };
+  if (typeof fields.stop_s !== 'number') return undefined;
+  return { key: typeof fields.client_req_id === 'string' ? fields.client_req_id : null, stop: fields.stop_s };
+}
+
+/**
+ * The TTS WebSocket: audio handed to the open socket counts as delivered to its request; each
+ * request settles when it ends (in full after `end_of_stream`), every bill still open when the
+ * socket closes.
+ */
+function ttsSocket(scope: RequestScope, ws: WebSocket, req: IncomingMessage): Promise<void> {
+  return serveWebSocketSession(scope, ws, req, {
+    route: 'tts_ws',
+    credentials: 'tts',
+    firstOutput: 'audio',
+    create: (who, common, stages) => {
+      const engine = scope.ctx.ttsEngine(who);
+      ws.once('close', () => void engine.finishAll());
+      return createTtsServerSession({
+        ...common,
+        transport: {
+          ...common.transport,
+          send: (text) => {
+            const open = ws.readyState === ws.OPEN;
+            const r = common.transport.send(text);
+            const span = open ? audioSpan(text) : undefined;
+            if (span !== undefined) engine.sent(span.key, span.stop);
+            return r;
+          },
+        },
+        onEvent: (notice) => {
+          common.onEvent?.(notice);
+          if (notice.type === 'request_ended') void engine.finish(notice.clientReqId, notice.outcome === 'ended');
+        },
+        engine: stagedTtsEngine(engine, stages),
+      });
+    },
+  });
 }
 
 const post = (path: string): HttpRoute => ({ method: 'POST', path, handle: postTts });
 
 export const ttsRoutes: RouteModule = {
   http: [post('/post/speech/tts'), post('/speech/tts')],
-  ws: [
-    {
-      path: '/speech/tts',
-      handle: (scope, ws, req) =>
-        serveWebSocketSession(scope, ws, req, {
-          route: 'tts_ws',
-          credentials: 'tts',
-          firstOutput: 'audio',
-          create: (who, common, stages) => createTtsServerSession({ ...common, engine: stagedTtsEngine(scope.ctx.ttsEngine(who), stages) }),
-        }),
-    },
-  ],
+  ws: [{ path: '/speech/tts', handle: ttsSocket }],
 };
-

@@ -28,6 +28,9 @@ import {
   checkTime,
   checkToken,
   checkUsage,
+  checkHoldId,
+  checkCharge,
+  unknownHold,
   checkVoice,
   checkVoicePatch,
   duplicate,
@@ -258,5 +261,45 @@ export class MemoryStore implements Store {
     const d = this.dictionaries.get(uid);
     if (!d || d.orgId !== orgId) return false;
     return this.dictionaries.delete(uid);
+  }
+  /** Usage lines of open or settled holds, by hold id. */
+  private readonly holds = new Map<string, UsageRecord>();
+  private nextHold = 1;
+  async reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string): Promise<{ remaining: number; holdId: string } | null> {
+    checkText('orgId', orgId);
+    checkCredits('amount', amount);
+    checkUsage(usage);
+    if (holdId !== undefined) checkHoldId(holdId);
+    const o = this.orgs.get(orgId);
+    if (!o || o.remainingCredits < amount) return null;
+    let line = holdId === undefined ? undefined : this.holds.get(holdId);
+    if (holdId !== undefined && (line === undefined || line.orgId !== orgId)) return null;
+    o.remainingCredits -= amount;
+    if (line === undefined) {
+      holdId = String(this.nextHold++);
+      line = { keyId: usage.keyId ?? null, kind: usage.kind, units: usage.units, orgId, credits: amount, at: new Date().toISOString() };
+      this.usage.push(line);
+      this.holds.set(holdId, line);
+    } else {
+      line.credits += amount;
+      line.units += usage.units;
+    }
+    return { remaining: o.remainingCredits, holdId: holdId! };
+  }
+  async settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }): Promise<number> {
+    checkText('orgId', orgId);
+    checkHoldId(holdId);
+    checkCharge(charge);
+    const line = this.holds.get(holdId);
+    const o = this.orgs.get(orgId);
+    if (!o || line === undefined || line.orgId !== orgId || line.credits < charge.credits) throw unknownHold(holdId, charge.credits);
+    o.remainingCredits += line.credits - charge.credits;
+    line.credits = charge.credits;
+    line.units = charge.units;
+    if (charge.credits === 0 && charge.units === 0) {
+      this.usage.splice(this.usage.indexOf(line), 1);
+      this.holds.delete(holdId);
+    }
+    return o.remainingCredits;
   }
 }

@@ -49,6 +49,9 @@ import {
   checkToken,
   checkUnits,
   checkUsage,
+  checkHoldId,
+  checkCharge,
+  unknownHold,
   checkVoice,
   checkVoicePatch,
   duplicate,
@@ -535,6 +538,60 @@ export class PostgresStore implements Store {
     checkText('dictionary uid', uid);
     if (hasNul(orgId, uid)) return false;
     return (await this.query('deleteDictionary', 'DELETE FROM dictionaries WHERE uid = $1 AND org_id = $2 RETURNING 1', [uid, orgId])).length > 0;
+  }
+
+  async reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string): Promise<{ remaining: number; holdId: string } | null> {
+    checkText('orgId', orgId);
+    checkCredits('amount', amount);
+    checkUsage(usage);
+    const kind = checkKind(usage.kind);
+    const units = checkUnits(usage.units);
+    const at = new Date();
+    if (holdId === undefined) {
+      // As a debit: one statement; the hold's usage line is written only from the UPDATE's RETURNING.
+      const rows = await this.query(
+        'reserveCredits',
+        `WITH debit AS (
+           UPDATE organizations SET remaining_credits = remaining_credits - $1 WHERE id = $2 AND remaining_credits >= $1 RETURNING remaining_credits
+         ), line AS (
+           INSERT INTO usage (org_id, key_id, kind, units, credits, at, at_ms) SELECT $2, $3, $4, $5, $1, $6, $7 FROM debit RETURNING id
+         )
+         SELECT debit.remaining_credits, line.id FROM debit, line`,
+        [amount, orgId, usage.keyId ?? null, kind, units, at.toISOString(), at.getTime()],
+      );
+      return rows[0] ? { remaining: Number(rows[0].remaining_credits), holdId: String(rows[0].id) } : null;
+    }
+    checkHoldId(holdId);
+    // Adding to a hold: the balance is lowered only when the organization has that line, and the
+    // line grows only from the UPDATE's RETURNING.
+    const rows = await this.query(
+      'reserveCredits',
+      `WITH debit AS (
+         UPDATE organizations SET remaining_credits = remaining_credits - $1
+         WHERE id = $2 AND remaining_credits >= $1 AND EXISTS (SELECT 1 FROM usage WHERE id = $4 AND org_id = $2)
+         RETURNING remaining_credits
+       ), line AS (
+         UPDATE usage SET credits = usage.credits + $1, units = usage.units + $3 FROM debit WHERE usage.id = $4 RETURNING usage.id
+       )
+       SELECT remaining_credits FROM debit`,
+      [amount, orgId, units, holdId],
+    );
+    return rows[0] ? { remaining: Number(rows[0].remaining_credits), holdId } : null;
+  }
+
+  async settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }): Promise<number> {
+    checkText('orgId', orgId);
+    checkHoldId(holdId);
+    checkCharge(charge);
+    // The line is locked, the difference refunded and the line lowered (or removed) in one transaction.
+    return this.transaction('settleCredits', async (c) => {
+      const line = (await c.query('SELECT credits FROM usage WHERE id = $1 AND org_id = $2 FOR UPDATE', [holdId, orgId])).rows[0] as Row | undefined;
+      if (!line || Number(line.credits) < charge.credits) throw unknownHold(holdId, charge.credits);
+      const r = (await c.query('UPDATE organizations SET remaining_credits = remaining_credits + $1 WHERE id = $2 RETURNING remaining_credits', [Number(line.credits) - charge.credits, orgId])).rows[0] as Row;
+      if (charge.credits === 0 && charge.units === 0) await c.query('DELETE FROM usage WHERE id = $1', [holdId]);
+      else await c.query('UPDATE usage SET credits = $1, units = $2 WHERE id = $3', [charge.credits, charge.units, holdId]);
+      return Number(r.remaining_credits);
+    });
   }
 
   // --- plumbing ------------------------------------------------------------------------------

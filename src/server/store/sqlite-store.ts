@@ -52,6 +52,9 @@ import {
   checkToken,
   checkUnits,
   checkUsage,
+  checkHoldId,
+  checkCharge,
+  unknownHold,
   checkVoice,
   checkVoicePatch,
   duplicate,
@@ -495,6 +498,46 @@ export class SqliteStore implements Store {
     checkText('orgId', orgId);
     checkText('dictionary uid', uid);
     return this.write('deleteDictionary', () => this.q('DELETE FROM dictionaries WHERE uid = ? AND org_id = ?').run(uid, orgId).changes > 0);
+  }
+
+  async reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string): Promise<{ remaining: number; holdId: string } | null> {
+    checkText('orgId', orgId);
+    checkCredits('amount', amount);
+    checkUsage(usage);
+    const kind = checkKind(usage.kind);
+    const units = checkUnits(usage.units);
+    if (holdId !== undefined) checkHoldId(holdId);
+    const at = new Date();
+    return this.write('reserveCredits', () => {
+      if (holdId !== undefined && !this.q('SELECT 1 FROM usage WHERE id = ? AND org_id = ?').get(Number(holdId), orgId)) return null;
+      // As a debit: one statement under the write lock whose WHERE refuses an overdraft, and the
+      // hold's usage line in the same transaction.
+      const r = this.q('UPDATE organizations SET remaining_credits = remaining_credits - ? WHERE id = ? AND remaining_credits >= ? RETURNING remaining_credits').get(amount, orgId, amount) as
+        | Row
+        | undefined;
+      if (!r) return null;
+      if (holdId !== undefined) {
+        this.q('UPDATE usage SET credits = credits + ?, units = units + ? WHERE id = ?').run(amount, units, Number(holdId));
+        return { remaining: Number(r.remaining_credits), holdId };
+      }
+      const line = this.q('INSERT INTO usage (org_id, key_id, kind, units, credits, at, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id').get(orgId, usage.keyId ?? null, kind, units, amount, at.toISOString(), at.getTime()) as Row;
+      return { remaining: Number(r.remaining_credits), holdId: String(line.id) };
+    });
+  }
+
+  async settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }): Promise<number> {
+    checkText('orgId', orgId);
+    checkHoldId(holdId);
+    checkCharge(charge);
+    return this.write('settleCredits', () => {
+      // The refund and the line's new charge in one transaction: both or neither.
+      const line = this.q('SELECT credits FROM usage WHERE id = ? AND org_id = ?').get(Number(holdId), orgId) as Row | undefined;
+      if (!line || Number(line.credits) < charge.credits) throw unknownHold(holdId, charge.credits);
+      const r = this.q('UPDATE organizations SET remaining_credits = remaining_credits + ? WHERE id = ? RETURNING remaining_credits').get(Number(line.credits) - charge.credits, orgId) as Row;
+      if (charge.credits === 0 && charge.units === 0) this.q('DELETE FROM usage WHERE id = ?').run(Number(holdId));
+      else this.q('UPDATE usage SET credits = ?, units = ? WHERE id = ?').run(charge.credits, charge.units, Number(holdId));
+      return Number(r.remaining_credits);
+    });
   }
 
   // --- plumbing ------------------------------------------------------------------------------

@@ -172,4 +172,20 @@ export interface Store {
   /** Inserts or replaces a dictionary (by uid). */
   putDictionary(dictionary: DictionaryRecord): Promise<void>;
   deleteDictionary(orgId: string, uid: string): Promise<boolean>;
+
+  /**
+   * Atomically holds `amount` credits for a request that is still running, on a usage line of its
+   * own (the hold is spent until settled, so remaining + usage = allocated at every moment, a crash
+   * included): resolves the remaining balance and the hold's id, or null when the balance is below
+   * `amount` (nothing held). With `holdId`, the credits and `usage.units` are added to that hold
+   * (null too when it is not the organization's). Never goes below zero, never holds twice.
+   */
+  reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string): Promise<{ remaining: number; holdId: string } | null>;
+  /**
+   * Settles hold `holdId`: its usage line now charges `charge.credits` (at most what it holds) for
+   * `charge.units`, and the difference goes back to the balance, atomically. A line left at 0
+   * credits and 0 units is removed (a request that delivered nothing leaves no usage). Resolves the
+   * remaining balance. `INVALID_ARGUMENT` for an unknown hold or a charge above it.
+   */
+  settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }): Promise<number>;
 }

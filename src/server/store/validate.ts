@@ -206,3 +206,18 @@ export function storeErrorReason(err: unknown): string {
   if (d && typeof d.reason === 'string') return typeof d.operation === 'string' ? `${d.operation}: ${d.reason}` : d.reason;
   return err instanceof Error ? err.message : String(err);
 }
+/** A hold's id (Store.reserveCredits): the decimal id of its usage line. */
+export function checkHoldId(holdId: string): string {
+  if (typeof holdId !== 'string' || !/^[0-9]{1,18}$/.test(holdId)) throw new VoicewireError('INVALID_ARGUMENT', `a hold id is a decimal usage line id, got ${shown(holdId)}`);
+  return holdId;
+}
+
+/** A settlement's charge (Store.settleCredits): integer credits, non-negative units. */
+export function checkCharge(charge: { units: number; credits: number }): void {
+  objectArg(charge, 'charge');
+  checkCredits('charge credits', charge.credits);
+  checkUnits(charge.units);
+}
+
+export const unknownHold = (holdId: string, credits: number): VoicewireError =>
+  new VoicewireError('INVALID_ARGUMENT', `no hold ${holdId} of this organization holding at least ${credits} credits`);

@@ -178,6 +178,62 @@ export function storeSuite(name: string, make: () => Promise<SuiteTarget>): void
         expect((await store.usageSummary(a.id, later)).tts.requests).toBe(0);
         await rejectsWith(store.usageSummary(a.id, 'yesterday'), 'INVALID_ARGUMENT');
       });
+
+      it('reserve then settle: a hold is spent on a usage line of its own; settling lowers it to the charge and returns the rest', async () => {
+        const since = new Date(Date.now() - HOUR).toISOString();
+        await store.setCredits(a.id, 20, 20);
+        const hold = (await store.reserveCredits(a.id, 12, { keyId: 'k1', kind: 'tts', units: 12 }))!;
+        expect(hold.remaining).toBe(8);
+        expect(await store.reserveCredits(a.id, 9, { keyId: 'k1', kind: 'tts', units: 9 })).toBeNull(); // refused: nothing held
+        expect(await store.reserveCredits(a.id, 9, { keyId: 'k1', kind: 'tts', units: 9 }, hold.holdId)).toBeNull();
+        expect((await store.getOrganization(a.id))!.remainingCredits).toBe(8);
+        // The books balance while the hold is open: remaining + usage = allocated.
+        expect((await store.usageSummary(a.id, since)).tts).toEqual({ units: 12, credits: 12, requests: 1 });
+        expect(await store.reserveCredits(a.id, 3, { keyId: 'k1', kind: 'tts', units: 3 }, hold.holdId)).toEqual({ remaining: 5, holdId: hold.holdId });
+        expect((await store.usageSummary(a.id, since)).tts).toEqual({ units: 15, credits: 15, requests: 1 });
+        expect(await store.settleCredits(a.id, hold.holdId, { units: 5, credits: 5 })).toBe(15);
+        expect(await store.usageSummary(a.id, since)).toEqual({ tts: { units: 5, credits: 5, requests: 1 }, stt: { units: 0, credits: 0, requests: 0 } });
+        // Nothing delivered: all of it back, and no usage line left.
+        const none = (await store.reserveCredits(a.id, 15, { keyId: null, kind: 'stt', units: 15 }))!;
+        expect(none.remaining).toBe(0);
+        expect(await store.reserveCredits(a.id, 1, { keyId: null, kind: 'stt', units: 1 })).toBeNull();
+        expect(await store.settleCredits(a.id, none.holdId, { units: 0, credits: 0 })).toBe(15);
+        expect((await store.usageSummary(a.id, since)).stt.requests).toBe(0);
+        expect(await store.reserveCredits('nope', 1, { keyId: null, kind: 'tts', units: 1 })).toBeNull();
+        // Another organization's hold is not this one's.
+        const theirs = (await store.reserveCredits(b.id, 1, { keyId: null, kind: 'tts', units: 1 }))!;
+        expect(await store.reserveCredits(a.id, 1, { keyId: null, kind: 'tts', units: 1 }, theirs.holdId)).toBeNull();
+        await rejectsWith(store.settleCredits(a.id, theirs.holdId, { units: 0, credits: 0 }), 'INVALID_ARGUMENT');
+        expect((await store.getOrganization(a.id))!.remainingCredits).toBe(15);
+      });
+
+      it('refuses a settlement above its hold, an unknown hold or bad amounts, changing nothing', async () => {
+        await store.setCredits(a.id, 10, 10);
+        const hold = (await store.reserveCredits(a.id, 3, { keyId: null, kind: 'tts', units: 3 }))!;
+        await rejectsWith(store.settleCredits(a.id, hold.holdId, { units: 4, credits: 4 }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.settleCredits(a.id, '999999', { units: 0, credits: 0 }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.settleCredits(a.id, 'x1', { units: 0, credits: 0 }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.settleCredits(a.id, hold.holdId, { units: 1, credits: 0.5 }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.settleCredits(a.id, hold.holdId, { units: -1, credits: 1 }), 'INVALID_ARGUMENT');
+        for (const amount of [-1, 0.5, Number.NaN]) await rejectsWith(store.reserveCredits(a.id, amount, { keyId: null, kind: 'tts', units: 1 }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.reserveCredits(a.id, 1, { keyId: null, kind: 'video' as 'tts', units: 1 }), 'INVALID_ARGUMENT');
+        await rejectsWith(store.reserveCredits(a.id, 1, { keyId: null, kind: 'tts', units: 1 }, 'nope'), 'INVALID_ARGUMENT');
+        expect((await store.getOrganization(a.id))!.remainingCredits).toBe(7);
+        expect((await store.usageSummary(a.id, '1970-01-01T00:00:00Z')).tts).toEqual({ units: 3, credits: 3, requests: 1 });
+      });
+
+      it('200 concurrent holds settled at half on a budget for 100 holds: the balance never goes below zero, no credit lost or made', async () => {
+        await store.setCredits(a.id, 200, 200);
+        const held = await Promise.all(Array.from({ length: 200 }, () => store.reserveCredits(a.id, 2, { keyId: null, kind: 'stt', units: 2 })));
+        const ok = held.filter((r) => r !== null) as Array<{ remaining: number; holdId: string }>;
+        expect(ok).toHaveLength(100);
+        expect(new Set(ok.map((r) => r.remaining)).size).toBe(100); // each hold saw its own balance: no double spend
+        expect(new Set(ok.map((r) => r.holdId)).size).toBe(100);
+        expect(Math.min(...ok.map((r) => r.remaining))).toBe(0);
+        await Promise.all(ok.map((r) => store.settleCredits(a.id, r.holdId, { units: 1, credits: 1 })));
+        expect((await store.getOrganization(a.id))!.remainingCredits).toBe(100);
+        expect((await store.usageSummary(a.id, '1970-01-01T00:00:00Z')).stt).toEqual({ units: 100, credits: 100, requests: 100 });
+      });
     });
 
     describe('API keys', () => {
