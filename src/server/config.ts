@@ -11,7 +11,7 @@ export interface ServerLimits {
   maxFrameBytes: number;
   /** Characters of text per TTS request (POST body or one WebSocket request). Default 100 000. */
   maxTextChars: number;
-  /** Bytes of audio per STT request (POST body) and per JSON body elsewhere. Default 50 MiB. */
+  /** Bytes of audio per STT request (POST body; a `/v1/audio/transcriptions` file, held in memory while transcribed) and per JSON body elsewhere. Default 50 MiB. */
   maxAudioBytes: number;
   /** Bytes of a JSON body (TTS POST, voice design, …). Default 1 MiB. */
   maxJsonBytes: number;

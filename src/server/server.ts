@@ -34,6 +34,7 @@ import { voiceRoutes, coreVoiceRoutes } from './routes/voices.js';
 import { voiceDesignRoutes } from './routes/voice-design.js';
 import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronunciations.js';
 import { createForwarder } from './routes/forward.js';
+import { isOpenAIPath, serveOpenAI } from './routes/openai.js';
 
 /** Options of {@link createVoiceServer}. */
 export interface VoiceServerOptions extends ServerConfigInput {
@@ -219,6 +220,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       res.end(text);
       return;
     }
+    // The OpenAI-compatible routes (README "OpenAI-compatible routes"), in OpenAI's error form.
+    if (isOpenAIPath(url.pathname)) return serveOpenAI(scopeOf(req, url.pathname, {}), req, res);
     if (url.pathname !== API && !url.pathname.startsWith(`${API}/`)) {
       if ((method === 'GET' || method === 'HEAD') && page(url.pathname, res)) return;
       return sendJson(res, 404, { detail: 'Not Found' });
