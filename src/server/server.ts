@@ -35,6 +35,7 @@ import { voiceDesignRoutes } from './routes/voice-design.js';
 import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronunciations.js';
 import { createForwarder } from './routes/forward.js';
 import { isOpenAIPath, serveOpenAI } from './routes/openai.js';
+import { s2sRoutes } from './routes/s2s.js';
 
 /** Options of {@link createVoiceServer}. */
 export interface VoiceServerOptions extends ServerConfigInput {
@@ -191,7 +192,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     },
   };
 
-  const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes];
+  const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, s2sRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes];
   // Without --core-url this process serves the core routes real clients call (§4.13).
   if (config.coreUrl === null) modules.push(usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes);
   const router = new Router(modules);
