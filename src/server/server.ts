@@ -36,6 +36,7 @@ import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronuncia
 import { createForwarder } from './routes/forward.js';
 import { isOpenAIPath, serveOpenAI } from './routes/openai.js';
 import { s2sRoutes } from './routes/s2s.js';
+import { openApiRoutes } from './routes/openapi.js';
 
 /** Options of {@link createVoiceServer}. */
 export interface VoiceServerOptions extends ServerConfigInput {
@@ -192,7 +193,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     },
   };
 
-  const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, s2sRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes];
+  const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, s2sRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes, openApiRoutes];
   // Without --core-url this process serves the core routes real clients call (§4.13).
   if (config.coreUrl === null) modules.push(usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes);
   const router = new Router(modules);
