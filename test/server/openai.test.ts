@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import OpenAI, { toFile } from 'openai';
 import { startServer, type Harness } from './harness.js';
 import { pocketsphinxAvailable } from '../../src/engines/pocketsphinx-ffi.js';
@@ -203,6 +204,39 @@ describe('OpenAI SDK → /v1 (tone engines)', () => {
     expect([f.status, f.error.param]).toEqual([400, 'input']);
     const big = await failure(c.audio.transcriptions.create({ file: await toFile(Buffer.alloc(5000), 'big.wav'), model: 'whisper-1' }));
     expect(big.status).toBe(413);
+  });
+});
+
+/** ffmpeg children of this process (the server runs in it). */
+const ffmpegChildren = (): number => {
+  try {
+    return execFileSync('pgrep', ['-P', String(process.pid), 'ffmpeg'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean).length;
+  } catch {
+    return 0; // pgrep exits 1 when nothing matches
+  }
+};
+
+describe('/v1 resources', () => {
+  it.each(['mp3', 'wav'])('a client that goes away mid-%s frees its session slot (and its ffmpeg child) at once', async (format) => {
+    h = await startServer();
+    const ac = new AbortController();
+    const r = await fetch(`${v1(h)}/audio/speech`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${h.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tts-1', voice: 'alloy', input: 'word '.repeat(4000), response_format: format }),
+      signal: ac.signal,
+    });
+    expect(r.status).toBe(200);
+    const reader = r.body!.getReader();
+    await reader.read();
+    expect(h.server.context.sessions.live).toBe(1);
+    expect(ffmpegChildren()).toBe(format === 'mp3' ? 1 : 0);
+    ac.abort();
+    // Well under the idle limit (60 s), which would otherwise be what frees a stalled response.
+    const until = Date.now() + 10_000;
+    while ((h.server.context.sessions.live > 0 || ffmpegChildren() > 0) && Date.now() < until) await new Promise((res) => setTimeout(res, 50));
+    expect(h.server.context.sessions.live).toBe(0);
+    expect(ffmpegChildren()).toBe(0);
   });
 });
 

@@ -56,6 +56,22 @@ describe('/speech/s2s', () => {
     expect(await heard(h, out)).toEqual(['good', 'day', 'sir']);
   });
 
+  it('a pause in the speech is spoken back at once: the last word of a phrase does not wait for end_of_stream', async () => {
+    h = await startServer();
+    const phrase = await toneSpeech(h, 'hello there', 'pcm_24000');
+    const c = connect(`${h.wsBase}/speech/s2s`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', output_format: 'pcm' });
+    // 1.5 s of silence after the phrase: the STT's voice activity sees the pause.
+    for (const m of chunks(Buffer.concat([phrase, Buffer.alloc(24000 * 2 * 1.5)]), 4096)) c.send(m);
+    // "hello" (5 tones), a 2-frame gap, "there" (5 tones): 12 frames of 3840 samples at 48 kHz.
+    const wanted = 12 * 3840 * 2;
+    await c.waitFor(() => audioBytes(c.messages).length >= wanted);
+    expect(c.messages.some((m) => m['type'] === 'end_of_stream')).toBe(false);
+    c.send({ type: 'end_of_stream' });
+    expect((await c.closed).code).toBe(1000);
+    expect(audioBytes(c.messages).length).toBe(wanted);
+  });
+
   it('output in another format and rate: ready names it (ulaw_8000 → 8000)', async () => {
     h = await startServer();
     const input = await toneSpeech(h, 'yes', 'ulaw_8000');

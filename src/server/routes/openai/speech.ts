@@ -137,7 +137,11 @@ export async function postSpeech(scope: RequestScope, req: IncomingMessage, res:
     if (native !== undefined) {
       res.writeHead(200, headers(native.contentType));
       try {
-        for await (const chunk of audioChunks(first, it, box)) await write(res, chunk, stallMs);
+        for await (const chunk of audioChunks(first, it, box)) {
+          // A client that went away: stop (a write to a closed response would wait for a drain that never comes).
+          if (res.destroyed) break;
+          await write(res, chunk, stallMs);
+        }
       } catch (err) {
         log.warn({ route: 'openai_speech', error: (err as Error).message }, 'audio response aborted');
         res.destroy();
@@ -164,6 +168,11 @@ async function encodeWithFfmpeg(
 ): Promise<void> {
   const enc = spawnFfmpegEncoder(format);
   let failure: unknown;
+  // A client that goes away stops ffmpeg: its stdout ends the loop below, its stdin the feeding.
+  const onClose = (): void => {
+    if (!res.writableFinished) enc.kill();
+  };
+  res.once('close', onClose);
   try {
     // An engine failure mid-way stops ffmpeg, which ends its stdout and the loop below.
     const feeding = feedChild(enc.stdin, wav).catch((err: unknown) => {
@@ -179,7 +188,8 @@ async function encodeWithFfmpeg(
       throw new VoicewireError('FFMPEG_FAILED', `ffmpeg made no ${format} output`);
     }
     res.writeHead(200, headers(FFMPEG_SPEECH_FORMATS[format].contentType));
-    for (let r: IteratorResult<Uint8Array> = first; r.done !== true; r = await out.next()) await write(res, r.value, stallMs);
+    for (let r: IteratorResult<Uint8Array> = first; r.done !== true && !res.destroyed; r = await out.next()) await write(res, r.value, stallMs);
+    if (res.destroyed) return;
     await feeding;
     if (failure !== undefined) throw failure;
     await enc.exited;
@@ -189,6 +199,7 @@ async function encodeWithFfmpeg(
     scope.log.warn({ route: 'openai_speech', error: (err as Error).message }, 'encoded audio response aborted');
     res.destroy();
   } finally {
+    res.off('close', onClose);
     enc.kill();
   }
 }
