@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import OpenAI, { toFile } from 'openai';
+import fc from 'fast-check';
 import { startServer, type Harness } from './harness.js';
 import { pocketsphinxAvailable } from '../../src/engines/pocketsphinx-ffi.js';
 import { parseSpeechRequest, speedToPaddingBonus } from '../../src/server/routes/openai/speech.js';
@@ -238,6 +239,48 @@ describe('/v1 resources', () => {
     expect(h.server.context.sessions.live).toBe(0);
     expect(ffmpegChildren()).toBe(0);
   });
+});
+
+describe('/v1 under garbage', () => {
+  it('random JSON bodies and random form fields get a 4xx in OpenAI\'s form (or audio), never a 5xx; the server keeps serving', async () => {
+    h = await startServer();
+    const hh = h;
+    const auth = { authorization: `Bearer ${hh.apiKey}` };
+    const fields = fc.record({ model: fc.string(), input: fc.string(), voice: fc.string(), response_format: fc.string(), speed: fc.anything() }, { requiredKeys: [] });
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.anything(), fields, fc.string()), async (body) => {
+        const r = await fetch(`${v1(hh)}/audio/speech`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) ?? '' });
+        const bytes = Buffer.from(await r.arrayBuffer());
+        if (r.status === 200) return;
+        expect(r.status).toBeGreaterThanOrEqual(400);
+        expect(r.status).toBeLessThan(500);
+        expect(JSON.parse(bytes.toString('utf8'))).toMatchObject({ error: { type: expect.any(String), message: expect.any(String) } });
+      }),
+      { numRuns: 60 },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record(
+          { model: fc.oneof(fc.constant('whisper-1'), fc.string()), language: fc.oneof(fc.constant('en'), fc.string()), response_format: fc.string(), prompt: fc.string() },
+          { requiredKeys: ['model'] },
+        ),
+        // Garbage, and garbage behind a WAV or Ogg magic (the native readers) or none (ffmpeg's).
+        fc.tuple(fc.constantFrom('', 'RIFF', 'OggS', 'RIFF\0\0\0\0WAVEfmt '), fc.uint8Array({ maxLength: 64 })).map(([magic, rest]) => Buffer.concat([Buffer.from(magic, 'latin1'), rest])),
+        async (form, file) => {
+        const fd = new FormData();
+        for (const [k, v] of Object.entries(form)) fd.append(k, v);
+        fd.append('file', new Blob([file]), 'f.bin');
+        const r = await fetch(`${v1(hh)}/audio/transcriptions`, { method: 'POST', headers: auth, body: fd });
+        const text = await r.text();
+        expect(r.status, text).toBeGreaterThanOrEqual(400);
+        expect(r.status, text).toBeLessThan(500);
+        expect(JSON.parse(text)).toMatchObject({ error: { type: 'invalid_request_error' } });
+        },
+      ),
+      { numRuns: 60 },
+    );
+    expect((await client(hh).models.list()).data.length).toBeGreaterThan(0);
+  }, 120_000);
 });
 
 describe('OpenAI SDK → /v1 with pocketsphinx', () => {

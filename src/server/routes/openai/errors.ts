@@ -61,6 +61,8 @@ export function openAIErrorResponse(error: unknown): { status: number; body: Ope
   if (e.code === 'LIMIT_EXCEEDED') return d.status === 413 ? body(413, 'invalid_request_error', 'request_too_large') : body(429, 'requests', 'rate_limit_exceeded');
   if (e.code === 'VALIDATION_FAILED') return body(400, 'invalid_request_error', null, 'We could not parse the JSON body of your request: ' + e.message);
   if (BAD_REQUEST.has(e.code)) return body(400, 'invalid_request_error', null);
+  // A runner's `error` 1008 (policy: undecodable audio, a bad setup) is the request's fault.
+  if (e.code === 'PROTOCOL_SERVER_ERROR' && e.closeCode === 1008) return body(400, 'invalid_request_error', null);
   if (UNAVAILABLE.has(e.code)) return body(503, 'server_error', 'service_unavailable');
   if (e.code === 'ENGINE_TIMEOUT') return body(500, 'server_error', 'engine_timeout');
   return body(500, 'server_error', null, e.code === 'PROTOCOL_INTERNAL' || e.code === 'PROTOCOL_SERVER_ERROR' ? e.message : 'The server had an error while processing your request.');
