@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { startServer, connect, audioBytes, type Harness } from './harness.js';
 import { pocketsphinxAvailable } from '../../src/engines/pocketsphinx-ffi.js';
 
@@ -157,6 +158,57 @@ describe('/speech/s2s', () => {
     expect((await twice.closed).code).toBe(1008);
     expect(String(twice.messages.at(-1)!['message'])).toMatch(/one request per socket/);
   });
+});
+
+describe('/speech/s2s under garbage', () => {
+  it('random message sequences end with end_of_stream or one error 1008, never 1011, and the server keeps serving', async () => {
+    h = await startServer();
+    const hh = h;
+    const setup = fc.record(
+      {
+        type: fc.constant('setup'),
+        input_format: fc.constantFrom('pcm', 'wav', 'opus', 'ulaw_8000', 'mp3', 7),
+        output_format: fc.constantFrom('pcm', 'wav', 'opus', 'alaw_8000', 'flac', null),
+        voice_id: fc.constantFrom('tone-en', 'nobody', 3),
+        json_config: fc.oneof(fc.constant('{"language":"en"}'), fc.constant('{bad'), fc.record({ target_language: fc.constantFrom('en', 'fr'), padding_bonus: fc.double() }, { requiredKeys: [] })),
+        close_ws_on_eos: fc.constantFrom(true, 'x'),
+      },
+      { requiredKeys: ['type'] },
+    );
+    const message = fc.oneof(
+      setup,
+      fc.uint8Array({ maxLength: 600 }).map((b) => ({ type: 'audio', audio: Buffer.from(b).toString('base64') })),
+      fc.record({ type: fc.constant('audio'), audio: fc.string() }),
+      fc.constant({ type: 'end_of_stream' }),
+      fc.record({ type: fc.string() }),
+      fc.anything(),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(message, { maxLength: 8 }), async (messages) => {
+        const c = connect(`${hh.wsBase}/speech/s2s`, { 'x-api-key': hh.apiKey });
+        for (const m of messages) c.send(JSON.stringify(m) ?? 'null');
+        c.send({ type: 'end_of_stream' });
+        // Every sequence ends (end_of_stream is sent last): the client never has to give up.
+        let gaveUp = false;
+        const timer = setTimeout(() => {
+          gaveUp = true;
+          c.ws.close(1000);
+        }, 10_000);
+        const { code } = await c.closed;
+        clearTimeout(timer);
+        expect(gaveUp, JSON.stringify(c.messages.map((m) => m['type']))).toBe(false);
+        const errors = c.messages.filter((m) => m['type'] === 'error');
+        expect(errors.length).toBeLessThanOrEqual(1);
+        for (const e of errors) expect(e['code'], String(e['message'])).toBe(1008);
+        expect([1000, 1008, 1005]).toContain(code);
+      }),
+      { numRuns: 40 },
+    );
+    const ok = connect(`${hh.wsBase}/speech/s2s`, { 'x-api-key': hh.apiKey });
+    ok.send({ type: 'setup' });
+    ok.send({ type: 'end_of_stream' });
+    expect((await ok.closed).code).toBe(1000);
+  }, 180_000);
 });
 
 describe('/speech/s2s with real engines', () => {
