@@ -40,7 +40,7 @@ export function spawnFfmpegEncoder(format: FfmpegSpeechFormat): FfmpegEncoder {
   } catch (err) {
     throw new VoicewireError('FFMPEG_NOT_FOUND', `response_format ${format} needs ffmpeg, and ffmpeg is not installed here`, { cause: err });
   }
-  const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-f', 'wav', '-i', 'pipe:0', ...FFMPEG_SPEECH_FORMATS[format].args, 'pipe:1'];
+  const args = ['-hide_banner', '-loglevel', 'error', '-nostdin', '-f', 'wav', '-i', 'pipe:0', ...FFMPEG_SPEECH_FORMATS[format].args, '-flush_packets', '1', 'pipe:1'];
   const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
   let stderr = '';
   child.stderr.setEncoding('utf8');
