@@ -193,7 +193,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     },
   };
 
-  const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, s2sRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes, openApiRoutes];
+  const modules: RouteModule[] = [probeRoutes, s2sRoutes, ttsRoutes, sttRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes, openApiRoutes];
   // Without --core-url this process serves the core routes real clients call (§4.13).
   if (config.coreUrl === null) modules.push(usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes);
   const router = new Router(modules);
