@@ -46,6 +46,8 @@ describe('/speech/s2s', () => {
     expect(types[0]).toBe('ready');
     expect(types.at(-1)).toBe('end_of_stream');
     expect(c.messages[0]).toMatchObject({ sample_rate: 48000, frame_size: 3840, client_req_id: 'r1' });
+    // The connection's id (the server's log lines carry it), not a second request's `<id>.2`.
+    expect(String(c.messages[0]!['request_id'])).toMatch(/^[0-9a-f-]{36}$/);
     const texts = c.messages.filter((m) => m['type'] === 'text');
     expect(texts.map((t) => t['text'])).toEqual(['good', 'day', 'sir']);
     for (const t of texts) {

@@ -164,7 +164,9 @@ class S2sRunner implements ServerSession<S2sState> {
     const model = str('model_name') ?? 'default';
     const voice = str('voice_id');
     this.state = { phase: 'running' };
-    const common = { requestId: this.options.requestId ?? (() => 's2s') };
+    // One request: both runners report the same id (the connection's, as on the other routes).
+    const id = this.options.requestId?.() ?? 's2s';
+    const common = { requestId: () => id };
     const sttOptions: SttServerSessionOptions = { ...common, engine: this.options.stt, transport: this.half('stt') };
     if (this.options.createInputDecoder) sttOptions.createInputDecoder = this.options.createInputDecoder;
     if (this.options.onEvent) sttOptions.onEvent = this.options.onEvent;
