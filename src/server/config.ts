@@ -18,7 +18,7 @@ export interface ServerLimits {
    * text that passes it is spoken). Default 20 000.
    */
   maxTextChars: number;
-  /** Bytes of audio per STT request (POST body) and per JSON body elsewhere. Default 50 MiB. */
+  /** Bytes of audio per STT request (POST body; a `/v1/audio/transcriptions` file, held in memory while transcribed) and per JSON body elsewhere. Default 50 MiB. */
   maxAudioBytes: number;
   /** Bytes of a JSON body (TTS POST, voice design, …). Default 1 MiB. */
   maxJsonBytes: number;

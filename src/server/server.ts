@@ -35,6 +35,9 @@ import { voiceRoutes, coreVoiceRoutes } from './routes/voices.js';
 import { voiceDesignRoutes } from './routes/voice-design.js';
 import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronunciations.js';
 import { createForwarder } from './routes/forward.js';
+import { isOpenAIPath, serveOpenAI } from './routes/openai.js';
+import { s2sRoutes } from './routes/s2s.js';
+import { openApiRoutes } from './routes/openapi.js';
 
 /** Options of {@link createVoiceServer}. */
 export interface VoiceServerOptions extends ServerConfigInput {
@@ -193,7 +196,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     },
   };
 
-  const modules: RouteModule[] = [probeRoutes, ttsRoutes, sttRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes];
+  const modules: RouteModule[] = [probeRoutes, s2sRoutes, ttsRoutes, sttRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes, openApiRoutes];
   // Without --core-url this process serves the core routes real clients call (§4.13).
   if (config.coreUrl === null) modules.push(usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes);
   const router = new Router(modules);
@@ -222,6 +225,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       res.end(text);
       return;
     }
+    // The OpenAI-compatible routes (README "OpenAI-compatible routes"), in OpenAI's error form.
+    if (isOpenAIPath(url.pathname)) return serveOpenAI(scopeOf(req, url.pathname, {}), req, res);
     if (url.pathname !== API && !url.pathname.startsWith(`${API}/`)) {
       if ((method === 'GET' || method === 'HEAD') && page(url.pathname, res)) return;
       return sendJson(res, 404, { detail: 'Not Found' });

@@ -113,7 +113,14 @@ async function scripts(h: Harness): Promise<Record<string, Conversation>> {
         { type: 'end_of_stream' },
       ],
     },
-    's2s-ws.jsonl': { meta: { route: '/speech/s2s', description: '/speech/s2s is not offered: error then close' }, in: [{ type: 'setup' }] },
+    's2s-ws.jsonl': {
+      meta: { route: '/speech/s2s', description: 'speech-to-speech: μ-law 8 kHz tones of "ok go" in, the words heard as text and re-spoken as A-law 8 kHz audio' },
+      in: [
+        { type: 'setup', model_name: 'default', input_format: 'ulaw_8000', output_format: 'alaw_8000', voice_id: 'tone-en' },
+        ...Array.from({ length: Math.ceil(speech.length / 640) }, (_, i) => ({ type: 'audio', audio: speech.subarray(i * 640, (i + 1) * 640).toString('base64') })),
+        { type: 'end_of_stream' },
+      ],
+    },
     'tts-post.jsonl': {
       meta: { route: '/post/speech/tts', description: 'POST TTS with only_audio false: NDJSON audio and word timestamps' },
       request: { path: '/post/speech/tts', contentType: 'application/json', body: { text: 'hi there', output_format: 'alaw_8000' } },

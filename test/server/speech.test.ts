@@ -241,10 +241,12 @@ describe('STT', () => {
     expect(bad.messages[0]).toMatchObject({ type: 'error', code: 1008 });
   });
 
-  it('/speech/s2s: an error message saying it is not offered, then close', async () => {
+  it('/speech/s2s is served (test/server/s2s.test.ts): setup and end_of_stream answer ready, end_of_stream, close 1000', async () => {
     const c = connect(`${h.wsBase}/speech/s2s`, { 'x-api-key': h.apiKey });
-    expect((await c.closed).code).toBe(1008);
-    expect(String(c.messages[0]!['message'])).toContain('not offered');
+    c.send({ type: 'setup' });
+    c.send({ type: 'end_of_stream' });
+    expect((await c.closed).code).toBe(1000);
+    expect(c.messages.map((m) => m['type'])).toEqual(['ready', 'end_of_stream']);
   });
 });
 

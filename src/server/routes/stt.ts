@@ -1,7 +1,7 @@
 /**
  * STT routes: POST /post/speech/asr and its alias POST /speech/asr (§4.3: body audio, format from
- * `input_format` or Content-Type, NDJSON out), the /speech/asr WebSocket (§4.4), and /speech/s2s,
- * which this server does not offer: it answers with an `error` message and closes (§7.3).
+ * `input_format` or Content-Type, NDJSON out) and the /speech/asr WebSocket (§4.4); /speech/s2s is
+ * routes/s2s.ts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VoicewireError } from '../../util/errors.js';
@@ -10,7 +10,7 @@ import { createSttServerSession } from '../../sessions/server.js';
 import { createSttInputDecoder } from '../../pipelines/stt-audio-decoder.js';
 import type { AudioFormatName } from '../../audio/format.js';
 import { limitedBody, write } from '../http.js';
-import { failSocket, serveWebSocketSession } from '../ws.js';
+import { serveWebSocketSession } from '../ws.js';
 import { stagedSttEngine } from '../first-output-stages.js';
 import type { HttpRoute, RequestScope, RouteModule } from '../context.js';
 
@@ -83,13 +83,6 @@ export const sttRoutes: RouteModule = {
           firstOutput: 'text',
           create: (who, common, stages) => createSttServerSession({ ...common, engine: stagedSttEngine(scope.ctx.sttEngine(who), stages), createInputDecoder: inputDecoder(scope.ctx.config.limits.sessionSeconds) }),
         }),
-    },
-    {
-      path: '/speech/s2s',
-      handle: (scope, ws) => {
-        scope.log.info({ route: 's2s_ws' }, 'speech-to-speech refused: not offered');
-        failSocket(ws, new VoicewireError('PROTOCOL_UNEXPECTED_MESSAGE', 'speech-to-speech (/speech/s2s) is not offered by this server', { closeCode: 1008 }));
-      },
     },
   ],
 };
