@@ -4,7 +4,7 @@
  * which this server does not offer: it answers with an `error` message and closes (§7.3).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { VoicewireError } from '../../util/errors.js';
+import { VoicewireError, isVoicewireError } from '../../util/errors.js';
 import { createSttHttpResponse } from '../../sessions/http.js';
 import { createSttServerSession } from '../../sessions/server.js';
 import { createSttInputDecoder } from '../../pipelines/stt-audio-decoder.js';
@@ -34,7 +34,18 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
     });
     const it = lines[Symbol.asyncIterator]();
     res.once('close', () => void it.return?.());
-    const first = await it.next();
+    let first: IteratorResult<string>;
+    try {
+      first = await it.next();
+    } catch (err) {
+      // A busy server (no decoder left in the process's budget) is 503, as a draining one: retry later.
+      if (!isVoicewireError(err, 'ENGINE_BUSY')) throw err;
+      ctx.metrics.errors.inc({ code: err.code });
+      log.info({ route: 'stt_post', code: err.code }, 'stt refused: engine busy');
+      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1' });
+      res.end(err.message);
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'x-request-id': scope.requestId });
     let timed = false;
     for (let r = first; !r.done; r = await it.next()) {
