@@ -9,8 +9,8 @@
  */
 import { totalmem } from 'node:os';
 import type { SttEngine, SttEngineStream } from '../sessions/engine.js';
-import { arrayArg, describeValue, functionArg, objectArg } from '../util/args.js';
-import { VoicewireError, type ErrorCode } from '../util/errors.js';
+import { arrayArg, describeValue, functionArg, objectArg, optionsArg, stringArg } from '../util/args.js';
+import { ERROR_CODES, VoicewireError, type ErrorCode } from '../util/errors.js';
 
 /** Native memory of one pocketsphinx decoder with Debian's US English model, bytes (measured: 93–98 MB of RSS each). */
 export const STT_DECODER_BYTES = 96 * 2 ** 20;
@@ -62,8 +62,13 @@ export class EngineBudget {
     limit: number,
     options: EngineBudgetOptions = {},
   ) {
+    stringArg(what, 'EngineBudget: what');
     this.limit_ = countArg(limit, 'EngineBudget: limit');
-    this.code = options.code ?? 'ENGINE_BUSY';
+    options = optionsArg(options, 'EngineBudget: options');
+    const code = options.code ?? 'ENGINE_BUSY';
+    if (typeof code !== 'string' || !Object.prototype.hasOwnProperty.call(ERROR_CODES, code)) throw new VoicewireError('INVALID_ARGUMENT', `EngineBudget: options.code must be an error code, got ${describeValue(code)}`);
+    if (options.limitName !== undefined) stringArg(options.limitName, 'EngineBudget: options.limitName');
+    this.code = code;
     this.limitName = options.limitName;
   }
 
@@ -109,6 +114,7 @@ export class EngineBudget {
    * returns false when it has none. Returns the function that removes it.
    */
   addReclaimer(reclaim: () => boolean): () => void {
+    functionArg(reclaim, 'EngineBudget.addReclaimer: reclaim');
     this.reclaimers.add(reclaim);
     return () => this.reclaimers.delete(reclaim);
   }
@@ -133,7 +139,9 @@ export class KeyedBudget {
     limit: number,
     private readonly limitName: string,
   ) {
+    stringArg(what, 'KeyedBudget: what');
     this.limit_ = countArg(limit, 'KeyedBudget: limit');
+    stringArg(limitName, 'KeyedBudget: limitName');
   }
 
   get limit(): number {
@@ -151,6 +159,8 @@ export class KeyedBudget {
    * @throws VoicewireError `LIMIT_EXCEEDED` (1008) when `key` holds the limit.
    */
   acquire(key: string, holder: string): () => void {
+    stringArg(key, 'KeyedBudget.acquire: key');
+    stringArg(holder, 'KeyedBudget.acquire: holder');
     const n = this.live(key);
     if (n >= this.limit_) throw new VoicewireError('LIMIT_EXCEEDED', `${holder} already holds ${n} ${this.what} (limit ${this.limitName} ${this.limit_})`);
     this.counts.set(key, n + 1);
