@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { STT_DECODER_BUDGET } from '../../src/engines/budget.js';
 import { pocketsphinxAvailable } from '../../src/engines/pocketsphinx-ffi.js';
 import { resolveServerConfig } from '../../src/server/config.js';
 import { connect, startServer, type Harness, type WsConversation } from './harness.js';
@@ -72,6 +73,31 @@ describe.skipIf(missing !== undefined)(missing ? `STT decoder budget [SKIPPED: $
     m.ws.close();
     await m.closed;
     expect(h.logs.some((l) => l.includes('ENGINE_BUSY'))).toBe(true);
+  }, 120_000);
+
+  it('sessions whose clients vanish give their decoders back: with a budget of 2, two cut sockets, then two new sessions are ready', async () => {
+    h = await startServer({ stt: 'pocketsphinx', limits: { sttDecoders: 2 } });
+    const gone = [await session(h.apiKey), await session(h.adminKey)];
+    for (const g of gone) {
+      expect(g.messages[0]).toMatchObject({ type: 'ready' });
+      g.send({ type: 'audio', audio: WAV.subarray(0, 16000).toString('base64') });
+      g.ws.terminate();
+    }
+    await Promise.all(gone.map((g) => g.closed));
+    // The server sees the sockets go; the next two sessions get the two decoders back.
+    const deadline = Date.now() + 20_000;
+    let again: WsConversation[] = [];
+    while (Date.now() < deadline) {
+      again = [await session(h.apiKey), await session(h.adminKey)];
+      if (again.every((c) => c.messages[0]?.['type'] === 'ready')) break;
+      for (const c of again) c.ws.close();
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(again.map((c) => c.messages[0]?.['type'])).toEqual(['ready', 'ready']);
+    expect(STT_DECODER_BUDGET.live).toBe(2);
+    expect((await finish(again[0]!)).length).toBeGreaterThan(2);
+    again[1]!.ws.close();
+    await again[1]!.closed;
   }, 120_000);
 
   it('one API key holds at most sttDecodersPerKey live requests (LIMIT_EXCEEDED 1008); another key is not affected', async () => {
