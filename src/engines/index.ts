@@ -12,7 +12,9 @@ export { catalogVoices, designVoices, voiceParamsFromSample, estimateVoiceFromSa
 export type { CatalogVoice, DesignVoicesInput, EspeakVoiceParams, SampleVoiceEstimate } from './espeak-voices.js';
 export { rewriteText } from './rewrite-rules.js';
 export { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
-export type { PocketsphinxSttOptions } from './pocketsphinx-stt.js';
+export type { PocketsphinxSttEngine, PocketsphinxSttOptions } from './pocketsphinx-stt.js';
+export { EngineBudget, KeyedBudget, STT_DECODER_BUDGET, STT_DECODER_BYTES, defaultSttDecoders, limitSttStreams } from './budget.js';
+export type { EngineBudgetOptions } from './budget.js';
 export { pocketsphinxAvailable, pocketsphinxModelFromDir, POCKETSPHINX_PACKAGES, DEBIAN_EN_US_MODEL } from './pocketsphinx-ffi.js';
 export type { PocketsphinxModel } from './pocketsphinx-ffi.js';
 export { VoiceActivity, loadVad, inactivityFromPause, VAD_HORIZONS, PAUSE_MODEL } from './vad.js';

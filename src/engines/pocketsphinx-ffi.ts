@@ -65,6 +65,18 @@ interface Lib {
   ps_seg_free: Fn;
   ps_set_jsgf_string: Fn;
   ps_set_search: Fn;
+  ps_get_feat: Fn;
+  ps_start_stream: Fn;
+  koffi: Koffi;
+}
+
+/** The part of koffi this file uses. */
+interface Koffi {
+  load(path: string): { func(name: string, ret: string, args: string[]): Fn };
+  struct(name: string, def: Record<string, string>): unknown;
+  decode(ptr: unknown, type: unknown, len?: number): unknown;
+  encode(ptr: unknown, ...args: unknown[]): void;
+  offsetof(type: string, member: string): number;
 }
 
 let lib: Lib | undefined;
@@ -75,9 +87,8 @@ function load(): Lib {
   if (libError) throw new VoicewireError('ENGINE_UNAVAILABLE', libError);
   try {
     const require = createRequire(import.meta.url);
-    const koffi = require('koffi') as {
-      load(path: string): { func(name: string, ret: string, args: string[]): Fn };
-    };
+    const koffi = require('koffi') as Koffi;
+    defineFeatStructs(koffi);
     const ps = koffi.load('libpocketsphinx.so.3');
     const sb = koffi.load('libsphinxbase.so.3');
     lib = {
@@ -98,12 +109,51 @@ function load(): Lib {
       ps_seg_free: ps.func('ps_seg_free', 'void', ['void *']),
       ps_set_jsgf_string: ps.func('ps_set_jsgf_string', 'int', ['void *', 'const char *', 'const char *']),
       ps_set_search: ps.func('ps_set_search', 'int', ['void *', 'const char *']),
+      ps_get_feat: ps.func('ps_get_feat', 'void *', ['void *']),
+      ps_start_stream: ps.func('ps_start_stream', 'int', ['void *']),
+      koffi,
     };
     return lib;
   } catch (err) {
     libError = `pocketsphinx is not installed: install the Debian packages \`${POCKETSPHINX_PACKAGES}\` (and the npm package koffi): ${err instanceof Error ? err.message : String(err)}`;
     throw new VoicewireError('ENGINE_UNAVAILABLE', libError, { cause: err });
   }
+}
+
+/**
+ * sphinxbase's `feat_t` up to its CMN state, and `cmn_t` (sphinxbase feat.h / cmn.h, 5prealpha; the
+ * layout Debian's libsphinxbase3 has): read to put a reused decoder's cepstral mean back where a new
+ * one starts.
+ */
+function defineFeatStructs(koffi: Koffi): void {
+  koffi.struct('vw_cmn_t', { cmn_mean: 'float *', cmn_var: 'float *', sum: 'float *', nframe: 'int32_t', veclen: 'int32_t' });
+  koffi.struct('vw_feat_t', {
+    refcount: 'int',
+    name: 'void *',
+    cepsize: 'int32_t',
+    n_stream: 'int32_t',
+    stream_len: 'void *',
+    window_size: 'int32_t',
+    n_sv: 'int32_t',
+    sv_len: 'void *',
+    subvecs: 'void *',
+    sv_buf: 'void *',
+    sv_dim: 'int32_t',
+    cmn: 'int',
+    varnorm: 'int32_t',
+    agc: 'int',
+    compute_feat: 'void *',
+    cmn_struct: 'vw_cmn_t *',
+  });
+}
+
+/** A decoder's live CMN state as it was when the decoder was made. */
+interface CmnState {
+  /** The `cmn_t` pointer. */
+  ptr: unknown;
+  mean: number[];
+  sum: number[];
+  nframe: number;
 }
 
 /** Undefined when pocketsphinx and the model `dir` are usable here, else the reason (what to install). */
@@ -131,6 +181,7 @@ export interface DecoderOptions {
 export class PocketsphinxDecoder {
   private ps: unknown;
   private readonly lib: Lib;
+  private readonly cmn: CmnState | undefined;
 
   constructor(options: DecoderOptions) {
     this.lib = load();
@@ -148,6 +199,43 @@ export class PocketsphinxDecoder {
         throw new VoicewireError('INVALID_ARGUMENT', 'pocketsphinx rejected the JSGF grammar');
       }
     }
+    this.cmn = this.readCmn();
+  }
+
+  /** The live CMN state, or undefined when the library's layout is not the one expected (then a reused decoder keeps its adapted mean). */
+  private readCmn(): CmnState | undefined {
+    try {
+      const k = this.lib.koffi;
+      const feat = this.lib.ps_get_feat(this.ps);
+      if (!feat) return undefined;
+      const f = k.decode(feat, 'vw_feat_t') as { cepsize: number; cmn_struct: unknown };
+      if (!f.cmn_struct) return undefined;
+      const c = k.decode(f.cmn_struct, 'vw_cmn_t') as { cmn_mean: unknown; sum: unknown; nframe: number; veclen: number };
+      // A layout that differs from the one declared shows here: the CMN vector is the cepstrum's size.
+      if (!(c.veclen === f.cepsize && c.veclen > 0 && c.veclen <= 64 && c.cmn_mean && c.sum)) return undefined;
+      return { ptr: f.cmn_struct, mean: k.decode(c.cmn_mean, 'float', c.veclen) as number[], sum: k.decode(c.sum, 'float', c.veclen) as number[], nframe: c.nframe };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Puts the decoder back in the state of a new one between two streams. pocketsphinx adapts to
+   * the audio it hears: its noise estimate (reset by `ps_start_stream`) and its cepstral mean
+   * (CMN, put back to the value it had when the decoder was made). A reused decoder would
+   * otherwise hear the next request through the previous caller's channel: other words for the
+   * same audio.
+   */
+  reset(): void {
+    if (!this.ps) return;
+    this.lib.ps_start_stream(this.ps);
+    const c = this.cmn;
+    if (c === undefined) return;
+    const k = this.lib.koffi;
+    const s = k.decode(c.ptr, 'vw_cmn_t') as { cmn_mean: unknown; sum: unknown };
+    k.encode(s.cmn_mean, 'float', c.mean, c.mean.length);
+    k.encode(s.sum, 'float', c.sum, c.sum.length);
+    k.encode(c.ptr, k.offsetof('vw_cmn_t', 'nframe'), 'int32_t', c.nframe);
   }
 
   startUtt(): void {

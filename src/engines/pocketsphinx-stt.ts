@@ -22,6 +22,7 @@ import { arrayArg, describeValue, functionArg, objectArg, optionsArg } from '../
 import { VoicewireError } from '../util/errors.js';
 import { checkModel, PocketsphinxDecoder, pocketsphinxAvailable, pocketsphinxModelFromDir, type PocketsphinxModel, type PsWord } from './pocketsphinx-ffi.js';
 import { loadVad, VoiceActivity } from './vad.js';
+import { EngineBudget, STT_DECODER_BUDGET } from './budget.js';
 
 /** Options of {@link createPocketsphinxSttEngine}. */
 export interface PocketsphinxSttOptions {
@@ -37,20 +38,97 @@ export interface PocketsphinxSttOptions {
   settleSeconds?: number;
   /** Model name in `ready`. Default `pocketsphinx-en-us`. */
   modelName?: string;
-  /** Idle decoders kept for reuse (loading the model takes a few hundred ms). Default 2. */
+  /** Idle decoders kept for reuse (loading the model takes 0.3–0.7 s of CPU). Default 2. */
   poolSize?: number;
+  /** The budget of live decoders (in use or idle) this engine counts against. Default: the process's {@link STT_DECODER_BUDGET}. */
+  budget?: EngineBudget;
+}
+
+/**
+ * The pocketsphinx engine. It owns its decoders (~95 MB of native memory each): a stream takes an
+ * idle one or loads one within the budget, and gives it back when it closes; the pool keeps
+ * `poolSize` for reuse and frees the rest (`ps_free`). Make one per process and share it: every
+ * engine made keeps its own pool.
+ */
+export interface PocketsphinxSttEngine extends SttEngine {
+  /** Decoders idle in the pool now. */
+  readonly idle: number;
+  /** Frees the idle decoders (and their budget slots); open streams keep theirs. */
+  freeIdle(): void;
+}
+
+/** A decoder and its slot in the budget. */
+interface HeldDecoder {
+  decoder: PocketsphinxDecoder;
+  release: () => void;
 }
 
 /** The pocketsphinx STT engine. */
-export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}): SttEngine {
+export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}): PocketsphinxSttEngine {
   options = optionsArg(options, 'createPocketsphinxSttEngine: options');
   checkSttOptions(options);
   const model = options.model ?? pocketsphinxModelFromDir();
   const languages = options.languages ?? ['en'];
   const stable = options.stableFrames ?? 3;
-  const pool: PocketsphinxDecoder[] = [];
   const poolSize = options.poolSize ?? 2;
+  const budget = options.budget ?? STT_DECODER_BUDGET;
+  const decoderOptions = options.jsgf === undefined ? { model } : { model, jsgf: options.jsgf };
+  const pool: HeldDecoder[] = [];
+  // Registered only while the pool holds a decoder, so a budget's list of reclaimers stays as
+  // short as the number of engines with idle decoders.
+  let unregister: (() => void) | undefined;
+  const free = (held: HeldDecoder): void => {
+    try {
+      held.decoder.free();
+    } finally {
+      held.release();
+    }
+  };
+  const popIdle = (): HeldDecoder | undefined => {
+    const held = pool.pop();
+    if (pool.length === 0) {
+      unregister?.();
+      unregister = undefined;
+    }
+    return held;
+  };
+  const reclaim = (): boolean => {
+    const held = popIdle();
+    if (held === undefined) return false;
+    free(held);
+    return true;
+  };
+  const take = (): HeldDecoder => {
+    const idle = popIdle();
+    if (idle !== undefined) return idle;
+    const release = budget.acquire();
+    try {
+      return { decoder: new PocketsphinxDecoder(decoderOptions), release };
+    } catch (err) {
+      release();
+      throw err;
+    }
+  };
+  const giveBack = (held: HeldDecoder): void => {
+    if (pool.length >= poolSize) return free(held);
+    try {
+      // The next stream hears its audio as a new decoder would (the same words for the same audio).
+      held.decoder.reset();
+    } catch {
+      return free(held);
+    }
+    pool.push(held);
+    unregister ??= budget.addReclaimer(reclaim);
+  };
   return {
+    get idle() {
+      return pool.length;
+    },
+    freeIdle() {
+      while (reclaim()) {
+        /* every idle decoder */
+      }
+    },
     async open(config, emit) {
       objectArg(config, 'pocketsphinx open: config');
       functionArg(emit, 'pocketsphinx open: emit');
@@ -61,13 +139,22 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       }
       const reason = pocketsphinxAvailable(model);
       if (reason !== undefined) throw new VoicewireError('ENGINE_UNAVAILABLE', reason);
-      const vad = new VoiceActivity(await loadVad());
-      const decoder = pool.pop() ?? new PocketsphinxDecoder(options.jsgf === undefined ? { model } : { model, jsgf: options.jsgf });
-      const release = () => {
-        if (pool.length < poolSize) pool.push(decoder);
-        else decoder.free();
-      };
-      return new SphinxStream(decoder, vad, emit, stable, Math.round((options.settleSeconds ?? 0.3) * 100), options.modelName ?? 'pocketsphinx-en-us', config.modelName, release);
+      const fvad = await loadVad();
+      // From here on nothing is awaited: what was taken is given back on every failure.
+      const held = take();
+      let vad: VoiceActivity | undefined;
+      try {
+        vad = new VoiceActivity(fvad);
+        const v = vad;
+        return new SphinxStream(held.decoder, vad, emit, stable, Math.round((options.settleSeconds ?? 0.3) * 100), options.modelName ?? 'pocketsphinx-en-us', config.modelName, () => {
+          v.free();
+          giveBack(held);
+        });
+      } catch (err) {
+        vad?.free();
+        giveBack(held);
+        throw err;
+      }
     },
   };
 }
@@ -85,6 +172,7 @@ function checkSttOptions(options: PocketsphinxSttOptions): void {
   if (stableFrames !== undefined && !(Number.isInteger(stableFrames) && stableFrames >= 0)) fail('stableFrames', 'an integer ≥ 0', stableFrames);
   if (settleSeconds !== undefined && !(typeof settleSeconds === 'number' && Number.isFinite(settleSeconds) && settleSeconds >= 0)) fail('settleSeconds', 'a finite number ≥ 0', settleSeconds);
   if (poolSize !== undefined && !(Number.isInteger(poolSize) && poolSize >= 0)) fail('poolSize', 'an integer ≥ 0', poolSize);
+  if (options.budget !== undefined && !(options.budget instanceof EngineBudget)) fail('budget', 'an EngineBudget', options.budget);
 }
 
 class SphinxStream implements SttEngineStream {
@@ -133,9 +221,12 @@ class SphinxStream implements SttEngineStream {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.vad.free();
-    if (this.inUtt) this.decoder.endUtt();
-    this.release();
+    try {
+      if (this.inUtt) this.decoder.endUtt();
+    } finally {
+      // The decoder goes back to the pool (or is freed) and the VAD instance is freed, whatever endUtt did.
+      this.release();
+    }
   }
 
   private decode(pcm: Int16Array): void {

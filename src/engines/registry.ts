@@ -1,8 +1,11 @@
 /**
- * The engines a server can run, by name (`--tts NAME`, `--stt NAME`). A factory is called per
+ * The engines a server can run, by name (`--tts NAME`, `--stt NAME`). A TTS factory is called per
  * request or per connection with an {@link EngineContext} the server binds to the caller's
  * organization, so engines never see the store or the organization: they ask the context for what
- * the setup names (a voice, a pronunciation dictionary).
+ * the setup names (a voice, a pronunciation dictionary); it must stay cheap (a closure over shared
+ * state: espeak's one WebAssembly instance). An STT factory is called once per server and the
+ * engine it returns serves every request (issue 20: a pocketsphinx engine made per request leaked
+ * its ~95 MB decoder pool each time); the pocketsphinx entries return one engine per process.
  *
  * Engines get an {@link EngineContext} (context.ts).
  *
@@ -34,7 +37,23 @@ export interface TtsEngineEntry {
 
 /** One STT engine. */
 export interface SttEngineEntry {
-  create(context: EngineContext): SttEngine;
+  /** The engine; called once per server, which shares it between all requests (no organization is bound). */
+  create(context?: EngineContext): SttEngine;
+  /**
+   * True when each stream holds a costly model instance (a pocketsphinx decoder, ~95 MB): the
+   * server then bounds its streams per socket and per API key (`limits.sttDecodersPerSocket`,
+   * `limits.sttDecodersPerKey`). Default false.
+   */
+  heavy?: boolean;
+}
+
+/**
+ * An entry whose engine is made on first use and then shared by every caller in the process (its
+ * decoders, pool and budget are the process's).
+ */
+function sharedSttEntry(make: () => SttEngine): SttEngineEntry {
+  let engine: SttEngine | undefined;
+  return { create: () => (engine ??= make()), heavy: true };
 }
 
 /** Five tone voices, one per language (§1), so the catalog is never empty. */
@@ -67,7 +86,7 @@ export const TTS_ENGINES: Record<string, TtsEngineEntry> = {
 
 /** STT engines by name. */
 export const STT_ENGINES: Record<string, SttEngineEntry> = {
-  pocketsphinx: { create: () => createPocketsphinxSttEngine() },
+  pocketsphinx: sharedSttEntry(() => createPocketsphinxSttEngine()),
   tone: { create: createToneSttEngine },
 };
 
@@ -98,12 +117,13 @@ export function registerSttEngine(name: string, entry: SttEngineEntry): void {
 export async function sttEngineFromPath(path: string, isDirectory: boolean): Promise<SttEngineEntry> {
   if (isDirectory) {
     const model = pocketsphinxModelFromDir(path);
-    return { create: () => createPocketsphinxSttEngine({ model }) };
+    return sharedSttEntry(() => createPocketsphinxSttEngine({ model }));
   }
   const mod = (await import(path.startsWith('/') ? `file://${path}` : path)) as { default?: SttEngine };
   const engine = mod.default;
   if (engine === undefined || typeof engine.open !== 'function') throw new Error(`${path}: the default export is not an SttEngine (an object with open(config, emit))`);
-  return { create: () => engine };
+  // Any other model is assumed to hold a costly instance per stream.
+  return { create: () => engine, heavy: true };
 }
 
 /** True when the espeak-ng package can be loaded (it is an optional peer dependency). */

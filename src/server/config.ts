@@ -4,6 +4,7 @@
  */
 import { describeValue, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
+import { defaultSttDecoders } from '../engines/budget.js';
 
 /**
  * Limits, each with its default (README "Server"). Fixed, not configurable: JSON a route stores
@@ -42,6 +43,23 @@ export interface ServerLimits {
   upstreamTimeoutMs: number;
   /** After a drain starts (SIGTERM), how long live sessions may take before they are cut, seconds. Default 30 (+ session limit bound). */
   drainGraceSeconds: number;
+  /**
+   * Live STT decoders in this process, in use or idle in the engine's pool (a pocketsphinx decoder
+   * holds ~95 MB of native memory and takes ~0.3 s of CPU to load). A request that would need one
+   * more gets `ENGINE_BUSY`: WebSocket `error` 1011 for that request (a multiplexed socket goes
+   * on), POST 503 plain text. Per process: the engine is shared by the process, so the last server
+   * created in it sets the budget. Default: a quarter of the machine's memory at 96 MiB per
+   * decoder, from 1 to 32 (`defaultSttDecoders()`: 24 GB → 32, 4 GB → 10, 1 GB → 2). An integer.
+   */
+  sttDecoders: number;
+  /**
+   * Live requests of a heavy STT engine (one that holds a decoder per stream: pocketsphinx, a
+   * `--stt-model`) on one WebSocket (or one POST); one more gets `LIMIT_EXCEEDED` 1008 for that
+   * request, its `client_req_id` on a multiplexed socket, which goes on. Default 4. An integer.
+   */
+  sttDecodersPerSocket: number;
+  /** Live requests of a heavy STT engine per API key, over all its sockets and POSTs; one more gets `LIMIT_EXCEEDED` 1008. Default 8. An integer. */
+  sttDecodersPerKey: number;
 }
 
 /** Credit rates (README "Server"). */
@@ -87,6 +105,9 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   maxBufferedBytes: 16 << 20,
   upstreamTimeoutMs: 30_000,
   drainGraceSeconds: 30,
+  sttDecoders: defaultSttDecoders(),
+  sttDecodersPerSocket: 4,
+  sttDecodersPerKey: 8,
 });
 
 export const DEFAULT_RATES: Readonly<CreditRates> = Object.freeze({ ttsPerChar: 1, sttPerSecond: 1 });
@@ -116,6 +137,9 @@ const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
 /** node:http refuses a fractional headersTimeout/requestTimeout with a RangeError. */
 const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs']);
 
+/** Limits that count instances. */
+const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey']);
+
 /** `given` over `defaults`, refusing a key `defaults` does not have (a misspelt limit would be ignored). */
 function withDefaults<T extends object>(what: string, defaults: Readonly<T>, given: Partial<T> | undefined): T {
   const partial = optionsArg(given, `server config: ${what}`);
@@ -143,6 +167,7 @@ export function resolveServerConfig(input: ServerConfigInput, engines: { tts: st
   for (const [k, v] of Object.entries(limits)) {
     positive(`limits.${k}`, v, limitMax(k));
     if (INTEGER_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number of ms, got ${v}`);
+    if (COUNT_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number, got ${v}`);
   }
   const rates = withDefaults('rates', DEFAULT_RATES, input.rates);
   for (const [k, v] of Object.entries(rates)) if (typeof v !== 'number' || !(v >= 0)) throw new VoicewireError('INVALID_ARGUMENT', `server config: rates.${k} must be ≥ 0, got ${shown(v)}`);

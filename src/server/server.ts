@@ -14,6 +14,9 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
+import { KeyedBudget, STT_DECODER_BUDGET, limitSttStreams } from '../engines/budget.js';
+import type { SttEngine } from '../sessions/engine.js';
+import type { Principal } from './auth.js';
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
 import { authenticate } from './auth.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
@@ -171,6 +174,17 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const now = new Date().toISOString();
   for (const v of catalogVoices(config.tts)) await store.putVoice({ ...v, orgId: null, createdAt: now });
 
+  // Issue 20: the STT engine is made once and owns its decoders; a heavy one's streams are bounded
+  // per process (its budget), per socket (each ctx.sttEngine call) and per API key.
+  STT_DECODER_BUDGET.setLimit(config.limits.sttDecoders);
+  const sharedStt = stt.create();
+  const sttPerKey = new KeyedBudget('live STT requests', config.limits.sttDecodersPerKey, 'limits.sttDecodersPerKey');
+  const sttStreams = (who: Principal): SttEngine => {
+    if (stt.heavy !== true) return sharedStt;
+    const perSocket = new KeyedBudget('live STT requests', config.limits.sttDecodersPerSocket, 'limits.sttDecodersPerSocket');
+    return limitSttStreams(sharedStt, [() => perSocket.acquire('', 'this socket'), () => sttPerKey.acquire(who.key.id, 'this API key')]);
+  };
+
   const engineContext = (orgId: string): EngineContext => ({
     resolveVoice: async (id) => (id === null ? undefined : store.getVoice(orgId, id)),
     resolvePronunciation: (id) => store.getDictionary(orgId, id),
@@ -185,8 +199,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     version: options.version ?? '0.0.0',
     startedAt: Date.now(),
     engineContext,
+    // A TTS engine binds the caller's organization (a closure over the shared model); the STT engine is the process's.
     ttsEngine: (who) => meteredTtsEngine(ctx, who, timedTtsEngine(tts.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
-    sttEngine: (who) => meteredSttEngine(ctx, who, timedSttEngine(stt.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
+    sttEngine: (who) => meteredSttEngine(ctx, who, timedSttEngine(sttStreams(who), config.limits.engineTimeoutSeconds * 1000)),
     // `allowToken`: the route takes `?token=` as TTS does (service-api.md §5.2) — voicewire's extension
     // for the routes its web page calls, since a browser cannot set a WebSocket's headers.
     auth: async (req, o = {}) => {

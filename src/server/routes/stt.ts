@@ -4,7 +4,7 @@
  * routes/s2s.ts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { VoicewireError } from '../../util/errors.js';
+import { VoicewireError, isVoicewireError } from '../../util/errors.js';
 import { createSttHttpResponse } from '../../sessions/http.js';
 import { createSttServerSession } from '../../sessions/server.js';
 import { createSttInputDecoder } from '../../pipelines/stt-audio-decoder.js';
@@ -25,8 +25,21 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
       throw new VoicewireError('LIMIT_EXCEEDED', `request body of ${declared} bytes is over the limit of ${ctx.config.limits.maxAudioBytes}`);
     }
     // Validates the query and the Content-Type before any byte of the body is read (422 / plain text).
+    // The session reports a failed open as a line (code and message): keep the error itself, so a
+    // busy engine can answer 503.
+    const engine = ctx.sttEngine(who);
+    let openError: unknown;
     const lines = createSttHttpResponse({
-      engine: ctx.sttEngine(who),
+      engine: {
+        open: async (config, emit) => {
+          try {
+            return await engine.open(config, emit);
+          } catch (err) {
+            openError = err;
+            throw err;
+          }
+        },
+      },
       body: limitedBody(req, ctx.config.limits.maxAudioBytes),
       contentType: req.headers['content-type'] ?? null,
       query: scope.url.searchParams,
@@ -40,7 +53,18 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
       gone = true;
       void it.return?.();
     });
-    const first = await it.next();
+    let first: IteratorResult<string>;
+    try {
+      first = await it.next();
+    } catch (err) {
+      // A busy server (no decoder left in the process's budget) is 503, as a draining one: retry later.
+      if (!isVoicewireError(openError, 'ENGINE_BUSY')) throw err;
+      ctx.metrics.errors.inc({ code: openError.code });
+      log.info({ route: 'stt_post', code: openError.code }, 'stt refused: engine busy');
+      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1' });
+      res.end(openError.message);
+      return;
+    }
     if (gone) return;
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'x-request-id': scope.requestId });
     let timed = false;
