@@ -29,7 +29,7 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
   const release = ctx.sessions.open('tts_post', who.key.id);
   const started = performance.now();
   try {
-    const body = validateTtsRequestBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+    const body = validateTtsRequestBody(await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth));
     if ([...body.text].length > ctx.config.limits.maxTextChars) {
       throw new VoicewireError('LIMIT_EXCEEDED', `text is over the limit of ${ctx.config.limits.maxTextChars} characters per request`);
     }

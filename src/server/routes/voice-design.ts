@@ -19,7 +19,7 @@ export const voiceDesignRoutes: RouteModule = {
       path: '/voice-generator/generate',
       handle: async ({ ctx }, req, res) => {
         const { org } = await ctx.auth(req, { allowToken: true }); // the web page designs voices with its token
-        const body = validateVoiceGenerationBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+        const body = validateVoiceGenerationBody(await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth));
         const expiresAt = new Date(Date.now() + ctx.config.candidateSeconds * 1000).toISOString();
         const seed = typeof body.json_config?.seed === 'number' ? body.json_config.seed : randomInt(2 ** 31);
         const candidates: CandidateRecord[] = Array.from({ length: body.n_samples }, (_, i) => ({
@@ -39,7 +39,7 @@ export const voiceDesignRoutes: RouteModule = {
       path: '/voices/from-embedding',
       handle: async ({ ctx, log }, req, res) => {
         const { org } = await ctx.auth(req, { allowToken: true }); // the web page designs voices with its token
-        const body = validateVoiceFromEmbeddingBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+        const body = validateVoiceFromEmbeddingBody(await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth));
         const c = await ctx.store.getCandidate(org.id, body.voice_embedding_id, new Date());
         if (c === undefined) throw new VoicewireError('NOT_FOUND', 'voice candidate not found or expired');
         const voice: VoiceRecord = {
