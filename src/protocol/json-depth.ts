@@ -32,23 +32,51 @@ export function jsonDepthExceededAt(text: string | Uint8Array, maxDepth: number)
   if (typeof maxDepth !== 'number' || !Number.isInteger(maxDepth) || maxDepth < 0) {
     throw new VoicewireError('INVALID_ARGUMENT', `jsonDepthExceededAt: maxDepth must be a whole number ≥ 0, got ${shown(maxDepth)}`);
   }
-  const bytes = typeof text === 'string' ? null : text;
-  const str = typeof text === 'string' ? text : '';
-  const at = bytes === null ? (i: number) => str.charCodeAt(i) : (i: number) => bytes[i]!;
-  const nextQuote = bytes === null ? (from: number) => str.indexOf('"', from) : (from: number) => bytes.indexOf(QUOTE, from);
+  return typeof text === 'string' ? scanText(text, maxDepth) : scanBytes(text, maxDepth);
+}
+
+// Two copies of one loop (text and bytes) rather than one over accessor closures: this runs on
+// every WebSocket message, and allocates nothing.
+
+function scanText(text: string, maxDepth: number): number {
   const n = text.length;
   let depth = 0;
   for (let i = 0; i < n; i++) {
-    const c = at(i);
+    const c = text.charCodeAt(i);
     if (c === QUOTE) {
       // The closing quote is the next one not escaped, i.e. not after an odd run of backslashes.
       // Each backslash run is counted once (it ends at one quote): still linear.
       let j = i;
       for (;;) {
-        j = nextQuote(j + 1);
+        j = text.indexOf('"', j + 1);
         if (j < 0) return -1; // unterminated string: the parser refuses it
         let k = j - 1;
-        while (at(k) === BACKSLASH) k--;
+        while (text.charCodeAt(k) === BACKSLASH) k--;
+        if ((j - 1 - k) % 2 === 0) break;
+      }
+      i = j;
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > maxDepth) return i;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      depth--;
+    }
+  }
+  return -1;
+}
+
+/** As {@link scanText} over UTF-8: quotes, brackets and backslashes are ASCII, never inside a multi-byte sequence. */
+function scanBytes(bytes: Uint8Array, maxDepth: number): number {
+  const n = bytes.length;
+  let depth = 0;
+  for (let i = 0; i < n; i++) {
+    const c = bytes[i]!;
+    if (c === QUOTE) {
+      let j = i;
+      for (;;) {
+        j = bytes.indexOf(QUOTE, j + 1);
+        if (j < 0) return -1;
+        let k = j - 1;
+        while (bytes[k] === BACKSLASH) k--;
         if ((j - 1 - k) % 2 === 0) break;
       }
       i = j;
