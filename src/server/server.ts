@@ -336,9 +336,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     }
   });
 
-  // Connections (issue 20): node:http times a request only from its first byte, so a socket that
-  // never sends one was held forever. Each waits at most headersTimeout (+ two checks, so a slow
-  // one gets node's 408 first) for a request; each address holds at most connectionsPerAddress.
+  // Connections (issue 20). A connection waits at most headersTimeout (+ two checks, so a slow one
+  // gets node's 408 first) for its first request: node:http 20 expires a silent one itself, this
+  // timer is the bound should it not (issue 20 saw idle sockets held past 150 s). Each address
+  // holds at most connectionsPerAddress, the server maxConnections (net.Server's own cap).
   const sockets = new Set<Socket>();
   const perAddress = new Map<string, number>();
   const awaitingRequest = new Map<Socket, NodeJS.Timeout>();
