@@ -69,10 +69,11 @@ describe('deep JSON bodies (issue 20 finding 3)', { timeout: 120_000 }, () => {
   });
 
   it('depth 64 is within the limit (200), depth 65 is not (422)', async () => {
-    const body = JSON.stringify({ prompt: 'calm', json_config: JSON.parse('{"a":'.repeat(62) + '1' + '}'.repeat(62)) as unknown });
+    // The body is one level, json_config the rest.
+    const body = JSON.stringify({ prompt: 'calm', json_config: JSON.parse('{"a":'.repeat(63) + '1' + '}'.repeat(63)) as unknown });
     const r = await fetch(`${h.base}/voice-generator/generate`, { method: 'POST', body, headers: { 'x-api-key': h.apiKey, 'content-type': 'application/json' } });
     expect(r.status).toBe(200);
-    const deeper = JSON.stringify({ prompt: 'calm', json_config: JSON.parse('{"a":'.repeat(63) + '1' + '}'.repeat(63)) as unknown });
+    const deeper = JSON.stringify({ prompt: 'calm', json_config: JSON.parse('{"a":'.repeat(64) + '1' + '}'.repeat(64)) as unknown });
     const refused = await fetch(`${h.base}/voice-generator/generate`, { method: 'POST', body: deeper, headers: { 'x-api-key': h.apiKey, 'content-type': 'application/json' } });
     expect(refused.status).toBe(422);
   });
