@@ -8,6 +8,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { startServer, type Harness } from '../harness.js';
 import { MemoryStore } from '../../../src/server/store/memory-store.js';
+import { WebSocketServer } from 'ws';
+import { attachWebSocketSession } from '../../../src/node/ws-session.js';
+import type { ServerSession } from '../../../src/sessions/server.js';
+import type { VoicewireError } from '../../../src/util/errors.js';
 import { failOnProcessFaults } from '../../helpers/process-faults.js';
 
 failOnProcessFaults();
@@ -65,5 +69,36 @@ describe('last resort (issue 20)', { timeout: 20_000 }, () => {
     expect(code).toBe(1011);
     expect(messages).toEqual([{ type: 'error', message: 'internal server error', code: 1011 }]);
     expect((await fetch(`${h.base}/healthz`)).status).toBe(200);
+  });
+
+  it('attachWebSocketSession: a session whose receive throws is failed with PROTOCOL_INTERNAL, not an uncaught exception', async () => {
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise<void>((r) => wss.once('listening', () => r()));
+    const failed: VoicewireError[] = [];
+    wss.on('connection', (ws) => {
+      attachWebSocketSession(ws, (transport) => {
+        const session = {
+          closed: false,
+          receive: () => {
+            throw new RangeError('Maximum call stack size exceeded');
+          },
+          fail: (e: VoicewireError) => {
+            failed.push(e);
+            session.closed = true;
+            transport.close(1011, 'internal server error');
+          },
+          transportClosed: () => undefined,
+        };
+        return session as unknown as ServerSession<unknown>;
+      });
+    });
+    const port = (wss.address() as { port: number }).port;
+    const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+    ws.on('error', () => {});
+    ws.once('open', () => ws.send('{"type":"setup"}'));
+    const code = await new Promise<number>((resolve) => ws.once('close', (c) => resolve(c)));
+    expect(code).toBe(1011);
+    expect(failed.map((e) => e.code)).toEqual(['PROTOCOL_INTERNAL']);
+    await new Promise<void>((r) => wss.close(() => r()));
   });
 });
