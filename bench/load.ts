@@ -96,7 +96,7 @@ await store.close();
 const clipPath = join(dir, 'clip.pcm');
 
 function startServer(workers: number, tts: string): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, [cliJs, 'serve', '--workers', String(workers), ...storeArgs, '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap'], {
+  const child = spawn(process.execPath, [cliJs, 'serve', '--workers', String(workers), ...storeArgs, '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000'], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
   });

@@ -3,6 +3,7 @@
  *
  *   voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL] [--tts ENGINE]
  *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap] [--workers N]
+ *                   [--connections-per-address N]
  *
  * stdout carries human lines only: at first start the keys, each alone on its line
  * (`API key (x-api-key): vw_…`, `instance-admin key (x-api-key on /statusz, /drain): vw_…`), then
@@ -44,11 +45,14 @@ function usage(message: string): VoicewireError {
 
 export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL]
                        [--tts ENGINE] [--stt ENGINE] [--stt-model PATH] [--core-url URL] [--region NAME]
-                       [--no-bootstrap] [--workers N]
+                       [--no-bootstrap] [--workers N] [--connections-per-address N]
   --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
+  --connections-per-address: open connections one client address may hold, per process (default
+    256; behind a proxy every client has the proxy's address: raise it).
   ENGINE: tts espeak (default when installed) | tone; stt pocketsphinx (default) | tone.
   --stt-model: a pocketsphinx model directory, or a module whose default export is an SttEngine.
-  env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT mirror --data, --store, --port.`;
+  env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT, VOICEWIRE_CONNECTIONS_PER_ADDRESS mirror
+    --data, --store, --port, --connections-per-address.`;
 
 export const serveCommand: CliSubcommand = {
   async run(argv) {
@@ -68,6 +72,7 @@ export const serveCommand: CliSubcommand = {
           region: { type: 'string' },
           'no-bootstrap': { type: 'boolean' },
           workers: { type: 'string' },
+          'connections-per-address': { type: 'string' },
           help: { type: 'boolean', short: 'h' },
         },
         strict: true,
@@ -86,6 +91,11 @@ export const serveCommand: CliSubcommand = {
     const workersText = values.workers ?? '1';
     const workers = Number(workersText);
     if (!Number.isInteger(workers) || workers < 1 || workers > 256) throw usage(`--workers must be 1 to 256, got ${workersText}`);
+    const perAddressText = values['connections-per-address'] ?? process.env['VOICEWIRE_CONNECTIONS_PER_ADDRESS'];
+    const perAddress = perAddressText === undefined ? undefined : Number(perAddressText);
+    if (perAddress !== undefined && !(Number.isSafeInteger(perAddress) && perAddress >= 1)) {
+      throw usage(`--connections-per-address must be a whole number ≥ 1, got ${perAddressText}`);
+    }
     const worker = isServeWorker();
     const primary = workers > 1 && !worker;
     if (workers > 1 && (values.store ?? process.env['VOICEWIRE_STORE']) === 'memory:') {
@@ -138,6 +148,7 @@ export const serveCommand: CliSubcommand = {
       ...(values['core-url'] !== undefined ? { coreUrl: values['core-url'] } : {}),
       ...(values.region !== undefined ? { region: values.region } : {}),
       environment: process.env['NODE_ENV'] ?? 'development',
+      ...(perAddress !== undefined ? { limits: { connectionsPerAddress: perAddress } } : {}),
       ...(worker ? { metricsText: clusterMetricsText } : {}),
     });
     if (worker) shareMetrics(server.context.metrics.registry);

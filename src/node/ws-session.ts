@@ -75,24 +75,45 @@ export function attachWebSocketSession<S>(
     if (err.code !== 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' || session.closed) return;
     session.fail(oversizeFrameError?.() ?? new VoicewireError('LIMIT_EXCEEDED', 'message over the size limit'));
   });
-  ws.on('message', (data: RawData, isBinary: boolean) => {
-    if (onFrame?.(data, isBinary) === false) return;
-    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-    const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    if (isBinary) return session.receive(view);
-    // A text frame that is not UTF-8 (ws with skipUTF8Validation) goes on as bytes: the parser
-    // answers it with its §7.3 error instead of the replacement characters toString would make.
-    let text: string;
-    try {
-      text = UTF8.decode(view);
-    } catch {
-      return session.receive(view);
-    }
-    session.receive(text);
-  });
-  ws.on('close', () => {
-    if (!session.closed) session.transportClosed();
-  });
+  // A throw in an event listener would be an uncaught exception (the process ends with every
+  // session, issue 20): a frame that breaks the session ends that session, 1011.
+  const guarded =
+    <A extends unknown[]>(f: (...args: A) => void) =>
+    (...args: A): void => {
+      try {
+        f(...args);
+      } catch (err) {
+        try {
+          if (!session.closed) session.fail(new VoicewireError('PROTOCOL_INTERNAL', 'internal server error', { cause: err }));
+        } catch {
+          ws.terminate();
+        }
+      }
+    };
+  ws.on(
+    'message',
+    guarded((data: RawData, isBinary: boolean) => {
+      if (onFrame?.(data, isBinary) === false) return;
+      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+      const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      if (isBinary) return session.receive(view);
+      // A text frame that is not UTF-8 (ws with skipUTF8Validation) goes on as bytes: the parser
+      // answers it with its §7.3 error instead of the replacement characters toString would make.
+      let text: string;
+      try {
+        text = UTF8.decode(view);
+      } catch {
+        return session.receive(view);
+      }
+      session.receive(text);
+    }),
+  );
+  ws.on(
+    'close',
+    guarded(() => {
+      if (!session.closed) session.transportClosed();
+    }),
+  );
   ws.on('error', () => {
     // 'close' follows every 'error' in ws; the session learns of it there.
   });

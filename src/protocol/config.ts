@@ -9,6 +9,7 @@
  */
 import { arrayArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
+import { MAX_JSON_DEPTH, jsonDepthExceededAt, jsonTooDeepReason } from './json-depth.js';
 import {
   FieldReader,
   PROTOCOL_LANGUAGES,
@@ -72,6 +73,11 @@ export const TTS_CONFIG_LIMITS = Object.freeze({
 function configObject(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): Record<string, unknown> | undefined {
   let value = input;
   if (typeof input === 'string') {
+    // A string is parsed here, after the message's own depth check: it gets its own.
+    if (jsonDepthExceededAt(input, MAX_JSON_DEPTH) >= 0) {
+      issues.push(makeIssue(loc, 'json_invalid', input, { error: jsonTooDeepReason(MAX_JSON_DEPTH) }));
+      return undefined;
+    }
     try {
       value = JSON.parse(input);
     } catch (err) {

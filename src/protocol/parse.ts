@@ -18,6 +18,7 @@ import { VoicewireError, type ErrorCode } from '../util/errors.js';
 import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../audio/format.js';
 import { encodeBase64 } from '../util/base64.js';
 import { checkSttJsonConfig, checkTtsJsonConfig } from './config.js';
+import { MAX_JSON_DEPTH, jsonDepthExceededAt, jsonTooDeepReason } from './json-depth.js';
 import type {
   EndOfStreamMessage,
   ErrorMessage,
@@ -62,6 +63,11 @@ function toRecord(raw: RawMessage, route: string): Record<string, unknown> {
     }
   }
   if (typeof value === 'string') {
+    // Before parsing (issue 20): a message nested thousands deep parses, then overflows every recursive walk.
+    if (jsonDepthExceededAt(value, MAX_JSON_DEPTH) >= 0) {
+      const error = jsonTooDeepReason(MAX_JSON_DEPTH);
+      fail('PROTOCOL_INVALID_MESSAGE', `${route}: the message is ${error}`, { issues: [makeIssue([], 'json_invalid', undefined, { error })] });
+    }
     try {
       value = JSON.parse(value);
     } catch (err) {

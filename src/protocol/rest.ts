@@ -16,7 +16,8 @@
  * - voice list (§4.10): `limit` and `offset`, both optional integers ≥ 0;
  * - pronunciation list (§4.11): `limit` (0 to 1000, the bounded one) and `offset` (≥ 0).
  */
-import { describeValue, objectArg, shown, stringArg } from '../util/args.js';
+import { describeValue, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
+import { MAX_JSON_DEPTH, jsonDepthExceededAt, jsonTooDeepReason } from './json-depth.js';
 import { VoicewireError } from '../util/errors.js';
 import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../audio/format.js';
 import {
@@ -61,12 +62,23 @@ function bodyReader(body: unknown, issues: ValidationIssue[]): FieldReader | und
   return new FieldReader(body, ['body'], 'lax', issues);
 }
 
+/** Options of {@link parseJsonBody}. */
+export interface ParseJsonBodyOptions {
+  /** Deepest nesting of arrays and objects accepted. Default {@link MAX_JSON_DEPTH} (64). */
+  maxDepth?: number;
+}
+
 /**
  * Parses a JSON request body text like FastAPI: invalid JSON gives a `json_invalid` issue at
- * `["body", <offset>]`.
+ * `["body", <offset>]`; so does a body nested deeper than `maxDepth`, checked before parsing
+ * (`ctx.error` "JSON nested deeper than 64 levels", the offset of the bracket past the limit).
  * @throws VoicewireError `VALIDATION_FAILED`.
  */
-export function parseJsonBody(text: string): unknown {
+export function parseJsonBody(text: string, options?: ParseJsonBodyOptions): unknown {
+  stringArg(text, 'parseJsonBody: text');
+  const { maxDepth = MAX_JSON_DEPTH } = optionsArg(options, 'parseJsonBody: options');
+  const deep = jsonDepthExceededAt(text, maxDepth);
+  if (deep >= 0) return failed([makeIssue(['body', deep], 'json_invalid', {}, { error: jsonTooDeepReason(maxDepth) })]);
   try {
     return JSON.parse(text);
   } catch (err) {

@@ -101,12 +101,93 @@ function messageOf(type: string, ctx: Record<string, unknown> | undefined): stri
   }
 }
 
-/** Makes an issue with pydantic's message for `type`. `input` is omitted when `undefined`. */
+/** Most characters of the offending value an issue echoes in `input`: 200. */
+export const MAX_ISSUE_INPUT_CHARS = 200;
+
+/**
+ * Makes an issue with pydantic's message for `type`. `input` is omitted when `undefined`, and
+ * bounded (issue 20: a 422 body that echoes its input whole can be as large, and as deep, as the
+ * request): a string longer than {@link MAX_ISSUE_INPUT_CHARS} is cut to that length (ending `…`);
+ * an array or object whose JSON would be longer, or that is not plain JSON data, is replaced by
+ * the start of its JSON text, cut the same way.
+ */
 export function makeIssue(loc: ValidationLoc, type: string, input: unknown, ctx?: Record<string, unknown>): ValidationIssue {
   const issue: ValidationIssue = { loc, msg: messageOf(type, ctx), type };
-  if (input !== undefined) issue.input = input;
+  if (input !== undefined) issue.input = boundedInput(input);
   if (ctx !== undefined) issue.ctx = ctx;
   return issue;
+}
+
+/** `value` when its JSON fits in {@link MAX_ISSUE_INPUT_CHARS}, else the start of that JSON (see {@link makeIssue}). */
+function boundedInput(value: unknown): unknown {
+  const max = MAX_ISSUE_INPUT_CHARS;
+  if (typeof value === 'string') return value.length <= max ? value : `${value.slice(0, max - 1)}…`;
+  if (typeof value !== 'object' || value === null) return typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function' ? String(value).slice(0, max) : value;
+  const { text, whole } = jsonPrefix(value, max);
+  return whole && text.length <= max ? value : `${text.slice(0, max - 1)}…`;
+}
+
+function isPlain(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return Array.isArray(value) || proto === Object.prototype || proto === null;
+}
+
+/**
+ * The start of `value`'s JSON text, at least `max` characters of it when it is longer, walked with
+ * an explicit stack (no recursion: the value may nest thousands deep) and stopped there: the work
+ * is bounded by `max`, not by the value. `whole` is false when it stopped early or met something
+ * that is not plain JSON data (a class instance, a bigint: `JSON.stringify` would not write it as walked).
+ */
+function jsonPrefix(value: object, max: number): { text: string; whole: boolean } {
+  type Frame = { close: string; keys: string[] | null; of: unknown; i: number };
+  const stack: Frame[] = [];
+  let text = '';
+  let whole = true;
+  let next: unknown = value;
+  let pending = true;
+  const scalar = (v: unknown): string => {
+    if (typeof v === 'string') return JSON.stringify(v.length > max ? v.slice(0, max) : v);
+    if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
+    if (typeof v === 'boolean') return String(v);
+    if (v !== null) whole = false;
+    return 'null';
+  };
+  while (text.length <= max) {
+    if (pending) {
+      pending = false;
+      if (typeof next === 'object' && next !== null) {
+        if (!isPlain(next)) {
+          whole = false;
+          text += '{}';
+        } else if (Array.isArray(next)) {
+          text += '[';
+          stack.push({ close: ']', keys: null, of: next, i: 0 });
+        } else {
+          text += '{';
+          stack.push({ close: '}', keys: Object.keys(next), of: next, i: 0 });
+        }
+      } else text += scalar(next);
+      continue;
+    }
+    const top = stack[stack.length - 1];
+    if (top === undefined) return { text, whole };
+    const size = top.keys === null ? (top.of as unknown[]).length : top.keys.length;
+    if (top.i >= size) {
+      text += top.close;
+      stack.pop();
+      continue;
+    }
+    if (top.i > 0) text += ',';
+    if (top.keys === null) next = (top.of as unknown[])[top.i];
+    else {
+      const key = top.keys[top.i]!;
+      text += `${scalar(key)}:`;
+      next = (top.of as Record<string, unknown>)[key];
+    }
+    top.i++;
+    pending = true;
+  }
+  return { text, whole: false };
 }
 
 /** One-line summary of an issue: `json_config.temp: Input should be less than or equal to 1.4`. */

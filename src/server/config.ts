@@ -23,14 +23,35 @@ export interface ServerLimits {
   maxAudioBytes: number;
   /** Bytes of a JSON body (TTS POST, voice design, …). Default 1 MiB. */
   maxJsonBytes: number;
+  /**
+   * Deepest nesting of arrays and objects in a JSON body or WebSocket message, checked in one pass
+   * before parsing: deeper is 422 `json_invalid` (REST, §2.7) or `error` 1008 (WebSocket). Default 64.
+   * The protocol parsers refuse past 64 whatever this is (no API message nests past 4).
+   */
+  maxJsonDepth: number;
   /** Longest WebSocket session, seconds. Default 300. */
   sessionSeconds: number;
   /** WebSocket ping interval, seconds; a peer that misses one pong is dropped (found dead within 2 intervals). Default 25. */
   pingSeconds: number;
   /** A WebSocket that sends nothing for this long is closed (error 1008). Default 60. */
   idleSeconds: number;
-  /** Time to receive the request headers, ms (node:http `headersTimeout`). Default 10 000. */
+  /**
+   * Time to receive the request headers, ms (node:http `headersTimeout`). Default 10 000. A
+   * connection that sends no complete request within it (+ up to 2 checks of ≤ 1 s), even one
+   * that never sends a byte, is closed.
+   */
   headersTimeoutMs: number;
+  /** A keep-alive connection idle after its response is closed after this long, ms (node:http `keepAliveTimeout`). Default 5 000. */
+  keepAliveTimeoutMs: number;
+  /** Open TCP connections (HTTP and WebSocket); past it a new one is closed at once. Default 10 000. */
+  maxConnections: number;
+  /**
+   * Open TCP connections from one remote address; past it a new one is closed at once. Default
+   * 256. Behind a proxy every client has the proxy's address: raise it to `maxConnections`.
+   */
+  connectionsPerAddress: number;
+  /** WebSocket pings a client may send per second; more is `LIMIT_EXCEEDED` (`error`, then close 1008). Default 50. */
+  maxPingsPerSecond: number;
   /** Time to receive a whole request body, ms (node:http `requestTimeout`). Default 120 000. */
   requestTimeoutMs: number;
   /** Live WebSocket connections and streaming requests per API key. Default 50. */
@@ -95,10 +116,15 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   maxTextChars: 20_000,
   maxAudioBytes: 50 << 20,
   maxJsonBytes: 1 << 20,
+  maxJsonDepth: 64,
   sessionSeconds: 300,
   pingSeconds: 25,
   idleSeconds: 60,
   headersTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 10_000,
+  connectionsPerAddress: 256,
+  maxPingsPerSecond: 50,
   requestTimeoutMs: 120_000,
   connectionsPerKey: 50,
   engineTimeoutSeconds: 30,
@@ -134,8 +160,8 @@ function limitMax(key: string): number {
 /** Longest token or candidate lifetime, seconds (68 years). */
 const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
 
-/** node:http refuses a fractional headersTimeout/requestTimeout with a RangeError. */
-const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs']);
+/** node:http refuses a fractional headersTimeout/requestTimeout with a RangeError; counts are whole. */
+const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxJsonDepth', 'maxConnections', 'connectionsPerAddress']);
 
 /** Limits that count instances. */
 const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey']);
@@ -166,7 +192,7 @@ export function resolveServerConfig(input: ServerConfigInput, engines: { tts: st
   const limits = withDefaults('limits', DEFAULT_LIMITS, input.limits);
   for (const [k, v] of Object.entries(limits)) {
     positive(`limits.${k}`, v, limitMax(k));
-    if (INTEGER_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number of ms, got ${v}`);
+    if (INTEGER_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number${k.endsWith('Ms') ? ' of ms' : ''}, got ${v}`);
     if (COUNT_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number, got ${v}`);
   }
   const rates = withDefaults('rates', DEFAULT_RATES, input.rates);

@@ -4,6 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { restErrorResponse, parseJsonBody } from '../protocol/rest.js';
+import { MAX_JSON_DEPTH } from '../protocol/json-depth.js';
 
 /** Sends a JSON answer. */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
@@ -55,11 +56,14 @@ export async function readBody(req: IncomingMessage, maxBytes: number): Promise<
   return Buffer.concat(parts);
 }
 
-/** Reads a JSON body (FastAPI's `json_invalid` 422 on bad JSON; an empty body is `{}`). */
-export async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+/**
+ * Reads a JSON body (FastAPI's `json_invalid` 422 on bad JSON, and on JSON nested deeper than
+ * `maxDepth`, checked before parsing; an empty body is `{}`).
+ */
+export async function readJson(req: IncomingMessage, maxBytes: number, maxDepth = MAX_JSON_DEPTH): Promise<unknown> {
   const buf = await readBody(req, maxBytes);
   if (buf.length === 0) return {};
-  return parseJsonBody(buf.toString('utf8'));
+  return parseJsonBody(buf.toString('utf8'), { maxDepth });
 }
 
 /** Yields a request body's chunks, failing with LIMIT_EXCEEDED past `maxBytes`. */

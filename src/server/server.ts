@@ -25,6 +25,7 @@ import { createMetrics, type ServerMetrics } from './metrics.js';
 import { SessionTracker } from './sessions.js';
 import { Router } from './router.js';
 import { sendError, sendJson } from './http.js';
+import { formatRestError } from '../protocol/rest.js';
 import { failSocket } from './ws.js';
 import { StoreHealth, type StoreHealthOptions } from './store-health.js';
 import type { RequestScope, RouteModule, ServerContext } from './context.js';
@@ -276,34 +277,140 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     }
   };
 
+  /** Logs what reached a last resort; never throws (the error may be anything, even a throwing Proxy). */
+  const logLastResort = (err: unknown, msg: string): void => {
+    try {
+      metrics.errors.inc({ code: 'PROTOCOL_INTERNAL' });
+      let error = 'an unprintable value';
+      try {
+        error = err instanceof Error ? `${err.name}: ${err.message}`.slice(0, 500) : typeof err;
+      } catch {
+        // keep the placeholder
+      }
+      log.error({ error }, msg);
+    } catch {
+      // the answer matters more than the log line
+    }
+  };
+
+  /**
+   * The last resort of a request (issue 20): whatever escaped its route and sendError (a stack
+   * overflow, a throw in a logger) is logged and answered 500, or the response is cut when its
+   * head is gone. Never throws: nothing a request does may reach the process's handlers.
+   */
+  const lastResort = (res: ServerResponse, err: unknown): void => {
+    logLastResort(err, 'request failed past its handler: 500');
+    try {
+      if (res.headersSent) res.destroy();
+      else {
+        const body = formatRestError(1011, 'internal server error');
+        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      }
+    } catch {
+      res.destroy();
+    }
+  };
+
   // node:http checks both timeouts only every connectionsCheckingInterval (default 30 s, so a
   // slowloris peer held a socket up to 30 s past them): check at least every second.
-  const checkMs = Math.max(50, Math.min(1000, config.limits.headersTimeoutMs / 4));
-  const http: Server = createServer({ headersTimeout: config.limits.headersTimeoutMs, requestTimeout: config.limits.requestTimeoutMs, connectionsCheckingInterval: checkMs }, (req, res) => {
-    void onRequest(req, res);
+  const limits = config.limits;
+  const checkMs = Math.max(50, Math.min(1000, limits.headersTimeoutMs / 4));
+  const http: Server = createServer({ headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: checkMs }, (req, res) => {
+    requestStarted(req.socket);
+    onRequest(req, res).catch((err: unknown) => lastResort(res, err));
   });
+  http.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  // Past it net.Server closes each new socket at once ('drop'), before any byte is read.
+  http.maxConnections = limits.maxConnections;
   // ws's own cap stays above the limit the sessions check, so frames past the limit are read only
   // up to it; either way the session answers with its error first (src/node/ws-session.ts).
   // UTF-8 is checked by the session's parser (an `error` 1008 naming it, §7.3), not by ws (a bare close 1007).
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024, skipUTF8Validation: true });
+  // autoPong off: the sessions answer pings themselves, within maxPingsPerSecond (src/server/ws.ts).
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024, skipUTF8Validation: true, autoPong: false });
+  /** The last resort of a WebSocket route (issue 20): logged, then `error` 1011 and close, or cut. */
+  const wsLastResort = (ws: WebSocket, err: unknown): void => {
+    logLastResort(err, 'websocket route failed: 1011');
+    try {
+      // A route pauses its socket until it is set up; a paused socket would not read the close frame.
+      ws.resume();
+      failSocket(ws, new VoicewireError('PROTOCOL_INTERNAL', 'internal server error'));
+    } catch {
+      ws.terminate();
+    }
+  };
   http.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const path = url.pathname.startsWith(`${API}/`) ? url.pathname.slice(API.length) : null;
-    const m = path === null ? undefined : router.matchWs(path);
-    wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
-      const scope = scopeOf(req, path ?? url.pathname, m?.params ?? {});
-      if (m === undefined) return failSocket(ws, new VoicewireError('NOT_FOUND', `no WebSocket route ${url.pathname}`, { closeCode: 1008 }));
-      ws.on('error', (err) => scope.log.info({ error: err.message }, 'websocket error'));
-      Promise.resolve(m.route.handle(scope, ws, req)).catch((err: unknown) => {
-        scope.log.error({ error: toVoicewireError(err).message }, 'websocket route failed');
-        failSocket(ws, new VoicewireError('PROTOCOL_INTERNAL', 'internal server error'));
+    requestStarted(socket);
+    try {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const path = url.pathname.startsWith(`${API}/`) ? url.pathname.slice(API.length) : null;
+      const m = path === null ? undefined : router.matchWs(path);
+      wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+        try {
+          const scope = scopeOf(req, path ?? url.pathname, m?.params ?? {});
+          if (m === undefined) return failSocket(ws, new VoicewireError('NOT_FOUND', `no WebSocket route ${url.pathname}`, { closeCode: 1008 }));
+          ws.on('error', (err) => scope.log.info({ error: err.message }, 'websocket error'));
+          Promise.resolve(m.route.handle(scope, ws, req)).catch((err: unknown) => wsLastResort(ws, err));
+        } catch (err) {
+          wsLastResort(ws, err);
+        }
       });
+    } catch (err) {
+      logLastResort(err, 'upgrade failed: socket closed');
+      socket.destroy();
+    }
+  });
+
+  // Connections (issue 20). A connection waits at most headersTimeout (+ two checks, so a slow one
+  // gets node's 408 first) for its first request: node:http 20 expires a silent one itself, this
+  // timer is the bound should it not (issue 20 saw idle sockets held past 150 s). Each address
+  // holds at most connectionsPerAddress, the server maxConnections (net.Server's own cap).
+  const sockets = new Set<Socket>();
+  const perAddress = new Map<string, number>();
+  const awaitingRequest = new Map<Socket, NodeJS.Timeout>();
+  const firstRequestMs = limits.headersTimeoutMs + 2 * checkMs;
+  function requestStarted(s: Socket): void {
+    const timer = awaitingRequest.get(s);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    awaitingRequest.delete(s);
+  }
+  let refusedLogged = 0;
+  http.on('connection', (s: Socket) => {
+    const address = s.remoteAddress ?? '';
+    const count = (perAddress.get(address) ?? 0) + 1;
+    if (count > limits.connectionsPerAddress) {
+      metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
+      // At most one line a second: a flood must not become a flood of log lines.
+      if (Date.now() - refusedLogged >= 1000) {
+        refusedLogged = Date.now();
+        log.warn({ limit: limits.connectionsPerAddress }, 'connection refused: too many from one address');
+      }
+      s.destroy();
+      return;
+    }
+    perAddress.set(address, count);
+    sockets.add(s);
+    const timer = setTimeout(() => {
+      awaitingRequest.delete(s);
+      s.destroy();
+    }, firstRequestMs);
+    timer.unref();
+    awaitingRequest.set(s, timer);
+    s.once('close', () => {
+      sockets.delete(s);
+      requestStarted(s);
+      const left = (perAddress.get(address) ?? 1) - 1;
+      if (left <= 0) perAddress.delete(address);
+      else perAddress.set(address, left);
     });
   });
-  const sockets = new Set<Socket>();
-  http.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
+  http.on('drop', () => {
+    metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
+    if (Date.now() - refusedLogged >= 1000) {
+      refusedLogged = Date.now();
+      log.warn({ limit: limits.maxConnections }, 'connection refused: maxConnections reached');
+    }
   });
 
   let closed: Promise<void> | null = null;

@@ -14,6 +14,7 @@ import { attachWebSocketSession, type WebSocketTransport } from '../node/ws-sess
 import type { Principal } from './auth.js';
 import type { RequestScope } from './context.js';
 import { FirstOutputStages } from './first-output-stages.js';
+import { jsonDepthExceededAt, jsonTooDeepReason } from '../protocol/json-depth.js';
 
 /** Sends `error` (code from the error, 1011 when none) and closes with that code (§7.3). */
 export function failSocket(ws: WebSocket, error: unknown): void {
@@ -99,7 +100,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
       return options.create(who, common, stages);
     },
     {
-      onFrame: (data) => {
+      onFrame: (data, isBinary) => {
         lastActivity = Date.now();
         if (firstFrameAt === 0) firstFrameAt = performance.now();
         stages.frame();
@@ -109,11 +110,36 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
           session.fail(new VoicewireError('LIMIT_EXCEEDED', `message of ${size} bytes is over the limit of ${limits.maxFrameBytes}`));
           return false;
         }
+        // Before any parse (issue 20); the protocol parsers also refuse past MAX_JSON_DEPTH.
+        if (!isBinary && !Array.isArray(data) && jsonDepthExceededAt(data instanceof ArrayBuffer ? new Uint8Array(data) : data, limits.maxJsonDepth) >= 0) {
+          session.fail(new VoicewireError('PROTOCOL_INVALID_MESSAGE', `the message is ${jsonTooDeepReason(limits.maxJsonDepth)}`));
+          return false;
+        }
         return true;
       },
       oversizeFrameError: () => new VoicewireError('LIMIT_EXCEEDED', `message is over the limit of ${limits.maxFrameBytes} bytes`),
     },
   );
+
+  // The server answers pings itself (ws's autoPong is off, src/server/server.ts): ws's own guard
+  // cut a flood with a bare 1006 (issue 20); past maxPingsPerSecond the peer gets its §7.3 error.
+  let pingWindowStart = 0;
+  let pingsInWindow = 0;
+  ws.on('ping', (data: Buffer) => {
+    if (session.closed || ws.readyState !== ws.OPEN) return;
+    const now = Date.now();
+    if (now - pingWindowStart >= 1000) {
+      pingWindowStart = now;
+      pingsInWindow = 0;
+    }
+    if (++pingsInWindow > limits.maxPingsPerSecond) {
+      ctx.metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
+      log.info({ route: options.route }, 'ping flood: closed');
+      session.fail(new VoicewireError('LIMIT_EXCEEDED', `more than ${limits.maxPingsPerSecond} pings per second`));
+      return;
+    }
+    ws.pong(data);
+  });
 
   // Dead peers: a ping every pingSeconds; no pong since the last one → terminate.
   let alive = true;

@@ -80,7 +80,7 @@ export const corePronunciationRoutes: RouteModule = {
       path: '/pronunciations',
       handle: async ({ ctx }, req, res) => {
         const { org } = await ctx.auth(req);
-        const body = validate(await readJson(req, ctx.config.limits.maxJsonBytes), 'body', (r) => ({
+        const body = validate(await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth), 'body', (r) => ({
           name: r.string('name', { required: true, minLength: 1 }),
           language: r.literal('language', PROTOCOL_LANGUAGES, { required: true }),
           description: r.string('description'),
@@ -105,7 +105,7 @@ export const corePronunciationRoutes: RouteModule = {
       path: '/pronunciations/:uid/rules',
       handle: async ({ ctx, params }, req, res) => {
         const { org } = await ctx.auth(req);
-        const body = validate(await readJson(req, ctx.config.limits.maxJsonBytes), 'body', (r) => {
+        const body = validate(await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth), 'body', (r) => {
           const rules = readRules(r);
           if (rules === undefined && r.obj['rules'] === undefined) r.issues.push(makeIssue(['body', 'rules'], 'missing', undefined));
           return { rules: rules ?? [] };

@@ -32,7 +32,7 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
   const started = performance.now();
   const engine = ctx.ttsEngine(who);
   try {
-    const body = validateTtsRequestBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+    const body = validateTtsRequestBody(await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth));
     // Every limit before any work (issue 20 §6): the text limit, the voice, then credits for all of the text.
     const chars = [...body.text].length;
     if (chars > ctx.config.limits.maxTextChars) {

@@ -21,7 +21,7 @@ export const voiceDesignRoutes: RouteModule = {
       path: '/voice-generator/generate',
       handle: async ({ ctx }, req, res) => {
         const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
-        const body = validateVoiceGenerationBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+        const body = validateVoiceGenerationBody(await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth));
         assertActualText(body.prompt, 'prompt');
         assertStorable({ prompt: body.prompt, json_config: body.json_config });
         const expiresAt = new Date(Date.now() + ctx.config.candidateSeconds * 1000).toISOString();
@@ -43,7 +43,7 @@ export const voiceDesignRoutes: RouteModule = {
       path: '/voices/from-embedding',
       handle: async ({ ctx, log }, req, res) => {
         const { org } = await ctx.auth(req); // a key only: a token speaks and listens, it does not create (auth.ts)
-        const body = validateVoiceFromEmbeddingBody(await readJson(req, ctx.config.limits.maxJsonBytes));
+        const body = validateVoiceFromEmbeddingBody(await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth));
         assertStorable({ ...body });
         const c = await ctx.store.getCandidate(org.id, body.voice_embedding_id, new Date());
         if (c === undefined) throw new VoicewireError('NOT_FOUND', 'voice candidate not found or expired');

@@ -139,7 +139,7 @@ export const coreVoiceRoutes: RouteModule = {
       path: '/voices/:uid',
       handle: async ({ ctx, params }, req, res) => {
         const { org } = await ctx.auth(req);
-        const body = await readJson(req, ctx.config.limits.maxJsonBytes);
+        const body = await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth);
         const patch = validate(body, 'body', (r) => {
           const p: { name?: string; description?: string; tags?: string[] } = {};
           const name = r.string('name', { minLength: 1 });

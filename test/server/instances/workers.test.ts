@@ -5,6 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { get } from 'node:http';
+import { connect as tcp, type Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,5 +96,32 @@ describe('serve --workers 2', () => {
   it('--workers is validated, and memory: is refused with more than one worker', () => {
     expect(() => cli(['serve', '--workers', '0', '--store', 'memory:'])).toThrow(/--workers must be 1 to 256/);
     expect(() => cli(['serve', '--workers', '2', '--store', 'memory:'])).toThrow(/shared store/);
+  });
+
+  it('--connections-per-address 2 (and its env variable): a third connection from 127.0.0.1 is closed at once', async () => {
+    for (const [args, env] of [
+      [['--store', 'memory:', '--connections-per-address', '2'], {}],
+      [['--store', 'memory:'], { VOICEWIRE_CONNECTIONS_PER_ADDRESS: '2' }],
+    ] as const) {
+      s = await startServe([...args], env);
+      const port = Number(new URL(s.base).port);
+      const open = async (): Promise<{ sock: Socket; closed: Promise<void> }> => {
+        const sock = tcp(port, '127.0.0.1');
+        sock.on('error', () => {});
+        await new Promise<void>((r) => sock.once('connect', () => r()));
+        return { sock, closed: new Promise<void>((r) => sock.once('close', () => r())) };
+      };
+      const held = [await open(), await open()];
+      const third = await open();
+      const outcome = await Promise.race([third.closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('open'), 2000))]);
+      expect(outcome).toBe('closed');
+      for (const h of held) h.sock.destroy();
+      expect(await s.stop(5000)).toBe(0);
+      s = undefined;
+    }
+  }, 60_000);
+
+  it('--connections-per-address is validated (issue 20: a proxy deployment must be able to raise the cap)', () => {
+    for (const bad of ['0', '-1', '1.5', 'many']) expect(() => cli(['serve', `--connections-per-address=${bad}`, '--store', 'memory:'])).toThrow(/--connections-per-address must be a whole number ≥ 1/);
   });
 });
