@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { STT_DECODER_BUDGET } from '../../src/engines/budget.js';
 import { pocketsphinxAvailable } from '../../src/engines/pocketsphinx-ffi.js';
 import { resolveServerConfig } from '../../src/server/config.js';
+import { createKey } from '../../src/server/keys.js';
 import { connect, startServer, type Harness, type WsConversation } from './harness.js';
 
 const missing = pocketsphinxAvailable();
@@ -30,6 +31,14 @@ async function session(key: string, id?: string): Promise<WsConversation> {
   return c;
 }
 
+/** A second key of the default organization (the harness's other key is an instance-admin key, which speaks no STT). */
+let second: string | undefined;
+async function secondKey(): Promise<string> {
+  const org = (await h!.store.getOrganizationByName('default'))!;
+  second ??= (await createKey(h!.store, org.id)).key;
+  return second;
+}
+
 /** Sends the clip and `end_of_stream` on `c`; resolves with the words heard. */
 async function finish(c: WsConversation, id?: string): Promise<string[]> {
   const withId = id === undefined ? {} : { client_req_id: id };
@@ -41,9 +50,10 @@ async function finish(c: WsConversation, id?: string): Promise<string[]> {
 
 describe.skipIf(missing !== undefined)(missing ? `STT decoder budget [SKIPPED: ${missing}]` : 'STT decoder budget (pocketsphinx)', () => {
   it('with a budget of 2 decoders, a third request gets ENGINE_BUSY (WebSocket 1011, multiplexed: its own error, POST 503); the first two still work', async () => {
+    second = undefined;
     h = await startServer({ stt: 'pocketsphinx', limits: { sttDecoders: 2 } });
     const a = await session(h.apiKey);
-    const b = await session(h.adminKey);
+    const b = await session((await secondKey()));
     expect(a.messages[0]).toMatchObject({ type: 'ready' });
     expect(b.messages[0]).toMatchObject({ type: 'ready' });
 
@@ -58,7 +68,7 @@ describe.skipIf(missing !== undefined)(missing ? `STT decoder budget [SKIPPED: $
     expect(await post.text()).toMatch(/limit of 2 STT decoders/);
 
     // A multiplexed request over the budget gets its own error; the socket stays usable.
-    const m = await session(h.adminKey, 'm1');
+    const m = await session((await secondKey()), 'm1');
     expect(m.messages[0]).toMatchObject({ type: 'error', code: 1011, client_req_id: 'm1' });
     expect(m.ws.readyState).toBe(m.ws.OPEN);
 
@@ -76,8 +86,9 @@ describe.skipIf(missing !== undefined)(missing ? `STT decoder budget [SKIPPED: $
   }, 120_000);
 
   it('sessions whose clients vanish give their decoders back: with a budget of 2, two cut sockets, then two new sessions are ready', async () => {
+    second = undefined;
     h = await startServer({ stt: 'pocketsphinx', limits: { sttDecoders: 2 } });
-    const gone = [await session(h.apiKey), await session(h.adminKey)];
+    const gone = [await session(h.apiKey), await session((await secondKey()))];
     for (const g of gone) {
       expect(g.messages[0]).toMatchObject({ type: 'ready' });
       g.send({ type: 'audio', audio: WAV.subarray(0, 16000).toString('base64') });
@@ -88,7 +99,7 @@ describe.skipIf(missing !== undefined)(missing ? `STT decoder budget [SKIPPED: $
     const deadline = Date.now() + 20_000;
     let again: WsConversation[] = [];
     while (Date.now() < deadline) {
-      again = [await session(h.apiKey), await session(h.adminKey)];
+      again = [await session(h.apiKey), await session((await secondKey()))];
       if (again.every((c) => c.messages[0]?.['type'] === 'ready')) break;
       for (const c of again) c.ws.close();
       await new Promise((r) => setTimeout(r, 200));
@@ -101,6 +112,7 @@ describe.skipIf(missing !== undefined)(missing ? `STT decoder budget [SKIPPED: $
   }, 120_000);
 
   it('one API key holds at most sttDecodersPerKey live requests (LIMIT_EXCEEDED 1008); another key is not affected', async () => {
+    second = undefined;
     h = await startServer({ stt: 'pocketsphinx', limits: { sttDecoders: 8, sttDecodersPerKey: 2 } });
     const a = await session(h.apiKey);
     const b = await session(h.apiKey, 'x');
@@ -109,7 +121,7 @@ describe.skipIf(missing !== undefined)(missing ? `STT decoder budget [SKIPPED: $
     const c = await session(h.apiKey);
     expect(c.messages[0]).toMatchObject({ type: 'error', code: 1008, message: expect.stringMatching(/this API key already holds 2 live STT requests \(limit limits\.sttDecodersPerKey 2\)/) });
     expect((await c.closed).code).toBe(1008);
-    const other = await session(h.adminKey);
+    const other = await session((await secondKey()));
     expect(other.messages[0]).toMatchObject({ type: 'ready' });
     // Once a request ends, its key may open another.
     expect((await finish(a)).length).toBeGreaterThan(2);
