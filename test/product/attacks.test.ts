@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 import { has, needs } from '../helpers/tools.js';
 import { built, root, startBuiltServer, sttMessages, wavHead, type BuiltServer } from './built-server.js';
 
-const WATCHDOG = 2048 << 20;
+const WATCHDOG = 2 * 2 ** 30;
 const ready = built && has('pocketsphinx_continuous');
 
 describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under attack'), () => {
@@ -81,6 +81,7 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
     const answered = await new Promise<Map<string, string>>((resolve, reject) => {
       const ws = new WebSocket(`${s.wsBase}/speech/asr`, { headers: { 'x-api-key': s.key } });
       const first = new Map<string, string>();
+      let last: unknown;
       ws.on('open', () => {
         for (let i = 0; i < 300; i++) {
           const id = `r${i}`;
@@ -89,13 +90,17 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
       });
       ws.on('message', (d) => {
         const m = JSON.parse(d.toString()) as { type: string; client_req_id?: string };
+        if (m.type === 'error') last = m;
         if (m.client_req_id !== undefined && (m.type === 'ready' || m.type === 'error') && !first.has(m.client_req_id)) first.set(m.client_req_id, m.type);
         if (first.size === 300) {
           ws.close();
           resolve(first);
         }
       });
-      ws.on('close', () => resolve(first));
+      ws.on('close', (code, reason) => {
+        if (first.size < 300) console.log(`300 multiplexed: socket closed ${code} ${reason.toString()} after ${first.size} answers; types: ${[...new Set(first.values())].join(',')}; ${JSON.stringify(last)}`);
+        resolve(first);
+      });
       ws.on('error', reject);
       setTimeout(() => (ws.terminate(), resolve(first)), 240_000);
     });
@@ -111,6 +116,7 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
     for (let i = 0; i < 50; i++) {
       const c = connect(port, '127.0.0.1');
       c.on('error', () => undefined);
+      c.resume(); // read, or the server's FIN is never seen
       c.on('close', () => closedAt.push(Date.now() - t0));
       sockets.push(c);
     }
