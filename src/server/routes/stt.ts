@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VoicewireError } from '../../util/errors.js';
 import { createSttHttpResponse } from '../../sessions/http.js';
-import { createSttServerSession } from '../../sessions/server.js';
+import { createSttServerSession, type SttInputDecoder } from '../../sessions/server.js';
 import { createSttInputDecoder } from '../../pipelines/stt-audio-decoder.js';
 import type { AudioFormatName } from '../../audio/format.js';
 import { limitedBody, write } from '../http.js';
@@ -25,16 +25,27 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
       throw new VoicewireError('LIMIT_EXCEEDED', `request body of ${declared} bytes is over the limit of ${ctx.config.limits.maxAudioBytes}`);
     }
     // Validates the query and the Content-Type before any byte of the body is read (422 / plain text).
+    const malformed = { seen: false };
     const lines = createSttHttpResponse({
       engine: ctx.sttEngine(who),
       body: limitedBody(req, ctx.config.limits.maxAudioBytes),
       contentType: req.headers['content-type'] ?? null,
       query: scope.url.searchParams,
-      createInputDecoder: inputDecoder(ctx.config.limits.sessionSeconds),
+      createInputDecoder: (format) => watchDecoder(inputDecoder(ctx.config.limits.sessionSeconds)(format), malformed),
     });
     const it = lines[Symbol.asyncIterator]();
     res.once('close', () => void it.return?.());
-    const first = await it.next();
+    let first: IteratorResult<string>;
+    try {
+      first = await it.next();
+    } catch (err) {
+      // §7.1 lists malformed audio among the proxy-level errors: the raw string, no upstream prefix.
+      if (!malformed.seen || !(err instanceof VoicewireError)) throw err;
+      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', 'x-request-id': scope.requestId });
+      res.end(err.message);
+      log.info({ route: 'stt_post', error: err.message }, 'stt refused: malformed audio');
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'x-request-id': scope.requestId });
     let timed = false;
     for (let r = first; !r.done; r = await it.next()) {
@@ -57,6 +68,31 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
  * ends with AUDIO_LIMIT_EXCEEDED (issue 11 §4) instead of being decoded.
  */
 const inputDecoder = (sessionSeconds: number) => (format: AudioFormatName) => createSttInputDecoder(format, { maxDecodedSeconds: sessionSeconds });
+
+/**
+ * Notes in `flag` that the decoder refused the bytes as malformed (PROTOCOL_INVALID_AUDIO, or an
+ * error without a close code); a limit such as AUDIO_LIMIT_EXCEEDED keeps its upstream form.
+ */
+function watchDecoder(decoder: SttInputDecoder, flag: { seen: boolean }): SttInputDecoder {
+  const watched = <A extends unknown[], R>(f: (...args: A) => R) => (...args: A): R => {
+    try {
+      return f.apply(decoder, args);
+    } catch (err) {
+      if (!(err instanceof VoicewireError) || err.code === 'PROTOCOL_INVALID_AUDIO' || err.closeCode === undefined) flag.seen = true;
+      throw err;
+    }
+  };
+  const out: SttInputDecoder = {
+    push: watched(decoder.push),
+    get pending() {
+      return decoder.pending ?? 0;
+    },
+  };
+  if (decoder.pull) out.pull = watched(decoder.pull);
+  if (decoder.drain) out.drain = watched(decoder.drain);
+  if (decoder.end) out.end = watched(decoder.end);
+  return out;
+}
 
 const post = (path: string): HttpRoute => ({ method: 'POST', path, handle: postAsr });
 
