@@ -138,6 +138,32 @@ export function checkSttJsonConfig(input: unknown, loc: ValidationLoc, issues: V
   return issues.length === before ? ({ ...obj } as SttJsonConfig) : undefined;
 }
 
+/**
+ * What voicewire's STT engines (tone, pocketsphinx) do with each STT `json_config` key, so that no
+ * key is accepted and ignored (issue 21): `language` is honoured (it picks the model);
+ * `delay_in_frames` is the model's own delay and cannot change, so only that value is accepted
+ * (`modelDelay`; unchecked while it is not known); `temp` and `padding_bonus` tune a sampling
+ * decoder these engines do not have (they decode greedily, which is `temp` 0), so only 0 is
+ * accepted; any other key is refused (`extra_forbidden`). Returns the issues at `loc`, none when
+ * the engines honour the whole config.
+ */
+export function unsupportedSttConfigIssues(config: SttJsonConfig, loc: ValidationLoc, modelDelay?: number): ValidationIssue[] {
+  checkIssueArgs(loc, [], 'unsupportedSttConfigIssues');
+  const issues: ValidationIssue[] = [];
+  for (const [key, value] of Object.entries(config)) {
+    if (value === null || value === undefined || key === 'language') continue;
+    const at = [...loc, key];
+    if (key === 'delay_in_frames') {
+      if (modelDelay !== undefined && value !== modelDelay) issues.push(makeIssue(at, 'value_error', value, { error: `delay_in_frames is the model's own delay, ${modelDelay} frames, and cannot be changed` }));
+    } else if (key === 'temp' || key === 'padding_bonus') {
+      if (value !== 0) issues.push(makeIssue(at, 'value_error', value, { error: `${key} tunes a sampling decoder; this server's STT engines decode greedily, so only 0 is accepted` }));
+    } else {
+      issues.push(makeIssue(at, 'extra_forbidden', value));
+    }
+  }
+  return issues;
+}
+
 function throwing<T>(check: (input: unknown, loc: ValidationLoc, issues: ValidationIssue[]) => T | undefined, input: unknown): T {
   const issues: ValidationIssue[] = [];
   const value = check(input, ['json_config'], issues);

@@ -9,6 +9,8 @@ import { createSttHttpResponse } from '../../sessions/http.js';
 import { createSttServerSession, type SttInputDecoder } from '../../sessions/server.js';
 import { createSttInputDecoder } from '../../pipelines/stt-audio-decoder.js';
 import type { AudioFormatName } from '../../audio/format.js';
+import { parseAsrQuery } from '../../protocol/rest.js';
+import { unsupportedSttConfigIssues } from '../../protocol/config.js';
 import { limitedBody, write } from '../http.js';
 import { failSocket, serveWebSocketSession } from '../ws.js';
 import { stagedSttEngine } from '../first-output-stages.js';
@@ -25,6 +27,9 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
       throw new VoicewireError('LIMIT_EXCEEDED', `request body of ${declared} bytes is over the limit of ${ctx.config.limits.maxAudioBytes}`);
     }
     // Validates the query and the Content-Type before any byte of the body is read (422 / plain text).
+    const config = parseAsrQuery(scope.url.searchParams).json_config;
+    const unsupported = config === null ? [] : unsupportedSttConfigIssues(config, ['query', 'json_config']);
+    if (unsupported.length > 0) throw new VoicewireError('VALIDATION_FAILED', 'json_config holds keys the STT engines do not honour', { details: { detail: unsupported } });
     const malformed = { seen: false };
     const lines = createSttHttpResponse({
       engine: ctx.sttEngine(who),
