@@ -21,7 +21,8 @@
  * whose state is restored before every sentence, {@link loadDeterministicEspeak}); `cfg_coef` c,
  * the similarity to the voice, scales how far its pitch, range and rate stand from espeak's
  * neutral voice (50, 50, 175 wpm) by c/2 (the default 2 keeps the voice);
- * `rewrite_rules` applies the rewrite rules of that language (rewrite-rules.ts).
+ * `rewrite_rules` applies the named rules and language aliases (rewrite-rules.ts
+ * {@link rewriteWordWithRules}).
  */
 import { resampleInt16 } from '../audio/resampler.js';
 import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
@@ -29,8 +30,8 @@ import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.
 import { VoicewireError } from '../util/errors.js';
 import { loadDeterministicEspeak, loadEspeak, type EspeakDeterministicWorker, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
 import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
-import { SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
-import { rewriteWord } from './rewrite-rules.js';
+import { rewriteWordWithRules } from './rewrite-rules.js';
+import { parseRewriteRules, type RewriteRuleName } from '../protocol/config.js';
 import type { EngineContext, EngineDictionary, EngineVoice } from './context.js';
 
 /** What the espeak engine reads of a voice. */
@@ -146,8 +147,8 @@ export function createEspeakTtsEngine(context: EspeakTtsContext, options: Espeak
         rules = pronunciationMap(dict.rules);
       }
       const voice = effectiveVoiceParams(normalizeVoiceParams(voiceRecord.params, voiceRecord.language), jsonConfig);
-      const rewriteLang = jsonConfig.rewrite_rules as SpeechLanguage | undefined;
-      return new EspeakStream(w, config, emit, voice, rules, rewriteLang && SPEECH_LANGUAGES.includes(rewriteLang) ? rewriteLang : undefined, maxText, maxChunk, modelName, deterministic);
+      const rewrite = typeof jsonConfig.rewrite_rules === 'string' ? parseRewriteRules(jsonConfig.rewrite_rules).rules : [];
+      return new EspeakStream(w, config, emit, voice, rules, rewrite, maxText, maxChunk, modelName, deterministic);
     },
   };
 }
@@ -208,7 +209,7 @@ class EspeakStream implements TtsEngineStream {
     private readonly emit: (e: TtsEngineEvent) => void,
     private readonly voice: EspeakVoiceParams,
     private readonly rules: Map<string, string>,
-    private readonly rewriteLang: SpeechLanguage | undefined,
+    private readonly rewriteRules: readonly RewriteRuleName[],
     private readonly maxText: number,
     private readonly maxChunk: number,
     modelName: string,
@@ -367,7 +368,7 @@ class EspeakStream implements TtsEngineStream {
     }
     // `[[`/`]]` would switch espeak to phoneme input: only dictionary rules may do that.
     const plain = word.replace(/\[\[|\]\]/g, '');
-    return this.rewriteLang ? rewriteWord(plain, this.rewriteLang) : plain;
+    return this.rewriteRules.length > 0 ? rewriteWordWithRules(plain, this.rewriteRules) : plain;
   }
 
   /** Appends samples to the frame being filled; emits each full frame. */

@@ -157,6 +157,21 @@ describe('STT json_config: every key honoured or refused', () => {
   });
 });
 
+describe('rewrite_rules as the docs write it', () => {
+  it('"TimeEn,Date" and "en,fr" are taken (they were 422); an unknown name is a 422 naming it', async () => {
+    for (const rules of ['TimeEn,Date', 'en,fr', 'NumberPt']) {
+      const r = await tts({ text: 'at 12:30', output_format: 'pcm', only_audio: true, json_config: { rewrite_rules: rules } });
+      expect(r.status, rules).toBe(200);
+      await r.arrayBuffer();
+    }
+    const bad = await tts({ text: 'x', json_config: { rewrite_rules: 'TimeEn,Klingon' } });
+    expect(bad.status).toBe(422);
+    const body = (await bad.json()) as { detail: Array<{ loc: unknown[]; msg: string }> };
+    expect(body.detail[0]!.loc).toEqual(['body', 'json_config', 'rewrite_rules']);
+    expect(body.detail[0]!.msg).toContain("'Klingon'");
+  });
+});
+
 describe('small gaps', () => {
   it('HEAD /api/healthz and /api/readyz answer like GET, without a body', async () => {
     for (const p of ['healthz', 'readyz']) {
