@@ -8,7 +8,7 @@
 import type { EngineVoice } from './context.js';
 import { ESPEAK_LANGUAGE_VOICES } from './espeak-voices.js';
 import { SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
-import { arrayArg } from '../util/args.js';
+import { arrayArg, objectArg, stringArg } from '../util/args.js';
 
 /** A catalog voice as an engine offers it (the store adds `orgId` null and `createdAt`). */
 export type LibraryCatalogVoice = Omit<EngineVoice, 'orgId' | 'createdAt'>;
@@ -46,6 +46,12 @@ export const LIBRARY_DEFAULT_VOICE_ID = 'YTpq7expH9539ERJ';
  */
 export function libraryVoices(catalog: readonly LibraryCatalogVoice[]): LibraryCatalogVoice[] {
   arrayArg(catalog, 'libraryVoices: catalog');
+  for (const v of catalog) {
+    objectArg(v, 'libraryVoices: catalog voice');
+    stringArg(v.uid, 'libraryVoices: catalog voice uid');
+    arrayArg(v.tags, 'libraryVoices: catalog voice tags');
+    objectArg(v.params, 'libraryVoices: catalog voice params');
+  }
   const turns = new Map<string, number>();
   const out: LibraryCatalogVoice[] = [];
   for (const [name, uid, language, country, gender] of LIBRARY_VOICES) {

@@ -351,6 +351,8 @@ function applyRules(core: string, trail: string, rules: readonly RewriteRuleName
  * token is kept.
  */
 export function rewriteWordWithRules(word: string, rules: readonly RewriteRuleName[]): string {
+  stringArg(word, 'rewriteWordWithRules: word');
+  checkRules(rules, 'rewriteWordWithRules');
   const lead = LEAD.exec(word)?.[0] ?? '';
   let rest = word.slice(lead.length);
   const trail = TRAIL.exec(rest)?.[0] ?? '';
@@ -360,10 +362,14 @@ export function rewriteWordWithRules(word: string, rules: readonly RewriteRuleNa
   return out === undefined ? word : `${lead}${out.core}${out.trail}`;
 }
 
+function checkRules(rules: readonly RewriteRuleName[], what: string): void {
+  arrayArg(rules, `${what}: rules`);
+  for (const r of rules) if (!(REWRITE_RULE_NAMES as readonly string[]).includes(r)) throw new VoicewireError('INVALID_ARGUMENT', `${what}: unknown rule ${describeValue(r)}; known: ${REWRITE_RULE_NAMES.join(', ')}`);
+}
+
 /** A whole text with the named rules applied token by token (whitespace kept). */
 export function applyRewriteRules(text: string, rules: readonly RewriteRuleName[]): string {
   stringArg(text, 'applyRewriteRules: text');
-  arrayArg(rules, 'applyRewriteRules: rules');
-  for (const r of rules) if (!(REWRITE_RULE_NAMES as readonly string[]).includes(r)) throw new VoicewireError('INVALID_ARGUMENT', `applyRewriteRules: unknown rule ${describeValue(r)}; known: ${REWRITE_RULE_NAMES.join(', ')}`);
+  checkRules(rules, 'applyRewriteRules');
   return text.replace(/\S+/g, (w) => rewriteWordWithRules(w, rules));
 }

@@ -7,7 +7,7 @@
  * unknown keys are kept as they are (the model may know them; §2.9 "only needed keys should be
  * sent"). Numbers must be JSON numbers: a string `"0.5"` is a wrong type.
  */
-import { arrayArg } from '../util/args.js';
+import { arrayArg, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import {
   FieldReader,
@@ -88,6 +88,7 @@ export const REWRITE_RULE_ALIASES: Readonly<Record<ProtocolLanguage, readonly Re
  * items are skipped). Returns the names not known as `unknown`.
  */
 export function parseRewriteRules(value: string): { rules: RewriteRuleName[]; unknown: string[] } {
+  stringArg(value, 'parseRewriteRules: value');
   const rules: RewriteRuleName[] = [];
   const unknown: string[] = [];
   for (const raw of value.split(',')) {
@@ -201,6 +202,7 @@ export function checkSttJsonConfig(input: unknown, loc: ValidationLoc, issues: V
  * the engines honour the whole config.
  */
 export function unsupportedSttConfigIssues(config: SttJsonConfig, loc: ValidationLoc, modelDelay?: number): ValidationIssue[] {
+  objectArg(config, 'unsupportedSttConfigIssues: config');
   checkIssueArgs(loc, [], 'unsupportedSttConfigIssues');
   const issues: ValidationIssue[] = [];
   for (const [key, value] of Object.entries(config)) {
