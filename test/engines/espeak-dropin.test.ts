@@ -8,6 +8,7 @@ import { espeakAvailable, loadEspeak } from '../../src/engines/espeak-module.js'
 import { speak, testContext, voiceOf } from './espeak-helpers.js';
 import { espeakVoiceFile } from '../../src/engines/espeak-tts.js';
 import { ESPEAK_LANGUAGE_VOICES, catalogVoices } from '../../src/engines/espeak-voices.js';
+import { startServer } from '../server/harness.js';
 
 const same = (a: Int16Array, b: Int16Array): boolean => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
@@ -71,5 +72,29 @@ describe('espeak-ng as a drop-in', () => {
     // Oliver is slower than espeak's 175 wpm: more similarity, slower still.
     expect(four.pcm.length).toBeGreaterThan(two.pcm.length);
     expect(one.pcm.length).toBeLessThan(two.pcm.length);
+  }, 60000);
+
+  it('served by espeak, the library voices speak in their language and gender: Eva (en-gb) and Emma differ, Sergio speaks', async () => {
+    const h = await startServer({ tts: 'espeak' });
+    try {
+      const say = async (voice_id: string, text: string): Promise<Buffer> => {
+        const r = await fetch(`${h.base}/post/speech/tts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': h.apiKey },
+          body: JSON.stringify({ text, voice_id, output_format: 'pcm', only_audio: true, json_config: { temp: 0 } }),
+        });
+        expect(r.status, voice_id).toBe(200);
+        return Buffer.from(await r.arrayBuffer());
+      };
+      const emma = await say('YTpq7expH9539ERJ', 'Hello there.');
+      const eva = await say('ubuXFxVQwVYnZQhy', 'Hello there.');
+      expect(emma.length).toBeGreaterThan(9600);
+      expect(eva.equals(emma)).toBe(false);
+      expect(eva.equals(await say('ubuXFxVQwVYnZQhy', 'Hello there.'))).toBe(true);
+      expect((await say('xu7iJ_fn2ElcWp2s', 'Buenos días.')).length).toBeGreaterThan(9600);
+      expect((await say('Emma', 'Hello there.')).equals(emma)).toBe(true);
+    } finally {
+      await h.close();
+    }
   }, 60000);
 });
