@@ -7,6 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audioBytes, connect, startServer, type Harness } from './harness.js';
+import { libraryVoices } from '../../src/engines/library-voices.js';
+import { catalogVoices } from '../../src/engines/espeak-voices.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -56,6 +58,16 @@ describe('the published voice library', () => {
     for (const id of ['LFZvm12tW_z0xfGo', 'jtEKaLYNn6iif5PR', 'KWJiFWu2O9nMPYcR', 'ubuXFxVQwVYnZQhy', 'm86j6D7UZpGzHsNu', 'b35yykvVppLXyw_l', 'axlOaUiFyOZhy4nv', '-uP9MuGtBqAvEyxI', '0y1VZjPabOBU3rWy', 'B36pbz5_UoWn4BDl', 'pYcGZz9VOo4n2ynh', 'M-FvVo9c-jGR4PgP']) {
       expect(list.map((v) => v.uid)).toContain(id);
     }
+  });
+
+  it('mapped onto the engine\'s voices: same language and gender; two on one engine voice still differ', async () => {
+    const espeak = libraryVoices(catalogVoices());
+    const params = (uid: string) => espeak.find((v) => v.uid === uid)!.params as { voice: string; variant: string; pitch: number };
+    expect(params(EMMA)).toMatchObject({ voice: 'en-us', variant: 'f2' });
+    expect(params('m86j6D7UZpGzHsNu')).toMatchObject({ voice: 'en-gb', variant: 'm1' }); // Jack
+    expect(params('xu7iJ_fn2ElcWp2s')).toMatchObject({ voice: 'es', variant: 'm3' }); // Sergio: Castilian
+    expect(params('jtEKaLYNn6iif5PR').pitch).toBeGreaterThan(params(EMMA).pitch); // Sydney
+    expect(espeak).toHaveLength(14);
   });
 
   it('`voice` takes "default" or a voice name (the client documents both)', async () => {
