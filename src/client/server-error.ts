@@ -3,7 +3,8 @@
  * proxy-level string) as the VoicewireError it stands for: the same code the server used
  * (`PROTOCOL_UNAUTHORIZED` for a bad key, `CREDITS_EXHAUSTED`, `VOICE_NOT_FOUND`…) and the
  * numeric code kept as `closeCode` and `details.code`, rather than a bare `HTTP_ERROR` that lost
- * both. Other statuses (422, 404, 503…) stay `HTTP_ERROR` with their details.
+ * both. Other statuses (422, 404, 503…) stay `HTTP_ERROR` with their details. WebSocket `error`
+ * messages are named the same way ({@link socketFailure}).
  */
 import { VoicewireError, type ErrorCode } from '../util/errors.js';
 import type { HttpErrorDetails } from '../protocol/rest.js';
@@ -31,4 +32,19 @@ export function restFailure(error: unknown): unknown {
   const options: { cause: unknown; details: HttpErrorDetails; closeCode?: number } = { cause: error, details };
   if (code !== undefined) options.closeCode = code;
   return new VoicewireError(kind, code === undefined ? details.message : `${details.message} (error from server ${code})`, options);
+}
+
+/**
+ * A WebSocket `error` message (§7.3, `PROTOCOL_SERVER_ERROR` with its close code) as the error its
+ * reason names, like {@link restFailure}: `invalid API key` with code 1008 is
+ * `PROTOCOL_UNAUTHORIZED`. An unrecognised reason stays `PROTOCOL_SERVER_ERROR`.
+ */
+export function socketFailure(error: VoicewireError): VoicewireError {
+  if (error.code !== 'PROTOCOL_SERVER_ERROR') return error;
+  const named = REASONS.find(([re]) => re.test(error.message))?.[1];
+  if (named === undefined) return error;
+  const options: { cause: unknown; details?: unknown; closeCode?: number } = { cause: error };
+  if (error.details !== undefined) options.details = error.details;
+  if (error.closeCode !== undefined) options.closeCode = error.closeCode;
+  return new VoicewireError(named, error.message, options);
 }

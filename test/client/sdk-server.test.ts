@@ -69,7 +69,7 @@ describe('SDK REST against voicewire serve', () => {
     const bad = createClient({ baseUrl: h.base, apiKey: 'vw_not-a-key', retry: { attempts: 1 } });
     // §7.1's code is kept: the failure is named, not a bare HTTP_ERROR.
     await expect(bad.credits()).rejects.toMatchObject({ code: 'PROTOCOL_UNAUTHORIZED', closeCode: 1008, details: { status: 500, code: 1008 } });
-    await expect(bad.tts({ text: 'hi', outputFormat: 'pcm' })).rejects.toMatchObject({ code: 'PROTOCOL_SERVER_ERROR', closeCode: 1008 });
+    await expect(bad.tts({ text: 'hi', outputFormat: 'pcm' })).rejects.toMatchObject({ code: 'PROTOCOL_UNAUTHORIZED', closeCode: 1008 });
   });
 });
 
@@ -134,7 +134,7 @@ describe('SDK speech against voicewire serve', () => {
     expect((await viaToken.voices.list()).length).toBeGreaterThanOrEqual(5);
     await expect(viaToken.credits()).rejects.toMatchObject({ code: 'PROTOCOL_UNAUTHORIZED', details: { status: 500, code: 1008 } });
     await new Promise((r) => setTimeout(r, 2100)); // tokenSeconds: 2
-    await expect(viaToken.tts({ text: 'late', outputFormat: 'pcm' })).rejects.toMatchObject({ code: 'PROTOCOL_SERVER_ERROR', closeCode: 1008 });
+    await expect(viaToken.tts({ text: 'late', outputFormat: 'pcm' })).rejects.toMatchObject({ code: 'PROTOCOL_UNAUTHORIZED', closeCode: 1008 });
   });
 
   it('a draining server answers 503; the SDK retries with backoff and succeeds once it serves again', async () => {
