@@ -2,7 +2,8 @@
 import { createClient } from 'voicewire/node';
 
 const client = createClient({ baseUrl: process.env.VOICEWIRE_BASE_URL ?? 'http://127.0.0.1:8080/api', apiKey: process.env.VOICEWIRE_API_KEY! });
-const voice = (await client.voices.list()).find((v) => v.language === 'en')!;
+// Emma, the library voice every example of the service's docs uses (any server engine speaks it).
+const voice = (await client.voices.list()).find((v) => v.uid === 'YTpq7expH9539ERJ')!;
 const spoken = await client.tts({ text: 'Hello from voicewire.', voiceId: voice.uid, outputFormat: 'wav' });
 console.log(`${voice.name}: ${spoken.audio.length} bytes, words ${spoken.words.map((w) => w.text).join(' ')}`);
 const heard = await client.stt(spoken.audio, { inputFormat: 'wav', language: 'en' });

@@ -4,6 +4,7 @@
  */
 import { VoicewireError } from '../util/errors.js';
 import { throwForResponse } from '../protocol/rest.js';
+import { restFailure } from './server-error.js';
 import { httpUrl, wsUrl } from './base-url.js';
 import { openClientSocket, type ClientSocket, type WebSocketFactory } from './socket.js';
 import { abortError, withRetry, type RetryOptions } from './retry.js';
@@ -43,7 +44,10 @@ export class ClientContext {
     return this.options.apiKey === undefined && this.options.token !== undefined ? { token: this.options.token } : {};
   }
 
-  /** A REST call; non-2xx → `HTTP_ERROR` (§7.1); retried on connection failures and 503. */
+  /**
+   * A REST call; non-2xx → `HTTP_ERROR` (§7.1), except a 500 whose body names the failure, which
+   * keeps the server's code (server-error.ts); retried on connection failures and 503.
+   */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
     const url = httpUrl(this.options.base, path, { ...options.query, ...this.authQuery() });
     const headers: Record<string, string> = { ...this.authHeaders(), ...options.headers };
@@ -64,7 +68,10 @@ export class ClientContext {
           if (options.signal?.aborted) throw abortError(options.signal);
           throw new VoicewireError('CLIENT_CONNECT_FAILED', `cannot reach ${httpUrl(this.options.base, path)}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
         }
-        return throwForResponse(response);
+        // §7.1: keep the code the server's answer carries (server-error.ts).
+        return throwForResponse(response).catch((err: unknown) => {
+          throw restFailure(err);
+        });
       },
       this.options.retry,
       options.signal,

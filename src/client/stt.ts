@@ -7,6 +7,7 @@
  * guidance"): when the speaker's turn ends it emits a `turn` event and, unless told not to, sends
  * `delay_in_frames` silent frames at once so the last words arrive without waiting for real time.
  */
+import { socketFailure } from './server-error.js';
 import { VoicewireError } from '../util/errors.js';
 import { describeValue } from '../util/args.js';
 import type { AudioFormatName } from '../audio/format.js';
@@ -135,7 +136,7 @@ export class SttApi {
     const session = createSttClientSession({
       transport: { send: (t) => socket!.send(t), close: (c, r) => socket!.close(c, r) },
       onEvent: (event) => {
-        if (event.type === 'error') return failAll(event.error);
+        if (event.type === 'error') return failAll(socketFailure(event.error));
         if (event.type === 'closed') {
           if (!queue.closed) failAll(new VoicewireError('PROTOCOL_CONNECTION_CLOSED', `the socket closed before the end of the request (${event.code})`, { details: { code: event.code, reason: event.reason } }));
           return;

@@ -7,6 +7,7 @@
  * tag (protocol-notes.md: a `<break>` split across messages is read aloud). With `multiplex: true`
  * streams share one socket, each with its own `client_req_id`.
  */
+import { socketFailure } from './server-error.js';
 import { VoicewireError } from '../util/errors.js';
 import { decodeBase64 } from '../util/base64.js';
 import { concatChunks } from '../util/bytes.js';
@@ -82,7 +83,7 @@ function setupOf(options: TtsOptions): Omit<TtsSetupMessage, 'type'> {
 /** Routes the events of one request into its queue; true when the request is over. */
 function deliver(queue: EventQueue<TtsStreamEvent>, event: TtsClientEvent): boolean {
   if (event.type === 'error') {
-    queue.fail(event.error);
+    queue.fail(socketFailure(event.error));
     return true;
   }
   if (event.type === 'closed') {
@@ -124,7 +125,7 @@ class TtsMux {
         const id = event.clientReqId;
         if (id === undefined) {
           // A socket-level error ends every request on it.
-          if (event.type === 'error') for (const q of this.streams.values()) q.fail(event.error);
+          if (event.type === 'error') for (const q of this.streams.values()) q.fail(socketFailure(event.error));
           return;
         }
         const q = this.streams.get(id);

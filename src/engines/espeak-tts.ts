@@ -16,18 +16,22 @@
  *
  * `json_config` (§2.8): `padding_bonus` p sets the rate to `rate · 2^(−p/4)` words per minute
  * (p = −4 twice as fast, +4 half as fast; monotonic; clamped to espeak's 80–450); `temp` t scales
- * the pitch range, `range · t/0.7` (0 is a monotone; the default 0.7 keeps the voice's range);
- * `cfg_coef` has no effect on this engine (espeak has no target voice to be similar to);
- * `rewrite_rules` applies the rewrite rules of that language (rewrite-rules.ts).
+ * the pitch range, `range · t/0.7` (0 is a monotone; the default 0.7 keeps the voice's range), and
+ * temp 0 is deterministic: identical requests give identical bytes (a separate espeak instance
+ * whose state is restored before every sentence, {@link loadDeterministicEspeak}); `cfg_coef` c,
+ * the similarity to the voice, scales how far its pitch, range and rate stand from espeak's
+ * neutral voice (50, 50, 175 wpm) by c/2 (the default 2 keeps the voice);
+ * `rewrite_rules` applies the named rules and language aliases (rewrite-rules.ts
+ * {@link rewriteWordWithRules}).
  */
 import { resampleInt16 } from '../audio/resampler.js';
 import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import { loadEspeak, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
+import { loadDeterministicEspeak, loadEspeak, type EspeakDeterministicWorker, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
 import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
-import { SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
-import { rewriteWord } from './rewrite-rules.js';
+import { rewriteWordWithRules } from './rewrite-rules.js';
+import { parseRewriteRules, type RewriteRuleName } from '../protocol/config.js';
 import type { EngineContext, EngineDictionary, EngineVoice } from './context.js';
 
 /** What the espeak engine reads of a voice. */
@@ -68,7 +72,7 @@ function finiteArg(value: unknown, what: string, nullable = false): void {
 }
 
 /** The rate, pitch and range one request speaks with, after `json_config`. */
-export function effectiveVoiceParams(voice: EspeakVoiceParams, config: { padding_bonus?: number; temp?: number }): EspeakVoiceParams {
+export function effectiveVoiceParams(voice: EspeakVoiceParams, config: { padding_bonus?: number; temp?: number; cfg_coef?: number }): EspeakVoiceParams {
   objectArg(voice, 'effectiveVoiceParams: voice');
   for (const k of ['rate', 'range'] as const) {
     if (voice[k] === undefined) throw new VoicewireError('INVALID_ARGUMENT', `effectiveVoiceParams: voice.${k} is required`);
@@ -78,12 +82,19 @@ export function effectiveVoiceParams(voice: EspeakVoiceParams, config: { padding
   // The protocol's validation reads a JSON null as absent, and keeps it.
   finiteArg(config.padding_bonus, 'effectiveVoiceParams: config.padding_bonus', true);
   finiteArg(config.temp, 'effectiveVoiceParams: config.temp', true);
+  finiteArg(config.cfg_coef, 'effectiveVoiceParams: config.cfg_coef', true);
   const p = config.padding_bonus ?? 0;
   const t = config.temp ?? 0.7;
+  // cfg_coef: how far the voice stands from espeak's neutral voice (pitch 50, range 50, 175 wpm),
+  // relative to the default 2: 1 halves that distance, 4 doubles it.
+  const k = (config.cfg_coef ?? 2) / 2;
+  const similar = (value: number, neutral: number): number => neutral + (value - neutral) * k;
+  const clamp = (x: number, lo: number, hi: number): number => Math.min(hi, Math.max(lo, Math.round(x)));
   return {
     ...voice,
-    rate: Math.min(450, Math.max(80, Math.round(voice.rate * 2 ** (-p / 4)))),
-    range: Math.min(100, Math.max(0, Math.round((voice.range * t) / 0.7))),
+    pitch: clamp(similar(voice.pitch, 50), 0, 100),
+    rate: clamp(similar(voice.rate, 175) * 2 ** (-p / 4), 80, 450),
+    range: clamp((similar(voice.range, 50) * t) / 0.7, 0, 100),
   };
 }
 
@@ -125,7 +136,9 @@ export function createEspeakTtsEngine(context: EspeakTtsContext, options: Espeak
       if (config.pronunciationId !== undefined && typeof config.pronunciationId !== 'string') {
         throw new VoicewireError('INVALID_ARGUMENT', `espeak open: config.pronunciationId must be a string, got ${describeValue(config.pronunciationId)}`);
       }
-      const w = worker ?? (await loadEspeak());
+      // temp 0 is deterministic (§2.8): its own instance, restored before every sentence.
+      const deterministic = jsonConfig.temp === 0;
+      const w = worker ?? (deterministic ? await loadDeterministicEspeak() : await loadEspeak());
       // No voice_id: the context's default, else the first catalog voice (English).
       const voiceRecord = (await context.resolveVoice(config.voiceId ?? null)) ?? (config.voiceId ? undefined : { uid: 'default', language: 'en', params: {} });
       if (voiceRecord === undefined) {
@@ -138,8 +151,8 @@ export function createEspeakTtsEngine(context: EspeakTtsContext, options: Espeak
         rules = pronunciationMap(dict.rules);
       }
       const voice = effectiveVoiceParams(normalizeVoiceParams(voiceRecord.params, voiceRecord.language), jsonConfig);
-      const rewriteLang = jsonConfig.rewrite_rules as SpeechLanguage | undefined;
-      return new EspeakStream(w, config, emit, voice, rules, rewriteLang && SPEECH_LANGUAGES.includes(rewriteLang) ? rewriteLang : undefined, maxText, maxChunk, modelName);
+      const rewrite = typeof jsonConfig.rewrite_rules === 'string' ? parseRewriteRules(jsonConfig.rewrite_rules).rules : [];
+      return new EspeakStream(w, config, emit, voice, rules, rewrite, maxText, maxChunk, modelName, deterministic);
     },
   };
 }
@@ -150,10 +163,25 @@ function pronunciationMap(rules: EngineDictionary['rules']): Map<string, string>
   for (const r of rules) {
     const word = r.word.trim().toLowerCase();
     if (word === '' || /\s/.test(word)) continue; // rules are per word
-    // `]]` would end the phoneme block early; espeak phoneme strings never need it.
-    map.set(word, r.kind === 'phonemes' ? `[[${r.replacement.replace(/\]\]/g, '')}]]` : r.replacement.replace(/[[\]]/g, ''));
+    // Phonemes may come bare (`w'3:ld`) or in espeak's own input form (`[[w'3:ld]]`, what the
+    // espeak-ng command takes): wrapped once here. A `[[` or `]]` left inside would nest or end the
+    // phoneme block early (`[[[[w'3:ld]]` silenced the word); espeak phoneme strings never need them.
+    map.set(word, r.kind === 'phonemes' ? `[[${r.replacement.replace(/\[\[|\]\]/g, '').trim()}]]` : r.replacement.replace(/[[\]]/g, ''));
   }
   return map;
+}
+
+function isDeterministic(w: EspeakWorker): w is EspeakDeterministicWorker {
+  return typeof (w as Partial<EspeakDeterministicWorker>).restore === 'function';
+}
+
+/**
+ * The name espeak-ng loads a voice by: its voice files are named `en` (English, Great Britain) and
+ * `fr` (French, France), and `set_voice('en-gb')` or `'fr-fr'` fails, leaving the voice loaded
+ * before in place (Oliver spoke with the previous request's voice).
+ */
+export function espeakVoiceFile(voice: string): string {
+  return voice === 'en-gb' ? 'en' : voice === 'fr-fr' ? 'fr' : voice;
 }
 
 /** The voice each worker has loaded (workers are shared by every stream). */
@@ -185,10 +213,11 @@ class EspeakStream implements TtsEngineStream {
     private readonly emit: (e: TtsEngineEvent) => void,
     private readonly voice: EspeakVoiceParams,
     private readonly rules: Map<string, string>,
-    private readonly rewriteLang: SpeechLanguage | undefined,
+    private readonly rewriteRules: readonly RewriteRuleName[],
     private readonly maxText: number,
     private readonly maxChunk: number,
     modelName: string,
+    private readonly deterministic = false,
   ) {
     this.info = { modelName: config.modelName === 'default' ? modelName : config.modelName, sampleRate: OUT_RATE, frameSize: FRAME, audioStreamNames: ['main'], textStreamNames: ['main'] };
   }
@@ -269,8 +298,13 @@ class EspeakStream implements TtsEngineStream {
     }
     if (spoken === '') return;
     const w = this.worker;
+    if (this.deterministic && isDeterministic(w)) {
+      w.restore();
+      currentVoice.delete(w);
+    }
     // Loading a voice reads its files (~2 ms, more under load): only when it changes.
-    const name = this.voice.variant ? `${this.voice.voice}+${this.voice.variant}` : this.voice.voice;
+    const file = espeakVoiceFile(this.voice.voice);
+    const name = this.voice.variant ? `${file}+${this.voice.variant}` : file;
     if (currentVoice.get(w) !== name) {
       w.set_voice(name);
       currentVoice.set(w, name);
@@ -338,7 +372,7 @@ class EspeakStream implements TtsEngineStream {
     }
     // `[[`/`]]` would switch espeak to phoneme input: only dictionary rules may do that.
     const plain = word.replace(/\[\[|\]\]/g, '');
-    return this.rewriteLang ? rewriteWord(plain, this.rewriteLang) : plain;
+    return this.rewriteRules.length > 0 ? rewriteWordWithRules(plain, this.rewriteRules) : plain;
   }
 
   /** Appends samples to the frame being filled; emits each full frame. */

@@ -10,7 +10,7 @@ export type { EngineContext, EngineDictionary, EngineVoice } from './context.js'
 export { espeakAvailable, ESPEAK_PACKAGE } from './espeak-module.js';
 export { catalogVoices, designVoices, voiceParamsFromSample, estimateVoiceFromSample, defaultVoiceParams } from './espeak-voices.js';
 export type { CatalogVoice, DesignVoicesInput, EspeakVoiceParams, SampleVoiceEstimate } from './espeak-voices.js';
-export { rewriteText } from './rewrite-rules.js';
+export { applyRewriteRules, rewriteText, rewriteWordWithRules } from './rewrite-rules.js';
 export { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
 export type { PocketsphinxSttEngine, PocketsphinxSttOptions } from './pocketsphinx-stt.js';
 export { EngineBudget, KeyedBudget, STT_DECODER_BUDGET, STT_DECODER_BYTES, defaultSttDecoders, limitSttStreams } from './budget.js';

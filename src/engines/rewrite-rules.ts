@@ -1,7 +1,12 @@
 /**
- * The TTS `rewrite_rules` of service-api.md §2.8: "a language code enables all rewrite rules for
- * that language". The API does not show the rules; these are the ones this engine has, applied to
- * each whitespace-separated word before synthesis (so a word timestamp still names the word the
+ * Text rewriting before synthesis, two sets:
+ *
+ * - The service's named rules of `json_config.rewrite_rules` (§2.8, protocol-notes.md "Rewrite
+ *   rules"): `"TimeEn,Date"`, `"en,fr"`; {@link applyRewriteRules} at the end of this file, with
+ *   the documented effects. This is what the TTS engines apply.
+ * - {@link rewriteText}: voicewire's own reading of a whole language into words, a utility:
+ *
+ * Both work on each whitespace-separated word (so a word timestamp still names the word the
  * client sent):
  *
  * - times `H:MM` (0:00–23:59): "12:30" → fr "douze heures trente", en "twelve thirty";
@@ -10,7 +15,8 @@
  *   (`$`, `€`, `£` before or after);
  * - symbols standing alone: `&`, `+`, `=`, `@`, `%`, `#`, `°`.
  */
-import { describeValue, stringArg } from '../util/args.js';
+import { arrayArg, describeValue, stringArg } from '../util/args.js';
+import { REWRITE_RULE_NAMES, type RewriteRuleName } from '../protocol/config.js';
 import { VoicewireError } from '../util/errors.js';
 import { digitWords, numberWords, SPEECH_LANGUAGES, type SpeechLanguage } from './number-words.js';
 
@@ -180,4 +186,190 @@ export function rewriteText(text: string, lang: SpeechLanguage): string {
   stringArg(text, 'rewriteText: text');
   if (!SPEECH_LANGUAGES.includes(lang)) throw new VoicewireError('INVALID_ARGUMENT', `rewriteText: lang must be one of ${SPEECH_LANGUAGES.join(', ')}, got ${typeof lang === 'string' ? JSON.stringify(lang) : describeValue(lang)}`);
   return text.replace(/\S+/g, (w) => rewriteWord(w, lang));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The service's named rules (protocol-notes.md "Rewrite rules"): `rewrite_rules: "TimeEn,Date"`
+// ---------------------------------------------------------------------------------------------
+
+/** What each language calls the symbols of addresses, links and phone numbers, and its number words. */
+interface RuleWords {
+  symbols: Record<string, string>;
+  minus: string;
+  /** Scale words: thousand, [one million, many millions], [one billion, many billions]. */
+  thousand: (n: number) => string;
+  million: (n: number) => string;
+  billion: (n: number) => string;
+}
+
+const RULE_WORDS: Record<SpeechLanguage, RuleWords> = {
+  en: {
+    symbols: { '@': 'at', '.': 'dot', '-': 'dash', _: 'underscore', '+': 'plus', ':': 'colon', '/': 'slash', '?': 'question mark', '=': 'equals', '&': 'and', '#': 'hash', '%': 'percent', '~': 'tilde' },
+    minus: 'minus',
+    thousand: (n) => `${n} thousand`,
+    million: (n) => `${n} million`,
+    billion: (n) => `${n} billion`,
+  },
+  fr: {
+    symbols: { '@': 'arobase', '.': 'point', '-': 'tiret', _: 'tiret bas', '+': 'plus', ':': 'deux-points', '/': 'barre oblique', '?': "point d'interrogation", '=': 'égal', '&': 'et', '#': 'dièse', '%': 'pour cent', '~': 'tilde' },
+    minus: 'moins',
+    thousand: (n) => (n === 1 ? 'mille' : `${n} mille`),
+    million: (n) => `${n} million${n > 1 ? 's' : ''}`,
+    billion: (n) => `${n} milliard${n > 1 ? 's' : ''}`,
+  },
+  de: {
+    symbols: { '@': 'at', '.': 'Punkt', '-': 'Bindestrich', _: 'Unterstrich', '+': 'plus', ':': 'Doppelpunkt', '/': 'Schrägstrich', '?': 'Fragezeichen', '=': 'gleich', '&': 'und', '#': 'Raute', '%': 'Prozent', '~': 'Tilde' },
+    minus: 'minus',
+    thousand: (n) => (n === 1 ? 'tausend' : `${n} tausend`),
+    million: (n) => (n === 1 ? '1 Million' : `${n} Millionen`),
+    billion: (n) => (n === 1 ? '1 Milliarde' : `${n} Milliarden`),
+  },
+  es: {
+    symbols: { '@': 'arroba', '.': 'punto', '-': 'guion', _: 'guion bajo', '+': 'más', ':': 'dos puntos', '/': 'barra', '?': 'signo de interrogación', '=': 'igual', '&': 'y', '#': 'almohadilla', '%': 'por ciento', '~': 'tilde' },
+    minus: 'menos',
+    thousand: (n) => (n === 1 ? 'mil' : `${n} mil`),
+    million: (n) => (n === 1 ? '1 millón' : `${n} millones`),
+    // Spanish counts "mil millones", not billions.
+    billion: (n) => (n === 1 ? 'mil millones' : `${n} mil millones`),
+  },
+  pt: {
+    symbols: { '@': 'arroba', '.': 'ponto', '-': 'hífen', _: 'sublinhado', '+': 'mais', ':': 'dois-pontos', '/': 'barra', '?': 'ponto de interrogação', '=': 'igual', '&': 'e', '#': 'cerquilha', '%': 'por cento', '~': 'til' },
+    minus: 'menos',
+    thousand: (n) => (n === 1 ? 'mil' : `${n} mil`),
+    million: (n) => (n === 1 ? '1 milhão' : `${n} milhões`),
+    billion: (n) => (n === 1 ? '1 bilhão' : `${n} bilhões`),
+  },
+};
+
+const RULE_LANG: Record<string, SpeechLanguage> = { En: 'en', Fr: 'fr', De: 'de', Es: 'es', Pt: 'pt' };
+
+/** Characters spelled one by one, symbols by their word (`john.doe` → `john dot doe`: runs of letters and digits stay). */
+function spell(s: string, lang: SpeechLanguage): string {
+  const words = RULE_WORDS[lang].symbols;
+  return s
+    .split(/([^\p{L}\p{N}])/u)
+    .filter((p) => p !== '')
+    .map((p) => words[p] ?? p)
+    .join(' ');
+}
+
+/** Number: years 1900–2100 and numbers below 1000 are kept; the rest is read in groups with scale words. */
+function numberRule(core: string, lang: SpeechLanguage): string | undefined {
+  const grouping = lang === 'en' ? /^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$/ : /^-?\d{1,3}(?:\.\d{3})+(?:,\d+)?$/;
+  const plain = lang === 'en' ? /^-?\d+(?:\.\d+)?$/ : /^-?\d+(?:,\d+)?$/;
+  if (!grouping.test(core) && !plain.test(core)) return undefined;
+  const negative = core.startsWith('-');
+  const body = negative ? core.slice(1) : core;
+  const point = lang === 'en' ? '.' : ',';
+  const at = body.indexOf(point);
+  const intPart = (at < 0 ? body : body.slice(0, at)).replace(/[,.]/g, '');
+  const fraction = at < 0 ? '' : body.slice(at);
+  const n = Number(intPart);
+  if (!Number.isSafeInteger(n)) return undefined;
+  if (n < 1000 || (!negative && fraction === '' && n >= 1900 && n <= 2100 && intPart.length === 4)) return core;
+  const w = RULE_WORDS[lang];
+  const groups: string[] = [];
+  const billions = Math.floor(n / 1e9);
+  const millions = Math.floor((n % 1e9) / 1e6);
+  const thousands = Math.floor((n % 1e6) / 1e3);
+  const rest = n % 1000;
+  if (billions > 0) groups.push(w.billion(billions));
+  if (millions > 0) groups.push(w.million(millions));
+  if (thousands > 0) groups.push(w.thousand(thousands));
+  if (rest > 0 || fraction !== '') groups.push(`${rest}${fraction}`);
+  return `${negative ? `${w.minus} ` : ''}${groups.join(' ')}`;
+}
+
+const EMAIL = /^[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+$/u;
+const URL_LIKE = /^(?:https?:\/\/|www\.)[^\s]+$|^[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)*\.(?:com|org|net|io|dev|fr|de|es|pt|br|uk|eu|info|ai|co)(?:\/[^\s]*)?$/iu;
+const PHONE = /^\+?[\d().-]+$/;
+const ALNUM_UNIT = /^\d+(?:st|nd|rd|th|am|pm|er|e|ère|eme|ème|º|ª|o|a|h|s|m|km|kg|g|cm|mm|ml|l|x|k)$/iu;
+
+/** The core of one token rewritten by the first enabled rule that matches, or undefined. */
+function applyRules(core: string, trail: string, rules: readonly RewriteRuleName[]): { core: string; trail: string } | undefined {
+  const has = (kind: string): SpeechLanguage | undefined => {
+    const r = rules.find((x) => x.startsWith(kind));
+    return r === undefined ? undefined : RULE_LANG[r.slice(kind.length)];
+  };
+  let lang = has('Email');
+  if (lang && EMAIL.test(core)) return { core: spell(core, lang), trail };
+  lang = has('Url');
+  if (lang && URL_LIKE.test(core)) return { core: spell(core, lang), trail };
+  lang = has('Phone');
+  if (lang && PHONE.test(core)) {
+    const digits = core.replace(/\D/g, '');
+    // A phone number: a leading +, or digit groups with separators; at least 7 digits.
+    if (digits.length >= 7 && (core.startsWith('+') || /\d[().-]+\d/.test(core))) {
+      const groups = core.replace(/^\+/, '').split(/[().-]+/).filter((g) => g !== '');
+      const spoken = groups.map((g) => g.split('').join(' ')).join(', ');
+      return { core: `${core.startsWith('+') ? `${RULE_WORDS[lang].symbols['+']} ` : ''}${spoken}`, trail };
+    }
+  }
+  if (rules.includes('Date')) {
+    const m = /^(\d{1,2})\/(\d{1,2})\/(\d{4})$/.exec(core);
+    if (m) return { core: `${m[1]}-${m[2]} ${m[3]}`, trail };
+  }
+  // Times: H:MM, with AM/PM after it in English (`3:45PM`).
+  const time = /^([01]?\d|2[0-3]):([0-5]\d)((?:[AaPp]\.?[Mm]\.?)?)$/.exec(core);
+  if (time) {
+    const [, h, mm, ampm] = time;
+    // AM/PM is English; otherwise the time rule named first.
+    const rule = ampm !== '' ? rules.find((r) => r === 'TimeEn') : rules.find((r) => r.startsWith('Time'));
+    if (rule === 'TimeEn') return { core: `${h}.${mm}${ampm}`, trail };
+    if (rule === 'TimeFr') return { core: `${h}h${mm}`, trail };
+    if (rule === 'TimeDe') return { core: mm === '00' ? `${h} Uhr` : `${h} Uhr ${mm}`, trail };
+  }
+  if (rules.includes('AlNum') && core.length >= 2 && /^[\p{L}\p{N}]+$/u.test(core) && /\p{N}/u.test(core) && /\p{L}/u.test(core) && !ALNUM_UNIT.test(core)) {
+    return { core: [...core].join(' '), trail };
+  }
+  lang = has('Number');
+  if (lang) {
+    // A trailing "." of a sentence end was cut off into `trail` by the caller already.
+    const n = numberRule(core, lang);
+    if (n !== undefined && n !== core) return { core: n, trail };
+  }
+  return undefined;
+}
+
+/**
+ * One whitespace-free token with the named rules applied (protocol-notes.md "Rewrite rules"):
+ *
+ * - `Date`: `12/31/2020` → `12-31 2020`.
+ * - `TimeEn`: `12:30` → `12.30`, `3:45PM!` → `3.45PM!`; `TimeFr`: `14:00?` → `14h00?`; `TimeDe`:
+ *   `14:30` → `14 Uhr 30`, `14:00` → `14 Uhr`.
+ * - `Number…`: years (1900–2100) and numbers below 1000 are kept; the rest is read in groups with
+ *   the language's scale words: `1234` → `1 thousand 234`, `-4500` → `minus 4 thousand 500`; fr
+ *   `1234` → `mille 234`, `2000000` → `2 millions`. English groups with `,`, the others with `.`.
+ * - `Email…`, `Url…`: addresses and links spelled with the language's words for the symbols
+ *   (`john.doe@example.com` → `john dot doe at example dot com`).
+ * - `Phone…`: a number with a leading `+` or separated digit groups, at least 7 digits, read
+ *   digit by digit, groups apart (`+1-555-123-4567` → `plus 1, 5 5 5, 1 2 3, 4 5 6 7`).
+ * - `AlNum`: a code of letters and digits spelled (`AB12` → `A B 1 2`; `10am`, `3rd` are not codes).
+ *
+ * The first rule that matches wins, in this order: email, link, phone, date, time, code, number;
+ * among rules of one kind (`NumberEn`, `NumberFr`) the one named first. Punctuation around the
+ * token is kept.
+ */
+export function rewriteWordWithRules(word: string, rules: readonly RewriteRuleName[]): string {
+  stringArg(word, 'rewriteWordWithRules: word');
+  checkRules(rules, 'rewriteWordWithRules');
+  const lead = LEAD.exec(word)?.[0] ?? '';
+  let rest = word.slice(lead.length);
+  const trail = TRAIL.exec(rest)?.[0] ?? '';
+  rest = rest.slice(0, rest.length - trail.length);
+  if (rest === '') return word;
+  const out = applyRules(rest, trail, rules);
+  return out === undefined ? word : `${lead}${out.core}${out.trail}`;
+}
+
+function checkRules(rules: readonly RewriteRuleName[], what: string): void {
+  arrayArg(rules, `${what}: rules`);
+  for (const r of rules) if (!(REWRITE_RULE_NAMES as readonly string[]).includes(r)) throw new VoicewireError('INVALID_ARGUMENT', `${what}: unknown rule ${describeValue(r)}; known: ${REWRITE_RULE_NAMES.join(', ')}`);
+}
+
+/** A whole text with the named rules applied token by token (whitespace kept). */
+export function applyRewriteRules(text: string, rules: readonly RewriteRuleName[]): string {
+  stringArg(text, 'applyRewriteRules: text');
+  checkRules(rules, 'applyRewriteRules');
+  return text.replace(/\S+/g, (w) => rewriteWordWithRules(w, rules));
 }

@@ -5,7 +5,8 @@
  * TTS: each word is a run of 80 ms tones, one per character, at `TONE_BASE_HZ + i · TONE_STEP_HZ`
  * for the character's index `i` in {@link TONE_ALPHABET} (unknown characters are `?`). Words are
  * separated by `2 + round(padding_bonus)` silent frames (at least 1; §2.8: positive is slower).
- * A `<break>` is `round(s / 0.08)` silent frames. Output: 48 kHz s16 mono, 3840-sample frames. Word
+ * A `<break>` is `round(s / 0.08)` silent frames. `cfg_coef` other than its default 2 is refused
+ * (PROTOCOL_INVALID_CONFIG, 1008): there is no timbre to be similar to. Output: 48 kHz s16 mono, 3840-sample frames. Word
  * timestamps are exact: a word's `start_s`/`stop_s` are the bounds of its tones on the 80 ms grid.
  *
  * STT: 24 kHz frames are cut into 20 ms blocks; a block is voiced when its RMS is above
@@ -65,6 +66,12 @@ export function createToneTtsEngine(context: EngineContext): TtsEngine {
         const dict = await context.resolvePronunciation(config.pronunciationId);
         if (dict === undefined) throw new VoicewireError('VOICE_NOT_FOUND', `unknown pronunciation_id ${JSON.stringify(config.pronunciationId)}`);
         for (const r of dict.rules) if (r.kind === 'respelling') rules.set(r.word.toLowerCase(), r.replacement);
+      }
+      // §2.8 cfg_coef is the similarity to the target voice; tone voices have no timbre to be
+      // similar to, so only the default is accepted rather than ignored (issue 21).
+      const cfg = config.jsonConfig.cfg_coef;
+      if (cfg !== undefined && cfg !== null && cfg !== 2) {
+        throw new VoicewireError('PROTOCOL_INVALID_CONFIG', `json_config.cfg_coef ${String(cfg)}: the tone engine has no voice timbre to be similar to; only the default 2.0 is accepted`);
       }
       const gap = Math.max(1, 2 + Math.round(config.jsonConfig.padding_bonus ?? 0));
       let frames = 0;

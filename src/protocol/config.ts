@@ -7,7 +7,7 @@
  * unknown keys are kept as they are (the model may know them; §2.9 "only needed keys should be
  * sent"). Numbers must be JSON numbers: a string `"0.5"` is a wrong type.
  */
-import { arrayArg } from '../util/args.js';
+import { arrayArg, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { MAX_JSON_DEPTH, jsonDepthExceededAt, jsonTooDeepReason } from './json-depth.js';
 import {
@@ -29,8 +29,11 @@ export interface TtsJsonConfig {
   temp?: number;
   /** Similarity to the target voice, 1.0 to 4.0, default 2.0. */
   cfg_coef?: number;
-  /** A language code enables all rewrite rules for that language. */
-  rewrite_rules?: ProtocolLanguage;
+  /**
+   * A comma-delimited list of rewrite rule names and language aliases (protocol-notes.md "Rewrite
+   * rules"): `"en"`, `"TimeEn,Date"`, `"en,fr"`. See {@link REWRITE_RULE_NAMES}, {@link REWRITE_RULE_ALIASES}.
+   */
+  rewrite_rules?: string;
   [key: string]: unknown;
 }
 
@@ -57,6 +60,50 @@ export interface SttJsonConfig {
   temp?: number;
   padding_bonus?: number;
   [key: string]: unknown;
+}
+
+/** The rewrite rules a TTS request may name (protocol-notes.md "Rewrite rules"). */
+export const REWRITE_RULE_NAMES = [
+  'TimeEn', 'TimeFr', 'TimeDe', 'Date', 'AlNum',
+  'NumberEn', 'NumberFr', 'NumberDe', 'NumberEs', 'NumberPt',
+  'EmailEn', 'EmailFr', 'EmailDe', 'EmailEs', 'EmailPt',
+  'UrlEn', 'UrlFr', 'UrlDe', 'UrlEs', 'UrlPt',
+  'PhoneEn', 'PhoneFr', 'PhoneDe', 'PhoneEs', 'PhonePt',
+] as const;
+
+/** One of {@link REWRITE_RULE_NAMES}. */
+export type RewriteRuleName = (typeof REWRITE_RULE_NAMES)[number];
+
+/** A language code stands for all the rules of that language (§2.8; Spanish and Portuguese have no time rule). */
+export const REWRITE_RULE_ALIASES: Readonly<Record<ProtocolLanguage, readonly RewriteRuleName[]>> = Object.freeze({
+  en: ['TimeEn', 'Date', 'AlNum', 'NumberEn', 'EmailEn', 'UrlEn', 'PhoneEn'],
+  fr: ['TimeFr', 'Date', 'AlNum', 'NumberFr', 'EmailFr', 'UrlFr', 'PhoneFr'],
+  de: ['TimeDe', 'Date', 'AlNum', 'NumberDe', 'EmailDe', 'UrlDe', 'PhoneDe'],
+  es: ['Date', 'AlNum', 'NumberEs', 'EmailEs', 'UrlEs', 'PhoneEs'],
+  pt: ['Date', 'AlNum', 'NumberPt', 'EmailPt', 'UrlPt', 'PhonePt'],
+});
+
+/**
+ * The rules a `rewrite_rules` value enables, aliases expanded, in the order named, each once
+ * (`"TimeEn,Date"`, `"en,fr"`; names as written in the list, spaces around commas allowed; empty
+ * items are skipped). Returns the names not known as `unknown`.
+ */
+export function parseRewriteRules(value: string): { rules: RewriteRuleName[]; unknown: string[] } {
+  stringArg(value, 'parseRewriteRules: value');
+  const rules: RewriteRuleName[] = [];
+  const unknown: string[] = [];
+  for (const raw of value.split(',')) {
+    const item = raw.trim();
+    if (item === '') continue;
+    const expanded = (PROTOCOL_LANGUAGES as readonly string[]).includes(item)
+      ? REWRITE_RULE_ALIASES[item as ProtocolLanguage]
+      : (REWRITE_RULE_NAMES as readonly string[]).includes(item)
+        ? [item as RewriteRuleName]
+        : undefined;
+    if (expanded === undefined) unknown.push(item);
+    else for (const r of expanded) if (!rules.includes(r)) rules.push(r);
+  }
+  return { rules, unknown };
 }
 
 /** Bounds of §2.8 / §8, exported for servers and UIs. */
@@ -110,7 +157,14 @@ export function checkTtsJsonConfig(input: unknown, loc: ValidationLoc, issues: V
   }
   r.number('temp', { ge: L.temp.min, le: L.temp.max });
   r.number('cfg_coef', { ge: L.cfgCoef.min, le: L.cfgCoef.max });
-  r.literal('rewrite_rules', PROTOCOL_LANGUAGES);
+  const rewrite = r.string('rewrite_rules');
+  if (rewrite !== undefined) {
+    const { rules, unknown } = parseRewriteRules(rewrite);
+    if (unknown.length > 0 || rules.length === 0) {
+      const what = unknown.length > 0 ? `unknown rewrite rule ${unknown.map((u) => `'${u}'`).join(', ')}` : 'no rewrite rule named';
+      r.fail('rewrite_rules', 'value_error', rewrite, { error: `${what}: a comma-delimited list of ${PROTOCOL_LANGUAGES.join(', ')} or ${REWRITE_RULE_NAMES.join(', ')}` });
+    }
+  }
   return issues.length === before ? ({ ...obj } as TtsJsonConfig) : undefined;
 }
 
@@ -144,6 +198,33 @@ export function checkSttJsonConfig(input: unknown, loc: ValidationLoc, issues: V
   return issues.length === before ? ({ ...obj } as SttJsonConfig) : undefined;
 }
 
+/**
+ * What voicewire's STT engines (tone, pocketsphinx) do with each STT `json_config` key, so that no
+ * key is accepted and ignored (issue 21): `language` is honoured (it picks the model);
+ * `delay_in_frames` is the model's own delay and cannot change, so only that value is accepted
+ * (`modelDelay`; unchecked while it is not known); `temp` and `padding_bonus` tune a sampling
+ * decoder these engines do not have (they decode greedily, which is `temp` 0), so only 0 is
+ * accepted; any other key is refused (`extra_forbidden`). Returns the issues at `loc`, none when
+ * the engines honour the whole config.
+ */
+export function unsupportedSttConfigIssues(config: SttJsonConfig, loc: ValidationLoc, modelDelay?: number): ValidationIssue[] {
+  objectArg(config, 'unsupportedSttConfigIssues: config');
+  checkIssueArgs(loc, [], 'unsupportedSttConfigIssues');
+  const issues: ValidationIssue[] = [];
+  for (const [key, value] of Object.entries(config)) {
+    if (value === null || value === undefined || key === 'language') continue;
+    const at = [...loc, key];
+    if (key === 'delay_in_frames') {
+      if (modelDelay !== undefined && value !== modelDelay) issues.push(makeIssue(at, 'value_error', value, { error: `delay_in_frames is the model's own delay, ${modelDelay} frames, and cannot be changed` }));
+    } else if (key === 'temp' || key === 'padding_bonus') {
+      if (value !== 0) issues.push(makeIssue(at, 'value_error', value, { error: `${key} tunes a sampling decoder; this server's STT engines decode greedily, so only 0 is accepted` }));
+    } else {
+      issues.push(makeIssue(at, 'extra_forbidden', value));
+    }
+  }
+  return issues;
+}
+
 function throwing<T>(check: (input: unknown, loc: ValidationLoc, issues: ValidationIssue[]) => T | undefined, input: unknown): T {
   const issues: ValidationIssue[] = [];
   const value = check(input, ['json_config'], issues);
@@ -157,8 +238,8 @@ function throwing<T>(check: (input: unknown, loc: ValidationLoc, issues: Validat
 
 /**
  * Validates a TTS `json_config` (object or JSON string) against §2.8: `padding_bonus` in
- * [-4, -0.1] ∪ {0} ∪ [0.1, 4], `temp` in [0, 1.4], `cfg_coef` in [1, 4], `rewrite_rules` one of
- * `en fr de es pt`. Unknown keys are kept.
+ * [-4, -0.1] ∪ {0} ∪ [0.1, 4], `temp` in [0, 1.4], `cfg_coef` in [1, 4], `rewrite_rules` a
+ * comma-delimited list of rule names and language aliases ({@link parseRewriteRules}). Unknown keys are kept.
  *
  * @returns a shallow copy of the object.
  * @throws VoicewireError `PROTOCOL_INVALID_CONFIG` (close code 1008); `details.issues` holds the

@@ -117,7 +117,8 @@ export function validateTtsRequestBody(body: unknown): TtsRequestBody {
   const issues: ValidationIssue[] = [];
   const r = bodyReader(body, issues);
   if (r === undefined) return failed(issues);
-  const text = r.string('text', { required: true });
+  // §2.7: an empty text is refused (it would answer an empty WAV), as pydantic's min_length 1.
+  const text = r.string('text', { required: true, minLength: 1 });
   const voice = nullableString(r, 'voice');
   const voiceId = nullableString(r, 'voice_id');
   const format = r.literal<AudioFormatName>('output_format', AUDIO_FORMAT_NAMES);

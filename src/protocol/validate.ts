@@ -88,6 +88,8 @@ function messageOf(type: string, ctx: Record<string, unknown> | undefined): stri
       return 'JSON decode error';
     case 'json_type':
       return 'JSON input should be string, bytes or bytearray';
+    case 'extra_forbidden':
+      return 'Extra inputs are not permitted';
     case 'value_error':
       return `Value error, ${String(c['error'])}`;
     case 'datetime_parsing':

@@ -50,7 +50,7 @@ export interface RequestScope {
 
 /** An HTTP route of a route module. `path` is relative to `/api`, `:name` segments are parameters. */
 export interface HttpRoute {
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   handle(scope: RequestScope, req: IncomingMessage, res: ServerResponse): Promise<void>;
 }

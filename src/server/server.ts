@@ -36,6 +36,8 @@ import { ttsRoutes } from './routes/tts.js';
 import { sttRoutes } from './routes/stt.js';
 import { accountRoutes, usageSummaryRoutes } from './routes/account.js';
 import { voiceRoutes, coreVoiceRoutes } from './routes/voices.js';
+import { withLibraryVoices } from '../engines/library-voices.js';
+import { findVoice } from './voice-lookup.js';
 import { voiceDesignRoutes } from './routes/voice-design.js';
 import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronunciations.js';
 import { createForwarder } from './routes/forward.js';
@@ -173,7 +175,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   await tts.warm?.().catch((err: unknown) => log.warn({ engine: config.tts, err: (err as Error)?.message }, 'TTS engine unavailable'));
 
   const now = new Date().toISOString();
-  for (const v of catalogVoices(config.tts)) await store.putVoice({ ...v, orgId: null, createdAt: now });
+  // The service's library ids (library-voices.ts) are derived from the engine's catalog at every start.
+  for (const v of withLibraryVoices(catalogVoices(config.tts))) await store.putVoice({ ...v, orgId: null, createdAt: now });
 
   // Issue 20: the STT engine is made once and owns its decoders; a heavy one's streams are bounded
   // per process (its budget), per socket (each ctx.sttEngine call) and per API key.
@@ -187,7 +190,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   };
 
   const engineContext = (orgId: string): EngineContext => ({
-    resolveVoice: async (id) => (id === null ? undefined : store.getVoice(orgId, id)),
+    resolveVoice: async (id) => (id === null ? undefined : findVoice(store, orgId, id)),
     resolvePronunciation: (id) => store.getDictionary(orgId, id),
   });
   const ctx: ServerContext = {

@@ -51,6 +51,10 @@ import {
 
 const CONTENT_TYPES: ReadonlyMap<string, AudioFormatName> = new Map<string, AudioFormatName>([
   ['audio/wav', 'wav'],
+  // What Python's mimetypes guesses for `.wav` (`audio/x-wav`), and the other registered names.
+  ['audio/x-wav', 'wav'],
+  ['audio/wave', 'wav'],
+  ['audio/vnd.wave', 'wav'],
   ['audio/pcm', 'pcm'],
   ['audio/ogg', 'opus'],
   ['audio/opus', 'opus'],
@@ -58,10 +62,10 @@ const CONTENT_TYPES: ReadonlyMap<string, AudioFormatName> = new Map<string, Audi
 
 /**
  * The STT input format POST /post/speech/asr reads from a `Content-Type` (protocol-notes.md):
- * `audio/wav` → `wav` (also when the header is absent or empty), `audio/pcm` → `pcm` (24 kHz s16le
- * on STT input), `audio/ogg` and `audio/opus` → `opus`. Case-insensitive; parameters such as
- * `; codecs=opus` or `; rate=24000` are ignored. Nothing else is accepted (not even `audio/x-wav`),
- * as the service.
+ * `audio/wav` → `wav` (also when the header is absent or empty; `audio/x-wav`, `audio/wave` and
+ * `audio/vnd.wave` too: Python guesses `audio/x-wav` for a `.wav` file), `audio/pcm` → `pcm`
+ * (24 kHz s16le on STT input), `audio/ogg` and `audio/opus` → `opus`. Case-insensitive; parameters
+ * such as `; codecs=opus` or `; rate=24000` are ignored. Nothing else is accepted.
  *
  * @throws VoicewireError `PROTOCOL_UNSUPPORTED_CONTENT_TYPE` (no close code) whose message is the
  *   plain-text body the service answers, `unsupported content type <value>` ({@link

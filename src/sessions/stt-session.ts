@@ -43,6 +43,8 @@ import {
   type SessionMachine,
 } from './multiplex.js';
 import { parseSttClientMessage, parseSttServerMessage } from '../protocol/parse.js';
+import { unsupportedSttConfigIssues } from '../protocol/config.js';
+import { describeIssue } from '../protocol/validate.js';
 import { PersistentQueue } from './persistent-queue.js';
 import {
   clientProtocolError as protocolError,
@@ -177,6 +179,11 @@ function onEngine(state: SttServerRequestState, event: SttMachineEngineEvent): S
   switch (event.type) {
     case 'opened': {
       const info = event.info;
+      // No json_config key is accepted and ignored (config.ts unsupportedSttConfigIssues).
+      const issues = unsupportedSttConfigIssues(state.setup.json_config ?? {}, ['json_config'], info.delayInFrames);
+      if (issues.length > 0) {
+        return failRequest(state, new VoicewireError('PROTOCOL_INVALID_CONFIG', `Invalid json_config: ${issues.map(describeIssue).join('; ')}`, { details: { issues } }));
+      }
       if (!state.readySent) {
         const ready = withId(
           {

@@ -18,7 +18,7 @@
  * the model rate) and the runner encodes them to the setup's `output_format`.
  */
 import { VoicewireError } from '../util/errors.js';
-import type { AudioFormatName } from '../audio/format.js';
+import { isAudioFormatName, parseAudioFormat, type AudioFormatName } from '../audio/format.js';
 import { decodeBase64 } from '../util/base64.js';
 import type { TtsEngineConfig, TtsEngineEvent, TtsEngineInfo } from './engine.js';
 import type { TtsClientMessage, TtsServerMessage, TtsSetupMessage, TtsWordMessage } from '../protocol/messages.js';
@@ -38,6 +38,7 @@ import {
   type SessionMachine,
 } from './multiplex.js';
 import { parseTtsClientMessage, parseTtsServerMessage } from '../protocol/parse.js';
+import { textJoiner, unfinishedTag } from '../text/tags.js';
 import {
   clientProtocolError as protocolError,
   defineClientRequestMachine,
@@ -128,6 +129,8 @@ export interface TtsServerRequestState {
   readonly samples: number;
   /** Text pieces received in the current request (pieces after the first get a joining space). */
   readonly pieces: number;
+  /** The unfinished tag the text so far ends in (`<br`), `''` when none: no joining space inside it. */
+  readonly tagTail: string;
 }
 
 /** State of a TTS server socket. */
@@ -151,15 +154,17 @@ function engineConfig(setup: TtsSetupMessage, key: RequestKey): TtsEngineConfig 
 
 function open(state: TtsServerRequestState, stream: number, effects: TtsServerEffect[]): TtsServerRequestState {
   effects.push({ type: 'engine', key: state.key, stream, op: { op: 'open', config: engineConfig(state.setup, state.key) } });
-  return { ...state, stream, idle: false, info: null, samples: 0, pieces: 0 };
+  return { ...state, stream, idle: false, info: null, samples: 0, pieces: 0, tagTail: '' };
+}
+
+/** The sample rate of a TTS `output_format` (`wav` when absent), or undefined for a name that is not one. */
+function outputRate(format: string | undefined): number | undefined {
+  const name = format ?? 'wav';
+  return isAudioFormatName(name) ? (parseAudioFormat(name).sampleRate ?? undefined) : undefined;
 }
 
 function unexpected(state: TtsServerRequestState, what: string): Step {
   return unexpectedMessage('TTS', state, what);
-}
-
-function isSpace(code: number): boolean {
-  return code === 32 || (code >= 9 && code <= 13) || code === 160;
 }
 
 function ended(state: TtsServerRequestState, effects: TtsServerEffect[]): Step {
@@ -167,7 +172,7 @@ function ended(state: TtsServerRequestState, effects: TtsServerEffect[]): Step {
     const rate = state.info?.sampleRate ?? 48000;
     effects.push({ type: 'audio_end', key: state.key, stream: state.stream, at_s: state.samples / rate });
   }
-  return endRequest(state, effects, (s) => ({ ...s, phase: 'configured', idle: true, samples: 0, pieces: 0 }));
+  return endRequest(state, effects, (s) => ({ ...s, phase: 'configured', idle: true, samples: 0, pieces: 0, tagTail: '' }));
 }
 
 function onClient(state: TtsServerRequestState, message: Exclude<TtsClientMessage, { type: 'end_of_stream' }>, nextStream: number): Step {
@@ -183,10 +188,11 @@ function onClient(state: TtsServerRequestState, message: Exclude<TtsClientMessag
       const usedStream = state.idle;
       const next = usedStream ? open(state, nextStream, effects) : state;
       if (message.text === '') return { state: { ...next, phase: 'streaming' }, effects, usedStream };
-      // protocol-notes.md: consecutive text messages are joined with one space.
-      const join = next.pieces > 0 && !isSpace(message.text.charCodeAt(0));
-      effects.push({ type: 'engine', key: state.key, stream: next.stream, op: { op: 'text', text: join ? ' ' + message.text : message.text } });
-      return { state: { ...next, phase: 'streaming', pieces: next.pieces + 1 }, effects, usedStream };
+      // protocol-notes.md: consecutive text messages are joined with one space, except inside a
+      // tag split across them (`"<br"` + `"eak …"`): the tag parser holds the unfinished tag back.
+      const text = (next.pieces > 0 ? textJoiner(next.tagTail, message.text) : '') + message.text;
+      effects.push({ type: 'engine', key: state.key, stream: next.stream, op: { op: 'text', text } });
+      return { state: { ...next, phase: 'streaming', pieces: next.pieces + 1, tagTail: unfinishedTag(next.tagTail + text) }, effects, usedStream };
     }
   }
 }
@@ -203,7 +209,9 @@ function onEngine(state: TtsServerRequestState, event: TtsMachineEngineEvent): S
             type: 'ready' as const,
             request_id: event.requestId,
             model_name: info.modelName ?? state.setup.model_name ?? 'default',
-            sample_rate: info.sampleRate ?? 48000,
+            // The rate of the audio the client receives (protocol-notes.md: the client reports it as
+            // the audio's rate): the output format's, not the model's.
+            sample_rate: outputRate(state.setup.output_format) ?? info.sampleRate ?? 48000,
             frame_size: info.frameSize ?? 3840,
           },
           key,
@@ -260,6 +268,7 @@ export const ttsServerRequestMachine: ServerRequestMachine<TtsServerRequestState
       info: null,
       samples: 0,
       pieces: 0,
+      tagTail: '',
     };
     return { state: open(base, stream, effects), effects, usedStream: true };
   },

@@ -722,6 +722,47 @@ export function mergeTextEvents(events: readonly TagEvent[]): TagEvent[] {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Joining text messages (protocol-notes.md "TTS WebSocket")
+// ------------------------------------------------------------------------------------------------
+
+/** What follows `<` in an unfinished tag: a prefix of a tag name, or a tag name and more (`break ti`). */
+const OPEN_TAG_NAME = /^(?:\/|b(?:r(?:e(?:a(?:k)?)?)?)?|f(?:l(?:u(?:s(?:h)?)?)?)?)$/i;
+const OPEN_TAG_BODY = /^(?:break|flush)[\s/][^<>]*$/i;
+
+/**
+ * The unfinished tag at the end of `text` (`<`, `<br`, `<break ti`), or `''` when `text` does not end
+ * inside one. Only the API's two tags count (`<b…`, `<f…`, `</`): `x<y` is prose. At most
+ * `maxTagLength` code units (the parser's hold-back; longer is text either way).
+ */
+export function unfinishedTag(text: string, maxTagLength: number = TAG_DEFAULT_MAX_LENGTH): string {
+  stringArg(text, 'unfinishedTag: text');
+  const lt = text.lastIndexOf('<');
+  if (lt < 0 || text.length - lt > maxTagLength) return '';
+  const after = text.slice(lt + 1);
+  return after === '' || OPEN_TAG_NAME.test(after) || OPEN_TAG_BODY.test(after) ? text.slice(lt) : '';
+}
+
+/**
+ * The separator the server puts between one text message and the next (protocol-notes.md:
+ * consecutive messages are joined with one space): none when `next` starts with whitespace, and
+ * none inside a tag split across messages (`"<br"` + `"eak …"`, `"alpha <break ti"` +
+ * `"me=…"`): that space would turn the tag into words read aloud. `tail` is
+ * {@link unfinishedTag} of the text so far. Exceptions that keep the space: a complete tag name
+ * followed by an attribute (`"<break"` + `"time=…"`: the client split at that space), and a bare
+ * `<` not followed by a tag name.
+ */
+export function textJoiner(tail: string, next: string): '' | ' ' {
+  stringArg(tail, 'textJoiner: tail');
+  stringArg(next, 'textJoiner: next');
+  if (next === '' || isBreakingSpace(next.charCodeAt(0)) || next.charCodeAt(0) === 0xa0) return '';
+  if (tail === '') return ' ';
+  // A bare `<` at the end: a tag only when the next message goes on with a tag name.
+  if (tail === '<') return /^\/?(?:break|flush)(?![a-z])/i.test(next) ? '' : ' ';
+  if (/^<(?:break|flush)$/i.test(tail) && /^[a-z]/i.test(next)) return ' ';
+  return '';
+}
+
+// ------------------------------------------------------------------------------------------------
 // Parser
 // ------------------------------------------------------------------------------------------------
 

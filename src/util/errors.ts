@@ -99,7 +99,7 @@ export const ERROR_CODES = {
   PROTOCOL_DRAINING: { description: 'The instance is draining and takes no new sessions.', httpStatus: 503 },
   PROTOCOL_INVALID_AUDIO: { description: 'The audio of a message is not valid base64 or cannot be decoded in the setup\'s input_format.', closeCode: 1008 },
   PROTOCOL_CONNECTION_CLOSED: { description: 'The socket closed before the session ended (details hold the close code and reason).' },
-  PROTOCOL_UNSUPPORTED_CONTENT_TYPE: { description: 'POST /post/speech/asr got a Content-Type other than audio/wav, audio/pcm, audio/ogg or audio/opus (answered as the plain-text proxy-level error).', httpStatus: 500 },
+  PROTOCOL_UNSUPPORTED_CONTENT_TYPE: { description: 'POST /post/speech/asr got a Content-Type other than audio/wav (or audio/x-wav, audio/wave, audio/vnd.wave), audio/pcm, audio/ogg or audio/opus (answered as the plain-text proxy-level error).', httpStatus: 500 },
   RESOURCE_INVALID: { description: 'A REST resource (voice, dictionary, credits, token…) does not match service-api.md §2; details hold the issues.' },
 
   // --- client SDK -----------------------------------------------------------------------

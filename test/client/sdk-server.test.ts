@@ -67,8 +67,9 @@ describe('SDK REST against voicewire serve', () => {
 
   it('a bad key: HTTP 500 "error from server 1008" on REST, error 1008 on the WebSocket', async () => {
     const bad = createClient({ baseUrl: h.base, apiKey: 'vw_not-a-key', retry: { attempts: 1 } });
-    await expect(bad.credits()).rejects.toMatchObject({ code: 'HTTP_ERROR', closeCode: 1008, details: { status: 500, code: 1008 } });
-    await expect(bad.tts({ text: 'hi', outputFormat: 'pcm' })).rejects.toMatchObject({ code: 'PROTOCOL_SERVER_ERROR', closeCode: 1008 });
+    // §7.1's code is kept: the failure is named, not a bare HTTP_ERROR.
+    await expect(bad.credits()).rejects.toMatchObject({ code: 'PROTOCOL_UNAUTHORIZED', closeCode: 1008, details: { status: 500, code: 1008 } });
+    await expect(bad.tts({ text: 'hi', outputFormat: 'pcm' })).rejects.toMatchObject({ code: 'PROTOCOL_UNAUTHORIZED', closeCode: 1008 });
   });
 });
 
@@ -131,9 +132,9 @@ describe('SDK speech against voicewire serve', () => {
     for await (const e of s) if (e.type === 'step') steps++;
     expect(steps).toBeGreaterThan(0);
     expect((await viaToken.voices.list()).length).toBeGreaterThanOrEqual(5);
-    await expect(viaToken.credits()).rejects.toMatchObject({ code: 'HTTP_ERROR', details: { status: 500, code: 1008 } });
+    await expect(viaToken.credits()).rejects.toMatchObject({ code: 'PROTOCOL_UNAUTHORIZED', details: { status: 500, code: 1008 } });
     await new Promise((r) => setTimeout(r, 2100)); // tokenSeconds: 2
-    await expect(viaToken.tts({ text: 'late', outputFormat: 'pcm' })).rejects.toMatchObject({ code: 'PROTOCOL_SERVER_ERROR', closeCode: 1008 });
+    await expect(viaToken.tts({ text: 'late', outputFormat: 'pcm' })).rejects.toMatchObject({ code: 'PROTOCOL_UNAUTHORIZED', closeCode: 1008 });
   });
 
   it('a draining server answers 503; the SDK retries with backoff and succeeds once it serves again', async () => {
@@ -174,7 +175,7 @@ describe('client CLI commands against voicewire serve', () => {
       const bad = await cli(['credits', '--api-key', 'vw_wrong'], {});
       expect(bad.status).toBe(1);
       expect(bad.stderr.trim().split('\n')).toHaveLength(1);
-      expect(bad.stderr).toMatch(/\[HTTP_ERROR\]/);
+      expect(bad.stderr).toMatch(/invalid API key \(error from server 1008\) \[PROTOCOL_UNAUTHORIZED\]/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -30,7 +30,7 @@ const EXPECTED: Record<string, (string | RegExp)[]> = {
     "{ type: 'text', text: 'hello', start_s: 0.5 }",
     "{ type: 'end_text', stop_s: 0.9 }",
   ],
-  'client.ts': [/Tone English: \d+ bytes, words Hello from voicewire\./, 'heard: hello from voicewire', /credits left: \d+/],
+  'client.ts': [/Emma: \d+ bytes, words Hello from voicewire\./, 'heard: hello from voicewire', /credits left: \d+/],
   'engines.ts': [/espeak-fr-\w+: \d+ frames of 80 ms/, 'Bonjour, comment allez-vous'],
   'stt-engine-module.ts': ['{"type":"step","vad":[{"horizon_s":0.5,"inactivity_prob":1}'],
   'stt-server.ts': ['{"type":"ready"', '{"type":"text","text":"hello","start_s":0}', '"step_idx":2', '{"type":"end_of_stream"}', 'closed 1000'],

@@ -64,10 +64,9 @@ describe('json_config (service-api.md §2.8, §2.9, §8)', () => {
     ]);
     expect(issues(() => validateTtsJsonConfig({ cfg_coef: 0 }), 'PROTOCOL_INVALID_CONFIG')[0]).toMatchObject({ type: 'greater_than_equal', msg: 'Input should be greater than or equal to 1', ctx: { ge: 1 } });
     expect(issues(() => validateTtsJsonConfig({ padding_bonus: 0.05 }), 'PROTOCOL_INVALID_CONFIG')[0]).toMatchObject({ type: 'value_error', input: 0.05 });
-    expect(issues(() => validateTtsJsonConfig({ rewrite_rules: 'it' }), 'PROTOCOL_INVALID_CONFIG')[0]).toMatchObject({
-      type: 'literal_error',
-      msg: "Input should be 'en', 'fr', 'de', 'es' or 'pt'",
-    });
+    // A comma list of rule names and language aliases (protocol-notes.md "Rewrite rules").
+    expect(issues(() => validateTtsJsonConfig({ rewrite_rules: 'it' }), 'PROTOCOL_INVALID_CONFIG')[0]).toMatchObject({ type: 'value_error', loc: ['json_config', 'rewrite_rules'] });
+    expect(issues(() => validateTtsJsonConfig({ rewrite_rules: 'it' }), 'PROTOCOL_INVALID_CONFIG')[0]!.msg).toMatch(/^Value error, unknown rewrite rule 'it'/);
     expect(issues(() => validateTtsJsonConfig({ temp: '0.5' }), 'PROTOCOL_INVALID_CONFIG')[0]).toMatchObject({ type: 'float_type', msg: 'Input should be a valid number' });
     expect(issues(() => validateTtsJsonConfig('{oops'), 'PROTOCOL_INVALID_CONFIG')[0]).toMatchObject({ type: 'json_invalid', loc: ['json_config'] });
     expect(issues(() => validateTtsJsonConfig([1]), 'PROTOCOL_INVALID_CONFIG')[0]).toMatchObject({ type: 'dict_type' });

@@ -2,6 +2,7 @@
  * Credits (atomic debits under concurrency, the refusal form), usages, voices, voice design,
  * pronunciation dictionaries, 404s and the forwarding route's 401, over real sockets.
  */
+import { LIBRARY_VOICES } from '../../src/engines/library-voices.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -96,10 +97,12 @@ describe('voices and voice design', () => {
   it('GET /voices/: catalog plus own; limit=0&include_catalog=1 gives every voice; 422 on a bad limit', async () => {
     h = await startServer();
     const all = parseVoiceList(await (await fetch(`${h.base}/voices/?limit=0&include_catalog=1`, { headers: auth(h.apiKey) })).json());
-    expect(all.map((v) => v.uid)).toEqual(['tone-de', 'tone-en', 'tone-es', 'tone-fr', 'tone-pt']); // same creation time: by uid (store contract)
+    // The engine's voices and the service's library mapped onto them (library-voices.ts).
+    const uids = ['tone-de', 'tone-en', 'tone-es', 'tone-fr', 'tone-pt', ...LIBRARY_VOICES.map((v) => v[1])].sort((a, b) => a.localeCompare(b));
+    expect(all.map((v) => v.uid)).toEqual(uids); // same creation time: by uid (store contract)
     expect(all.every((v) => v.is_catalog)).toBe(true);
     const page = parseVoiceList(await (await fetch(`${h.base}/voices/?limit=2&offset=1`, { headers: auth(h.apiKey) })).json());
-    expect(page.map((v) => v.uid)).toEqual(['tone-en', 'tone-es']);
+    expect(page.map((v) => v.uid)).toEqual(uids.slice(1, 3));
     const none = parseVoiceList(await (await fetch(`${h.base}/voices/?include_catalog=false`, { headers: auth(h.apiKey) })).json());
     expect(none).toEqual([]);
     const bad = await fetch(`${h.base}/voices/?limit=-1`, { headers: auth(h.apiKey) });

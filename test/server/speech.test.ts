@@ -172,10 +172,10 @@ describe('STT', () => {
     expect(await r.text()).toBe('unsupported content type audio/mpeg');
   });
 
-  it('undecodable audio before the first line: HTTP 500 plain text naming the problem', async () => {
+  it('undecodable audio before the first line: HTTP 500 plain text naming the problem, proxy-level form (§7.1)', async () => {
     const r = await fetch(`${h.base}/post/speech/asr`, { method: 'POST', headers: { 'x-api-key': h.apiKey, 'content-type': 'audio/wav' }, body: Buffer.from('RIFF....WAVEjunkjunkjunk') });
     expect(r.status).toBe(500);
-    expect(await r.text()).toMatch(/^error from server 1008: STT: audio could not be decoded/);
+    expect(await r.text()).toMatch(/^STT: audio could not be decoded/);
   });
 
   it('WebSocket: ready, text, step every 80 ms, flush → flushed, end_of_stream, close', async () => {

@@ -133,12 +133,15 @@ describe('sttInputFormatFromContentType (protocol-notes.md)', () => {
       ['audio/ogg', 'opus'],
       ['audio/ogg; codecs=opus', 'opus'],
       ['AUDIO/OPUS', 'opus'],
+      ['audio/x-wav', 'wav'],
+      ['audio/wave', 'wav'],
+      ['audio/vnd.wave', 'wav'],
     ];
     for (const [ct, want] of cases) expect(sttInputFormatFromContentType(ct), String(ct)).toBe(want);
   });
 
   it('anything else: the plain-text error body, exactly', () => {
-    for (const ct of ['application/json', 'audio/mpeg', 'audio/x-wav', 'text/plain; charset=utf-8']) {
+    for (const ct of ['application/json', 'audio/mpeg', 'audio/x-wave', 'text/plain; charset=utf-8']) {
       let err: unknown;
       try {
         sttInputFormatFromContentType(ct);

@@ -1,12 +1,12 @@
 /**
- * Probes (§4.1, §3.1): /healthz and /readyz without authentication, /statusz and POST /drain with
- * an instance-admin key (`voicewire keys create --admin`, of no organization; voicewire's choice
- * of mechanism, §5.4). An organization's key or a token is refused there.
+ * Probes (§4.1, §3.1): /healthz and /readyz without authentication (GET and HEAD), /statusz and
+ * POST /drain with an instance-admin key (`voicewire keys create --admin`, of no organization;
+ * voicewire's choice of mechanism, §5.4). An organization's key or a token is refused there.
  */
 import { parseDrainQuery, readiness } from '../../protocol/drain.js';
 import { sendJson } from '../http.js';
 import { authenticateInstanceAdmin } from '../auth.js';
-import type { RouteModule, ServerContext } from '../context.js';
+import type { HttpRoute, RouteModule, ServerContext } from '../context.js';
 import type { IncomingMessage } from 'node:http';
 
 /** A store known to be down refuses at once, as for every route (server.ts `auth`). */
@@ -15,20 +15,23 @@ async function instanceAdmin(ctx: ServerContext, req: IncomingMessage): Promise<
   await authenticateInstanceAdmin(ctx.store, req.headers);
 }
 
+const healthz: HttpRoute['handle'] = async (_s, _req, res) => sendJson(res, 200, { status: 'ok' });
+
+const readyz: HttpRoute['handle'] = async ({ ctx }, _req, res) => {
+  const r = readiness({ mode: ctx.sessions.draining ? 'draining' : 'serving', sessions: ctx.sessions.live });
+  // Draining wins (the instance is going away); else a store that stopped answering makes
+  // this instance unready until it answers again (README "Many instances").
+  if (r.status === 200 && !ctx.storeHealth.up) return sendJson(res, 503, { status: 'store_unavailable' });
+  sendJson(res, r.status, r.body);
+};
+
 export const probeRoutes: RouteModule = {
   http: [
-    { method: 'GET', path: '/healthz', handle: async (_s, _req, res) => sendJson(res, 200, { status: 'ok' }) },
-    {
-      method: 'GET',
-      path: '/readyz',
-      handle: async ({ ctx }, _req, res) => {
-        const r = readiness({ mode: ctx.sessions.draining ? 'draining' : 'serving', sessions: ctx.sessions.live });
-        // Draining wins (the instance is going away); else a store that stopped answering makes
-        // this instance unready until it answers again (README "Many instances").
-        if (r.status === 200 && !ctx.storeHealth.up) return sendJson(res, 503, { status: 'store_unavailable' });
-        sendJson(res, r.status, r.body);
-      },
-    },
+    { method: 'GET', path: '/healthz', handle: healthz },
+    { method: 'GET', path: '/readyz', handle: readyz },
+    // Load balancers probe with HEAD: the same status and headers; Node leaves out the body of a HEAD answer.
+    { method: 'HEAD', path: '/healthz', handle: healthz },
+    { method: 'HEAD', path: '/readyz', handle: readyz },
     {
       method: 'GET',
       path: '/statusz',

@@ -6,9 +6,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { VoicewireError, isVoicewireError } from '../../util/errors.js';
 import { createSttHttpResponse } from '../../sessions/http.js';
-import { createSttServerSession } from '../../sessions/server.js';
+import { createSttServerSession, type SttInputDecoder } from '../../sessions/server.js';
 import { createSttInputDecoder } from '../../pipelines/stt-audio-decoder.js';
 import type { AudioFormatName } from '../../audio/format.js';
+import { parseAsrQuery } from '../../protocol/rest.js';
+import { unsupportedSttConfigIssues } from '../../protocol/config.js';
 import { limitedBody, write } from '../http.js';
 import { serveWebSocketSession } from '../ws.js';
 import { stagedSttEngine } from '../first-output-stages.js';
@@ -25,6 +27,10 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
       throw new VoicewireError('LIMIT_EXCEEDED', `request body of ${declared} bytes is over the limit of ${ctx.config.limits.maxAudioBytes}`);
     }
     // Validates the query and the Content-Type before any byte of the body is read (422 / plain text).
+    const config = parseAsrQuery(scope.url.searchParams).json_config;
+    const unsupported = config === null ? [] : unsupportedSttConfigIssues(config, ['query', 'json_config']);
+    if (unsupported.length > 0) throw new VoicewireError('VALIDATION_FAILED', 'json_config holds keys the STT engines do not honour', { details: { detail: unsupported } });
+    const malformed = { seen: false };
     // The session reports a failed open as a line (code and message): keep the error itself, so a
     // busy engine can answer 503.
     const engine = ctx.sttEngine(who);
@@ -43,7 +49,7 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
       body: limitedBody(req, ctx.config.limits.maxAudioBytes),
       contentType: req.headers['content-type'] ?? null,
       query: scope.url.searchParams,
-      createInputDecoder: inputDecoder(ctx.config.limits.sessionSeconds),
+      createInputDecoder: (format) => watchDecoder(inputDecoder(ctx.config.limits.sessionSeconds)(format), malformed),
     });
     const it = lines[Symbol.asyncIterator]();
     // A client gone is not written to: a write to a closed response would wait out the idle
@@ -58,11 +64,18 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
       first = await it.next();
     } catch (err) {
       // A busy server (no decoder left in the process's budget) is 503, as a draining one: retry later.
-      if (!isVoicewireError(openError, 'ENGINE_BUSY')) throw err;
-      ctx.metrics.errors.inc({ code: openError.code });
-      log.info({ route: 'stt_post', code: openError.code }, 'stt refused: engine busy');
-      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1' });
-      res.end(openError.message);
+      if (isVoicewireError(openError, 'ENGINE_BUSY')) {
+        ctx.metrics.errors.inc({ code: openError.code });
+        log.info({ route: 'stt_post', code: openError.code }, 'stt refused: engine busy');
+        res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '1' });
+        res.end(openError.message);
+        return;
+      }
+      // §7.1 lists malformed audio among the proxy-level errors: the raw string, no upstream prefix.
+      if (!malformed.seen || !(err instanceof VoicewireError)) throw err;
+      res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', 'x-request-id': scope.requestId });
+      res.end(err.message);
+      log.info({ route: 'stt_post', error: err.message }, 'stt refused: malformed audio');
       return;
     }
     if (gone) return;
@@ -90,6 +103,31 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
  * ends with AUDIO_LIMIT_EXCEEDED (issue 11 §4) instead of being decoded.
  */
 const inputDecoder = (sessionSeconds: number) => (format: AudioFormatName) => createSttInputDecoder(format, { maxDecodedSeconds: sessionSeconds });
+
+/**
+ * Notes in `flag` that the decoder refused the bytes as malformed (PROTOCOL_INVALID_AUDIO, or an
+ * error without a close code); a limit such as AUDIO_LIMIT_EXCEEDED keeps its upstream form.
+ */
+function watchDecoder(decoder: SttInputDecoder, flag: { seen: boolean }): SttInputDecoder {
+  const watched = <A extends unknown[], R>(f: (...args: A) => R) => (...args: A): R => {
+    try {
+      return f.apply(decoder, args);
+    } catch (err) {
+      if (!(err instanceof VoicewireError) || err.code === 'PROTOCOL_INVALID_AUDIO' || err.closeCode === undefined) flag.seen = true;
+      throw err;
+    }
+  };
+  const out: SttInputDecoder = {
+    push: watched(decoder.push),
+    get pending() {
+      return decoder.pending ?? 0;
+    },
+  };
+  if (decoder.pull) out.pull = watched(decoder.pull);
+  if (decoder.drain) out.drain = watched(decoder.drain);
+  if (decoder.end) out.end = watched(decoder.end);
+  return out;
+}
 
 const post = (path: string): HttpRoute => ({ method: 'POST', path, handle: postAsr });
 

@@ -14,6 +14,7 @@ import { readJson, write } from '../http.js';
 import { serveWebSocketSession } from '../ws.js';
 import { stagedTtsEngine } from '../first-output-stages.js';
 import type { HttpRoute, RequestScope, RouteModule } from '../context.js';
+import { findVoice } from '../voice-lookup.js';
 
 /** Content-Type of raw audio (`only_audio: true`) per output format. */
 function audioContentType(format: string): string {
@@ -40,7 +41,7 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
     }
     // §7.1 lists an invalid voice ID among the proxy-level errors: checked here, answered as a raw string.
     const voice = body.voice_id ?? body.voice;
-    if (voice !== null && (await ctx.store.getVoice(who.org.id, voice)) === undefined) {
+    if (voice !== null && (await findVoice(ctx.store, who.org.id, voice)) === undefined) {
       throw new VoicewireError('VOICE_NOT_FOUND', `invalid voice ID ${JSON.stringify(voice)}`);
     }
     await engine.prepay(chars);
