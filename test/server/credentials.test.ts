@@ -28,7 +28,7 @@ import { cli } from './instances/serve-process.js';
 const MODULES = [probeRoutes, ttsRoutes, sttRoutes, accountRoutes, voiceRoutes, voiceDesignRoutes, pronunciationRoutes, usageSummaryRoutes, coreVoiceRoutes, corePronunciationRoutes];
 const HTTP = MODULES.flatMap((m) => m.http ?? []).map((r) => ({ method: r.method, path: r.path.replace(/:\w+/g, 'x') }));
 const WS = MODULES.flatMap((m) => m.ws ?? []).map((r) => r.path);
-const PUBLIC = ['GET /healthz', 'GET /readyz'];
+const PUBLIC = ['GET /healthz', 'GET /readyz', 'HEAD /healthz', 'HEAD /readyz'];
 const INSTANCE = ['GET /statusz', 'POST /drain'];
 const name = (r: { method: string; path: string }): string => `${r.method} ${r.path}`;
 
@@ -44,7 +44,7 @@ async function call(method: string, path: string, init: { key?: string; token?: 
   const q = init.token === undefined ? '' : `?token=${encodeURIComponent(init.token)}`;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (init.key !== undefined) headers['x-api-key'] = init.key;
-  const r = await fetch(`${h.base}${path}${q}`, { method, headers, ...(method === 'GET' ? {} : { body: '{}' }) });
+  const r = await fetch(`${h.base}${path}${q}`, { method, headers, ...(method === 'GET' || method === 'HEAD' ? {} : { body: '{}' }) });
   return { status: r.status, text: await r.text() };
 }
 

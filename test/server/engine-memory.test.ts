@@ -49,7 +49,7 @@ function startChild(): Promise<ChildServer> {
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/api)\n/.exec(out);
-      const key = /API key\s+\(x-api-key\):\s+(\S+)/.exec(err);
+      const key = /API key\s+\(x-api-key\):\s+(\S+)/.exec(out); // first-start keys are on stdout
       if (!m || !key) return;
       clearTimeout(timer);
       resolve({ child, base: m[1]!, wsBase: m[1]!.replace('http:', 'ws:'), apiKey: key[1]! });

@@ -225,7 +225,10 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
     '/api/usages/credits': { get: { tags: ['Account'], summary: 'Credit balance (§4.12)', security: KEY, responses: { ...ok('The balance.', json(ref('CreditBalance'))), ...REST_ERRORS } } },
     '/api/usages/summary': { get: { tags: ['Account'], summary: 'Usage in the billing period (core route)', security: KEY, responses: { ...ok('The summary.', json(ref('UsageSummary'))), ...REST_ERRORS } } },
     '/api/api-keys/token': { get: { tags: ['Account'], summary: 'A temporary token (§4.6)', security: KEY, responses: { ...ok('The token.', json(ref('TemporaryToken'))), ...REST_ERRORS } } },
-    '/api/healthz': { get: { tags: ['Operations'], summary: 'Liveness', security: [], responses: ok('Alive.', json(ref('Health'))) } },
+    '/api/healthz': {
+      get: { tags: ['Operations'], summary: 'Liveness', security: [], responses: ok('Alive.', json(ref('Health'))) },
+      head: { tags: ['Operations'], summary: 'Liveness, for load balancers: GET without the body', security: [], responses: { '200': { description: 'Alive.' } } },
+    },
     '/api/readyz': {
       get: {
         tags: ['Operations'],
@@ -233,6 +236,7 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
         security: [],
         responses: { ...ok('Ready.', json(ref('Health'))), '503': { description: '`{"status":"draining"}` or `{"status":"store_unavailable"}`.', content: json(ref('Health')) } },
       },
+      head: { tags: ['Operations'], summary: 'Readiness, for load balancers: GET without the body', security: [], responses: { '200': { description: 'Ready.' }, '503': { description: 'Draining, or the store is unavailable.' } } },
     },
     '/api/statusz': { get: { tags: ['Operations'], summary: 'Status (admin key)', security: ADMIN, responses: { ...ok('Status.', json(ref('Status'))), ...REST_ERRORS } } },
     '/api/drain': {
