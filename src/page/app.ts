@@ -169,8 +169,10 @@ $('mic').addEventListener('click', async () => {
     };
     button.textContent = 'Stop';
     state.textContent = 'listening…';
+    let words = 0;
     for await (const e of stream) {
       if (e.type === 'text') {
+        words++;
         transcript.append(Object.assign(document.createElement('span'), { textContent: `${e.text} ` }));
         stats.transcript.push(e.text);
       } else if (e.type === 'step') {
@@ -178,6 +180,9 @@ $('mic').addEventListener('click', async () => {
         if (e.probability !== null) probabilities.push(e.probability);
         plot(probabilities);
       } else if (e.type === 'turn') {
+        // Silence before the first word is no turn (the user has not spoken yet, issue 23): a turn
+        // ends only after speech was heard and then paused.
+        if (words === 0) continue;
         stats.turns++;
         transcript.lastElementChild?.classList.add('turn');
         state.textContent = 'your turn ended';

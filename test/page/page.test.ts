@@ -37,11 +37,13 @@ describe.skipIf(!built || !has('chromium'))(name, () => {
   it('speaks and listens', async () => {
     const { chromium } = await import('playwright-core');
     const sdk = createClient({ baseUrl: h.base, apiKey: h.apiKey });
-    // The microphone: "hello world" in tones, then 3 s of silence so the turn ends.
+    // The microphone: 1.5 s of silence (the user has not spoken yet: no turn ends there, and the
+    // capture's start cannot clip the first word), "hello world" in tones, then 3 s of silence so
+    // the turn ends.
     const said = await sdk.tts({ text: 'hello world', outputFormat: 'wav' });
     const pcm = decodeWav(said.audio, { output: 'int16' }).samples;
-    const mic = new Int16Array(pcm.length + 48000 * 3);
-    mic.set(pcm);
+    const mic = new Int16Array(48000 * 1.5 + pcm.length + 48000 * 3);
+    mic.set(pcm, 48000 * 1.5);
     const micPath = join(dir, 'mic.wav');
     writeFileSync(micPath, encodeWav(mic, { sampleRate: 48000 }));
     const expected = await sdk.tts({ text: 'Good morning everyone', outputFormat: 'pcm', voiceId: 'tone-en' });
