@@ -1,13 +1,13 @@
 /**
- * The README's code is examples/*.ts, included verbatim: each ```ts block follows a marker
+ * The code of the README and docs/*.md is examples/*.ts, included verbatim: each ```ts block follows a marker
  * `<!-- example: examples/NAME.ts -->` and must equal that file, which the test suite
  * type-checks and runs (test/docs/examples.test.ts). A ```ts block without a marker is an error:
  * it would be a snippet nobody runs.
  *
  *   npx tsx scripts/readme-examples.ts           check; exit 1 naming each difference
- *   npx tsx scripts/readme-examples.ts --write   copy the examples into the README
+ *   npx tsx scripts/readme-examples.ts --write   copy the examples into the README and docs/
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const MARKER = /^<!-- example: (examples\/[\w.-]+\.ts) -->$/;
@@ -34,7 +34,7 @@ export interface ReadmeCheck {
  * Compares the README's marked ```ts blocks with the files they name.
  * @param readFile - reads an example by its path relative to the repository root.
  */
-export function checkReadme(readme: string, readFile: (path: string) => string): ReadmeCheck {
+export function checkReadme(readme: string, readFile: (path: string) => string, name = 'README.md'): ReadmeCheck {
   const lines = readme.split('\n');
   const out: string[] = [];
   const blocks: ReadmeBlock[] = [];
@@ -49,7 +49,7 @@ export function checkReadme(readme: string, readFile: (path: string) => string):
     let end = i + 1;
     while (end < lines.length && lines[end]!.trim() !== '```') end++;
     if (end === lines.length) {
-      problems.push(`README.md:${start + 1}: code block never closed`);
+      problems.push(`${name}:${start + 1}: code block never closed`);
       out.push(...lines.slice(start));
       break;
     }
@@ -64,19 +64,19 @@ export function checkReadme(readme: string, readFile: (path: string) => string):
     const example = marker?.[1] ?? null;
     blocks.push({ example, line: start + 1, code });
     if (example === null) {
-      problems.push(`README.md:${start + 1}: a ts block without an <!-- example: examples/NAME.ts --> marker`);
+      problems.push(`${name}:${start + 1}: a ts block without an <!-- example: examples/NAME.ts --> marker`);
       out.push(...lines.slice(start, end + 1));
     } else {
       let file: string;
       try {
         file = readFile(example);
       } catch {
-        problems.push(`README.md:${start + 1}: ${example} does not exist`);
+        problems.push(`${name}:${start + 1}: ${example} does not exist`);
         out.push(...lines.slice(start, end + 1));
         i = end;
         continue;
       }
-      if (file !== code) problems.push(`README.md:${start + 1}: the block differs from ${example} (npx tsx scripts/readme-examples.ts --write)`);
+      if (file !== code) problems.push(`${name}:${start + 1}: the block differs from ${example} (npx tsx scripts/readme-examples.ts --write)`);
       out.push(lines[start]!, ...file.replace(/\n$/, '').split('\n'), lines[end]!);
     }
     i = end;
@@ -87,17 +87,23 @@ export function checkReadme(readme: string, readFile: (path: string) => string):
 const isMain = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1];
 if (isMain) {
   const root = new URL('../', import.meta.url);
-  const readmePath = new URL('README.md', root);
-  const readme = readFileSync(readmePath, 'utf8');
-  const result = checkReadme(readme, (p) => readFileSync(new URL(p, root), 'utf8'));
-  if (process.argv.includes('--write')) {
-    if (result.updated !== readme) writeFileSync(readmePath, result.updated);
-    const left = result.problems.filter((p) => !p.includes('differs from'));
-    for (const p of left) console.error(p);
-    console.log(`README.md: ${result.blocks.length} examples included${result.updated !== readme ? ' (updated)' : ''}`);
-    process.exit(left.length > 0 ? 1 : 0);
+  const names = ['README.md', ...readdirSync(new URL('docs/', root)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  let failed = false;
+  for (const name of names) {
+    const path = new URL(name, root);
+    const text = readFileSync(path, 'utf8');
+    const result = checkReadme(text, (p) => readFileSync(new URL(p, root), 'utf8'), name);
+    if (process.argv.includes('--write')) {
+      if (result.updated !== text) writeFileSync(path, result.updated);
+      const left = result.problems.filter((p) => !p.includes('differs from'));
+      for (const p of left) console.error(p);
+      failed ||= left.length > 0;
+      console.log(`${name}: ${result.blocks.length} examples included${result.updated !== text ? ' (updated)' : ''}`);
+      continue;
+    }
+    for (const p of result.problems) console.error(p);
+    failed ||= result.problems.length > 0;
+    if (result.problems.length === 0) console.log(`${name}: ${result.blocks.length} examples agree with examples/`);
   }
-  for (const p of result.problems) console.error(p);
-  if (result.problems.length === 0) console.log(`README.md: ${result.blocks.length} examples agree with examples/`);
-  process.exit(result.problems.length > 0 ? 1 : 0);
+  process.exit(failed ? 1 : 0);
 }

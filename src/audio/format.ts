@@ -1,7 +1,7 @@
 /**
  * The audio format names of the service API and what each one means on the wire.
  *
- * Names (service-api.md §4.2 `output_format`, §4.4 `input_format`): `wav`, `pcm`, `opus`,
+ * Names (docs/api.md §4.2 `output_format`, §4.4 `input_format`): `wav`, `pcm`, `opus`,
  * `ulaw_8000`, `mulaw_8000` (alias of `ulaw_8000`, protocol-notes.md), `alaw_8000`, `pcm_8000`,
  * `pcm_16000`, `pcm_22050`, `pcm_24000`, `pcm_44100`, `pcm_48000`. Every format is mono.
  *
@@ -15,7 +15,7 @@ import { VoicewireError } from '../util/errors.js';
 import { describe } from '../util/bytes.js';
 import { optionsArg } from '../util/args.js';
 
-/** Every format name the API accepts, in the order of service-api.md §4.2. */
+/** Every format name the API accepts, in the order of docs/api.md §4.2. */
 export const AUDIO_FORMAT_NAMES = [
   'wav',
   'pcm',
@@ -34,10 +34,10 @@ export const AUDIO_FORMAT_NAMES = [
 /** One of {@link AUDIO_FORMAT_NAMES}. */
 export type AudioFormatName = (typeof AUDIO_FORMAT_NAMES)[number];
 
-/** Output formats of POST /post/speech/tts (service-api.md §4.2): every name. */
+/** Output formats of POST /post/speech/tts (docs/api.md §4.2): every name. */
 export const TTS_OUTPUT_FORMATS: readonly AudioFormatName[] = AUDIO_FORMAT_NAMES;
 
-/** The shorter list the streaming TTS WebSocket names (service-api.md §4.5 `output_format`). */
+/** The shorter list the streaming TTS WebSocket names (docs/api.md §4.5 `output_format`). */
 export const TTS_STREAMING_OUTPUT_FORMATS = [
   'pcm',
   'wav',
@@ -49,7 +49,7 @@ export const TTS_STREAMING_OUTPUT_FORMATS = [
   'pcm_24000',
 ] as const satisfies readonly AudioFormatName[];
 
-/** Input formats of the streaming STT WebSocket (service-api.md §4.4 `input_format`, default `wav`). */
+/** Input formats of the streaming STT WebSocket (docs/api.md §4.4 `input_format`, default `wav`). */
 export const STT_INPUT_FORMATS = [
   'pcm',
   'pcm_8000',

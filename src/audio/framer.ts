@@ -1,7 +1,7 @@
 /**
  * The 80 ms framer: cuts a byte stream of PCM (or G.711) arriving in chunks of any size into
  * frames of exactly `frameSamples` samples. The STT model steps on 1920 samples at 24 kHz
- * (3840 bytes, service-api.md §4.4 "recommended chunk is 1920 samples"); TTS output moves in
+ * (3840 bytes, docs/api.md §4.4 "recommended chunk is 1920 samples"); TTS output moves in
  * 3840 samples at 48 kHz (7680 bytes, §4.2 "chunk size is 3840 samples").
  *
  * Copying is linear in the input and nothing is ever concatenated per chunk:
@@ -58,10 +58,10 @@ export interface FramePreset {
   readonly frameBytes: number;
 }
 
-/** STT input frame: 80 ms = 1920 samples of s16le mono at 24 kHz = 3840 bytes (service-api.md §4.4). */
+/** STT input frame: 80 ms = 1920 samples of s16le mono at 24 kHz = 3840 bytes (docs/api.md §4.4). */
 export const STT_FRAME: FramePreset = Object.freeze({ frameSamples: 1920, bytesPerSample: 2, sampleRate: 24000, channels: 1, frameBytes: 3840 });
 
-/** TTS output frame: 80 ms = 3840 samples of s16le mono at 48 kHz = 7680 bytes (service-api.md §4.2). */
+/** TTS output frame: 80 ms = 3840 samples of s16le mono at 48 kHz = 7680 bytes (docs/api.md §4.2). */
 export const TTS_FRAME: FramePreset = Object.freeze({ frameSamples: 3840, bytesPerSample: 2, sampleRate: 48000, channels: 1, frameBytes: 7680 });
 
 /** Largest frame the framer accepts (64 MiB): a guard against nonsense options, not a real limit. */
@@ -279,7 +279,7 @@ export function silenceFrame(frameBytes: number = STT_FRAME.frameBytes): Uint8Ar
 
 /**
  * `count` frames of silence, e.g. the `delay_in_frames` frames the STT turn-taking flush pushes
- * behind the audio (service-api.md §4.4 "Feeding delay_in_frames chunks of silence").
+ * behind the audio (docs/api.md §4.4 "Feeding delay_in_frames chunks of silence").
  * The frames are fresh, distinct, non-overlapping views of one zeroed allocation (safe to modify).
  *
  * @param count - number of frames, a non-negative integer.

@@ -1,5 +1,5 @@
 /**
- * Where the service is: a base URL ending with `/api` (service-api.md "{base_url}"). Like the
+ * Where the service is: a base URL ending with `/api` (docs/api.md "{base_url}"). Like the
  * service's Python client (protocol-notes.md), a base without a scheme that starts with `127` or
  * `localhost` means `http://` (else `https://`), and paths are joined below the base.
  */

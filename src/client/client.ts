@@ -1,5 +1,5 @@
 /**
- * `createClient`: the SDK for the voice service (service-api.md). Platform-neutral: it uses the
+ * `createClient`: the SDK for the voice service (docs/api.md). Platform-neutral: it uses the
  * platform's `fetch` and `WebSocket`; in Node, `createClient` of `voicewire/node` passes the `ws`
  * package, which can send the `x-api-key` header.
  *

@@ -16,7 +16,7 @@ export interface RequestOptions {
   body?: BodyInit;
   headers?: Record<string, string>;
   signal?: AbortSignal | undefined;
-  /** The route accepts `?token=` (TTS only, service-api.md §5.2). */
+  /** The route accepts `?token=` (TTS only, docs/api.md §5.2). */
   tokenAllowed?: boolean;
 }
 

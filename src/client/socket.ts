@@ -1,7 +1,7 @@
 /**
  * The SDK's WebSocket seam. Browsers have `WebSocket` (no custom headers: authenticate with a
  * temporary token); Node 20 has none, so `voicewire/node` passes a factory over the `ws` package,
- * which can send the `x-api-key` header (service-api.md §5.1).
+ * which can send the `x-api-key` header (docs/api.md §5.1).
  */
 import { VoicewireError } from '../util/errors.js';
 

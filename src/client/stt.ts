@@ -1,6 +1,6 @@
 /**
  * STT for the SDK: `stt()` (a whole recording → text and words) and `sttStream()` (write audio as
- * it is captured, read words as they are recognized), over the STT WebSocket (service-api.md
+ * it is captured, read words as they are recognized), over the STT WebSocket (docs/api.md
  * §4.4) or, with `http: true`, POST /post/speech/asr (§4.3) and its NDJSON events.
  *
  * A stream reads `step` predictions through the library's turn-taking (§4.4 "Turn-taking

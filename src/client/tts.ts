@@ -1,6 +1,6 @@
 /**
  * TTS for the SDK: `tts()` (whole text → audio and word timestamps) and `ttsStream()` (write LLM
- * tokens, read audio as it comes), over the TTS WebSocket (service-api.md §4.5) or, with
+ * tokens, read audio as it comes), over the TTS WebSocket (docs/api.md §4.5) or, with
  * `http: true`, POST /post/speech/tts (§4.2) as NDJSON events.
  *
  * Streams run the library's TTS client session: text is cut at word boundaries and never inside a

@@ -37,6 +37,6 @@ export interface EngineDictionary {
 export interface EngineContext<V = EngineVoice> {
   /** The voice `voice_id` names (null: none given; the engine picks its default). */
   resolveVoice(voiceId: string | null): Promise<V | undefined>;
-  /** The pronunciation dictionary `pronunciation_id` names (service-api.md §2.4). */
+  /** The pronunciation dictionary `pronunciation_id` names (docs/api.md §2.4). */
   resolvePronunciation(id: string): Promise<EngineDictionary | undefined>;
 }

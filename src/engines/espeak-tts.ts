@@ -1,5 +1,5 @@
 /**
- * Text-to-speech with espeak-ng in the five API languages (service-api.md §4.2, §4.5).
+ * Text-to-speech with espeak-ng in the five API languages (docs/api.md §4.2, §4.5).
  *
  * Text is spoken sentence by sentence: a sentence leaves as soon as its end (`.`, `!`, `?`, `…`,
  * `;` followed by a space) has arrived; without one, the phrase so far leaves once it holds a few

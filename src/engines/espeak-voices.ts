@@ -1,5 +1,5 @@
 /**
- * Voices of the espeak-ng engine: the catalog (service-api.md §2.1: language, country, age group,
+ * Voices of the espeak-ng engine: the catalog (docs/api.md §2.1: language, country, age group,
  * gender, description), voice design from a prompt (§2.2, §4.7) and voices from a sample
  * (`POST /voices/`). A voice is a set of espeak parameters, {@link EspeakVoiceParams}, stored in
  * the voice record's `params`.

@@ -1,5 +1,5 @@
 /**
- * Cardinal numbers as words in the five API languages (service-api.md §2.1), 0 to 999 999 999 999.
+ * Cardinal numbers as words in the five API languages (docs/api.md §2.1), 0 to 999 999 999 999.
  * Used by the rewrite rules (§2.8 `rewrite_rules`). Beyond that range a number is read digit by
  * digit, which is what a listener can still follow.
  */

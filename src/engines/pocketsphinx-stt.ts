@@ -1,6 +1,6 @@
 /**
  * Speech-to-text with pocketsphinx (US English, Debian's `pocketsphinx-en-us`), streaming
- * (service-api.md §4.4):
+ * (docs/api.md §4.4):
  *
  * - each 80 ms frame (24 kHz) is resampled to 16 kHz with voicewire's resampler and decoded as
  *   it arrives; pocketsphinx's own voice-activity detector cuts utterances;

@@ -1,5 +1,5 @@
 /**
- * Voice activity for the STT `step` messages (service-api.md §4.4, protocol-notes.md "Turn-taking").
+ * Voice activity for the STT `step` messages (docs/api.md §4.4, protocol-notes.md "Turn-taking").
  *
  * The model is WebRTC's VAD (libfvad, `@echogarden/fvad-wasm`, BSD-3-Clause): 35 kB of
  * WebAssembly, no weights to download, a few microseconds per 20 ms frame, no native runtime.

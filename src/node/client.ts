@@ -1,6 +1,6 @@
 /**
  * `createClient` for Node: the SDK of `voicewire/client` with the `ws` package as its WebSocket,
- * so the `x-api-key` header goes with the upgrade (service-api.md §5.1; Node 20 has no WebSocket).
+ * so the `x-api-key` header goes with the upgrade (docs/api.md §5.1; Node 20 has no WebSocket).
  */
 import WebSocket from 'ws';
 import { objectArg } from '../util/args.js';

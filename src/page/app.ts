@@ -4,7 +4,7 @@
  * (the turn ends when you stop; the 2 s horizon's probability is plotted live), and design a voice.
  *
  * The page never keeps the API key: it trades the key the user pastes for a temporary token
- * (GET /api/api-keys/token, service-api.md §4.6) and forgets it; every call after that carries
+ * (GET /api/api-keys/token, docs/api.md §4.6) and forgets it; every call after that carries
  * the token. `?token=` in the page's address skips the form.
  */
 import { createClient, type VoiceClient } from '../client/index.js';
@@ -143,7 +143,7 @@ $('mic').addEventListener('click', async () => {
   const probabilities: number[] = [];
   try {
     const media = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true } });
-    // 24 kHz: the STT route's `pcm` (service-api.md §4.4); the browser resamples the microphone.
+    // 24 kHz: the STT route's `pcm` (docs/api.md §4.4); the browser resamples the microphone.
     const ctx = new AudioContext({ sampleRate: 24000 });
     await ctx.audioWorklet.addModule(URL.createObjectURL(new Blob([CAPTURE], { type: 'text/javascript' })));
     const source = ctx.createMediaStreamSource(media);

@@ -46,7 +46,7 @@ export interface AudioSourceInfo {
 export interface AudioDecoderOptions {
   /** An API format name. Omitted: sniff WAV or Ogg Opus from the first bytes. */
   format?: string;
-  /** What `pcm` means: 24 kHz for `'stt-input'` (default, service-api.md §4.4), 48 kHz for `'tts-output'`. */
+  /** What `pcm` means: 24 kHz for `'stt-input'` (default, docs/api.md §4.4), 48 kHz for `'tts-output'`. */
   direction?: AudioFormatDirection;
   /** Rate Opus is decoded at: 8000, 12000, 16000, 24000 or 48000 (default), natively by libopus. */
   opusSampleRate?: OpusSampleRate;

@@ -1,6 +1,6 @@
 /**
  * The general audio encoder: mono PCM at any input rate in, bytes of any API output format out
- * (service-api.md §4.2 `output_format`). One incremental core composes the audio modules:
+ * (docs/api.md §4.2 `output_format`). One incremental core composes the audio modules:
  *
  * | format                       | stages                                                          |
  * |------------------------------|-----------------------------------------------------------------|
@@ -41,7 +41,7 @@ export type AudioEncoderOpusOptions = Pick<OggOpusEncoderOptions, 'application' 
 
 /** Options of {@link createAudioEncoder}. */
 export interface AudioEncoderOptions {
-  /** An API output format name (service-api.md §4.2), read in the `'tts-output'` direction. */
+  /** An API output format name (docs/api.md §4.2), read in the `'tts-output'` direction. */
   format: string;
   /** Sample rate of the input PCM, Hz (a positive integer). */
   inputRate: number;

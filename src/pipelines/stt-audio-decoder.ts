@@ -1,5 +1,5 @@
 /**
- * The STT input pipeline: bytes of any STT `input_format` (service-api.md §4.4) in, exact
+ * The STT input pipeline: bytes of any STT `input_format` (docs/api.md §4.4) in, exact
  * 80 ms frames of 24 kHz s16 mono (1920 samples, §4.4 "STT audio frame", §8) out, the unit the
  * model steps on.
  *
@@ -25,9 +25,9 @@ import { decodeBase64 } from '../util/base64.js';
 import { createInt16Resampler, type Resampler, type ResamplerQuality } from '../audio/resampler.js';
 import { createPipelineStream, type PipelineStream, type PipelineWaterMarks } from './pipeline-stream.js';
 
-/** The STT model's input rate, Hz (service-api.md §4.4). */
+/** The STT model's input rate, Hz (docs/api.md §4.4). */
 export const STT_SAMPLE_RATE = 24000;
-/** Samples per STT frame (80 ms at 24 kHz, service-api.md §8). */
+/** Samples per STT frame (80 ms at 24 kHz, docs/api.md §8). */
 export const STT_FRAME_SAMPLES = STT_FRAME.frameSamples;
 
 /** Options of {@link createSttAudioDecoder}. */
@@ -329,7 +329,7 @@ class SttAudioDecoderImpl implements SttAudioDecoder {
 }
 
 /**
- * Creates the STT input decoder for an API `input_format` (service-api.md §4.4; `pcm` is 24 kHz
+ * Creates the STT input decoder for an API `input_format` (docs/api.md §4.4; `pcm` is 24 kHz
  * here). Omit the format to sniff WAV or Ogg Opus.
  *
  * Frames that lie inside one decoded chunk are views of it: for `pcm` / `pcm_24000` that is your

@@ -1,6 +1,6 @@
 /**
  * The TTS output pipeline: the engine's 48 kHz s16 mono model frames (80 ms, 3840 samples,
- * service-api.md §4.2 "The chunk size is 3840 samples") in, bytes of the requested
+ * docs/api.md §4.2 "The chunk size is 3840 samples") in, bytes of the requested
  * `output_format` out, exactly one chunk per frame, each with its place in the output timeline.
  *
  * It is {@link createAudioEncoder} with the TTS preset (input 48 kHz, one Ogg page per frame)
@@ -232,7 +232,7 @@ class TtsAudioEncoderImpl implements TtsAudioEncoder {
 }
 
 /**
- * Creates the TTS output encoder for an API `output_format` (service-api.md §4.2, §4.5).
+ * Creates the TTS output encoder for an API `output_format` (docs/api.md §4.2, §4.5).
  *
  * @example
  * const enc = createTtsAudioEncoder('ulaw_8000');

@@ -1,5 +1,5 @@
 /**
- * Reading a request's credentials as the service does (service-api.md §5): the API key from the
+ * Reading a request's credentials as the service does (docs/api.md §5): the API key from the
  * `x-api-key` header on every route and every transport (REST and the WebSocket upgrade); on the
  * TTS routes (POST /post/speech/tts and the /speech/tts WebSocket) a temporary token (§4.6) in the
  * `token` query parameter instead. The key is never read from a request body, so this helper takes

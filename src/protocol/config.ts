@@ -1,5 +1,5 @@
 /**
- * `json_config` validation: TTS advanced settings (service-api.md §2.8, limits §8), voice
+ * `json_config` validation: TTS advanced settings (docs/api.md §2.8, limits §8), voice
  * generation settings (§2.9) and STT settings (§4.4, protocol-notes.md "STT").
  *
  * `json_config` may arrive as an object or as a string holding a JSON object (§4.2 "string or

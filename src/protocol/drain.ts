@@ -1,5 +1,5 @@
 /**
- * The drain state of an edge instance (service-api.md §3.1): `serving ⇄ draining`, moved by
+ * The drain state of an edge instance (docs/api.md §3.1): `serving ⇄ draining`, moved by
  * `POST /drain?enable=true|false` (admin only; `enable` defaults to true). `GET /readyz` answers
  * 200 while serving and 503 while draining, so a load balancer stops sending new sessions while
  * live ones finish.

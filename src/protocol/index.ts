@@ -1,6 +1,6 @@
 /**
  * The wire: every WebSocket message of the STT and TTS routes, their validation, the REST
- * bodies and resources, auth and drain (service-api.md §2–§8, protocol-notes.md).
+ * bodies and resources, auth and drain (docs/api.md §2–§8, protocol-notes.md).
  * The session machines that speak it live in `../sessions/`.
  */
 export { PROTOCOL_LANGUAGES, describeIssue, expectedList } from './validate.js';

@@ -1,5 +1,5 @@
 /**
- * Every WebSocket message of the streaming STT (service-api.md §4.4) and TTS (§4.5) routes, both
+ * Every WebSocket message of the streaming STT (docs/api.md §4.4) and TTS (§4.5) routes, both
  * directions, as discriminated unions on `type`. Field names are the wire names (snake_case), so
  * a parsed message serializes back to the same JSON.
  *

@@ -1,5 +1,5 @@
 /**
- * Parsing and serializing the WebSocket messages of service-api.md §4.4 (STT) and §4.5 (TTS).
+ * Parsing and serializing the WebSocket messages of docs/api.md §4.4 (STT) and §4.5 (TTS).
  *
  * Parsers take the raw frame (a JSON string, its UTF-8 bytes, or an already parsed value) and
  * return a fresh typed message holding only the known fields: unknown fields are ignored, a known

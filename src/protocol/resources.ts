@@ -1,5 +1,5 @@
 /**
- * The REST resources of service-api.md §2 and their validators, for clients that read them and
+ * The REST resources of docs/api.md §2 and their validators, for clients that read them and
  * servers that produce them. Validators return a fresh object with the known fields only
  * (unknown fields are dropped, `null` in an optional field counts as absent) and throw
  * `RESOURCE_INVALID` with pydantic-style issues (`loc` from the resource root) otherwise.

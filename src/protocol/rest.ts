@@ -1,5 +1,5 @@
 /**
- * REST bodies, queries and error bodies of the service (service-api.md §4.2–§4.11, §7).
+ * REST bodies, queries and error bodies of the service (docs/api.md §4.2–§4.11, §7).
  *
  * Validators follow FastAPI/pydantic (the service's stack): a body that fails yields HTTP 422 with
  * `{ detail: [{ loc, msg, type, input?, ctx? }] }` (§2.7), `loc` starting with `"body"` or

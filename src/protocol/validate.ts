@@ -1,6 +1,6 @@
 /**
  * The validation vocabulary shared by WebSocket message parsing, `json_config` and REST bodies:
- * issues shaped like the API's HTTP 422 body (service-api.md §2.7), with pydantic-style `type`
+ * issues shaped like the API's HTTP 422 body (docs/api.md §2.7), with pydantic-style `type`
  * values and messages (the service is a FastAPI/pydantic app; its clients match on these).
  */
 import { arrayArg, objectArg } from '../util/args.js';
@@ -8,7 +8,7 @@ import { arrayArg, objectArg } from '../util/args.js';
 /** A path into the validated value: `["body", "prompt"]`, `["query", "limit"]`, `["json_config", "temp"]`. */
 export type ValidationLoc = Array<string | number>;
 
-/** One entry of a 422 body's `detail` (service-api.md §2.7). */
+/** One entry of a 422 body's `detail` (docs/api.md §2.7). */
 export interface ValidationIssue {
   /** Where the problem is. */
   loc: ValidationLoc;
@@ -22,12 +22,12 @@ export interface ValidationIssue {
   ctx?: Record<string, unknown>;
 }
 
-/** The HTTP 422 body (service-api.md §2.7). */
+/** The HTTP 422 body (docs/api.md §2.7). */
 export interface ValidationErrorBody {
   detail: ValidationIssue[];
 }
 
-/** The five languages of TTS, STT and voice design (service-api.md §1). */
+/** The five languages of TTS, STT and voice design (docs/api.md §1). */
 export const PROTOCOL_LANGUAGES = ['en', 'fr', 'de', 'es', 'pt'] as const;
 
 /** One of {@link PROTOCOL_LANGUAGES}. */

@@ -1,5 +1,5 @@
 /**
- * Authentication (service-api.md §5): the `x-api-key` header everywhere, `?token=` where a browser
+ * Authentication (docs/api.md §5): the `x-api-key` header everywhere, `?token=` where a browser
  * page needs it. Keys and tokens are looked up by their SHA-256; a missing, unknown, revoked or
  * expired one is `PROTOCOL_UNAUTHORIZED` (code 1008 on every transport, §5.6). Residency (§4.13) is
  * checked here too, so a denied request is refused before its body is read.

@@ -1,5 +1,5 @@
 /**
- * Credits (service-api.md §2.5), reserve then settle (issue 20 §6 "billing is exact"): a request
+ * Credits (docs/api.md §2.5), reserve then settle (issue 20 §6 "billing is exact"): a request
  * holds credits before the engine works (`store.reserveCredits`: atomic, never below zero, never
  * twice), and at its end pays for what it delivered, the rest going back (`store.settleCredits`,
  * one usage line per request). A refused hold spends nothing and produces nothing more:

@@ -1,6 +1,6 @@
 /**
  * A per-call time limit on engines: a call (open, text, pause, flush, end; push) that does not
- * settle within `ms` fails that request with `ENGINE_TIMEOUT` (1011, service-api.md §7.3), so a hung
+ * settle within `ms` fails that request with `ENGINE_TIMEOUT` (1011, docs/api.md §7.3), so a hung
  * model cannot hold a session, its credits or a drain forever (issue 16 "Faults"). The runner then
  * closes the stream; a late result of the hung call is ignored.
  */

@@ -1,6 +1,6 @@
 /**
  * API keys and temporary tokens: random secrets (192 bits, base64url), shown once, stored only as
- * their SHA-256 (service-api.md §2.6, §5.3). SHA-256 without salt is enough for 192 random bits:
+ * their SHA-256 (docs/api.md §2.6, §5.3). SHA-256 without salt is enough for 192 random bits:
  * there is no dictionary to attack, and lookups stay one indexed equality.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';

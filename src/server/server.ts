@@ -206,7 +206,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     // A TTS engine binds the caller's organization (a closure over the shared model); the STT engine is the process's.
     ttsEngine: (who) => meteredTtsEngine(ctx, who, timedTtsEngine(tts.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
     sttEngine: (who) => meteredSttEngine(ctx, who, timedSttEngine(sttStreams(who), config.limits.engineTimeoutSeconds * 1000)),
-    // `allowToken`: the route takes `?token=` as TTS does (service-api.md §5.2) — voicewire's extension
+    // `allowToken`: the route takes `?token=` as TTS does (docs/api.md §5.2) — voicewire's extension
     // for the routes its web page calls, since a browser cannot set a WebSocket's headers.
     auth: async (req, o = {}) => {
       // A store known to be down refuses at once rather than after the driver's timeout.

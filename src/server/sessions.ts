@@ -1,5 +1,5 @@
 /**
- * Live sessions and the drain state (service-api.md §3.1): the library's pure drain machine
+ * Live sessions and the drain state (docs/api.md §3.1): the library's pure drain machine
  * (src/protocol/drain.ts) plus counts per route (for /statusz and metrics) and per API key (the
  * connections-per-key limit). A session is a WebSocket connection or a streaming POST.
  */

@@ -1,5 +1,5 @@
 /**
- * The one-shot HTTP routes (service-api.md §4.2 POST /post/speech/tts, §4.3 POST /post/speech/asr)
+ * The one-shot HTTP routes (docs/api.md §4.2 POST /post/speech/tts, §4.3 POST /post/speech/asr)
  * over the same session runners as the WebSockets, so a server's HTTP and WebSocket answers agree.
  *
  * STT (`createSttHttpResponse`): the request body is audio; its format comes from the query's

@@ -1,6 +1,6 @@
 /**
  * The session machines servers and SDKs share: STT and TTS sessions, multiplexing, the server
- * and client runners, engines, turn-taking, streams and the HTTP routes (service-api.md §3–§4).
+ * and client runners, engines, turn-taking, streams and the HTTP routes (docs/api.md §3–§4).
  */
 export * from './engine.js';
 export * from './multiplex.js';

@@ -1,6 +1,6 @@
 /**
  * Socket-level session machines, shared by STT and TTS, server and client side: they own the
- * requests of one WebSocket, keyed by `client_req_id` (service-api.md §4.4 "Multiplexing",
+ * requests of one WebSocket, keyed by `client_req_id` (docs/api.md §4.4 "Multiplexing",
  * protocol-notes.md), and delegate each message to that request's own machine.
  *
  * Rules (pure data in, pure data out; see the README's protocol section for the diagram):
@@ -246,7 +246,7 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
     const key: RequestKey = routeKey(state, message);
     if (state.phase === 'connected') {
       if (message.type !== 'setup') {
-        const error = new VoicewireError('PROTOCOL_SETUP_REQUIRED', `${request.route}: the first message must be 'setup', got '${message.type}' (service-api.md §3.2)`);
+        const error = new VoicewireError('PROTOCOL_SETUP_REQUIRED', `${request.route}: the first message must be 'setup', got '${message.type}' (docs/api.md §3.2)`);
         effects.push(errorFor(key, error));
         return closeSocket(state, effects, 1008, error.message);
       }

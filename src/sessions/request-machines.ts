@@ -1,5 +1,5 @@
 /**
- * The request-lifecycle rules the STT and TTS request machines share (service-api.md §3.2, §4.4,
+ * The request-lifecycle rules the STT and TTS request machines share (docs/api.md §3.2, §4.4,
  * protocol-notes.md): failing and ending a server request, the server request machine's event
  * dispatch, and the client request machine's refusals, server errors, abandon and transport close.
  * Each route keeps only what differs: its engine ops, its messages and its timing state.

@@ -1,5 +1,5 @@
 /**
- * The STT WebSocket session (service-api.md §3.2, §4.4) as pure machines, server side and client
+ * The STT WebSocket session (docs/api.md §3.2, §4.4) as pure machines, server side and client
  * side: `transition(state, event) → { state, effects }`. Effects are data; a runner
  * ({@link createSttServerSession}, {@link createSttClientSession}) executes them.
  *

@@ -1,5 +1,5 @@
 /**
- * The TTS WebSocket session (service-api.md §4.5, protocol-notes.md "TTS WebSocket") as pure
+ * The TTS WebSocket session (docs/api.md §4.5, protocol-notes.md "TTS WebSocket") as pure
  * machines, server side and client side.
  *
  * Server, per request:

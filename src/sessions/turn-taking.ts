@@ -1,5 +1,5 @@
 /**
- * Turn-taking for STT clients (service-api.md §4.4 "Turn-taking guidance", protocol-notes.md):
+ * Turn-taking for STT clients (docs/api.md §4.4 "Turn-taking guidance", protocol-notes.md):
  * reads the `vad` predictions of `step` messages, decides when the speaker's turn ended, and gives
  * the `delay_in_frames` silent frames to send right away (faster than real time) so the rest of
  * the transcript arrives sooner.

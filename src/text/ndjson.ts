@@ -1,6 +1,6 @@
 /**
  * NDJSON (one JSON value per line) for the service's event streams: the STT HTTP response and the
- * TTS HTTP response with `only_audio: false` (service-api.md §4.2, §4.3), whose in-stream failure
+ * TTS HTTP response with `only_audio: false` (docs/api.md §4.2, §4.3), whose in-stream failure
  * is one line `{"type":"error","message":…}` after which the stream ends (§7.2).
  *
  * The decoder takes bytes split anywhere (a streaming UTF-8 `TextDecoder`, so a multi-byte
@@ -10,7 +10,7 @@
 import { describeValue, functionArg, iterableArg, objectArg, optionsArg, shown } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
-/** The in-stream error line of the API (service-api.md §7.2). */
+/** The in-stream error line of the API (docs/api.md §7.2). */
 export interface NdjsonStreamErrorEvent {
   type: 'error';
   message: string;
@@ -463,7 +463,7 @@ export interface NdjsonResponseLike {
 }
 
 /**
- * The events of an NDJSON HTTP response (e.g. `fetch('/post/speech/asr', …)`, service-api.md
+ * The events of an NDJSON HTTP response (e.g. `fetch('/post/speech/asr', …)`, docs/api.md
  * §4.3) as an async iterable. A non-2xx response (`ok === false`, §7.1: a plain-text body) throws
  * `HTTP_ERROR` with the status and body text; the in-stream error line throws
  * `NDJSON_STREAM_ERROR` (or is yielded, with `streamError: 'event'`). Leaving the loop early

@@ -1,5 +1,5 @@
 /**
- * Streaming parser for the two text tags of the TTS API (service-api.md §4.5, §8):
+ * Streaming parser for the two text tags of the TTS API (docs/api.md §4.5, §8):
  * `<flush>` (force audio for everything sent so far) and `<break time="1.5s" />` (a pause of
  * 0.1 to 2.0 s that must have a space before and after it).
  *
@@ -30,11 +30,11 @@ export interface TagTextEvent {
   type: 'text';
   text: string;
 }
-/** `<flush>`: synthesize everything received so far (service-api.md §4.5). */
+/** `<flush>`: synthesize everything received so far (docs/api.md §4.5). */
 export interface TagFlushEvent {
   type: 'flush';
 }
-/** `<break time="…s" />`: a pause of `seconds` (0.1 to 2.0, service-api.md §8). */
+/** `<break time="…s" />`: a pause of `seconds` (0.1 to 2.0, docs/api.md §8). */
 export interface TagBreakEvent {
   type: 'break';
   seconds: number;
@@ -115,7 +115,7 @@ export interface TagParser {
   readonly position: number;
 }
 
-/** Lowest and highest break time the API accepts, in seconds (service-api.md §4.5, §8). */
+/** Lowest and highest break time the API accepts, in seconds (docs/api.md §4.5, §8). */
 export const TAG_BREAK_MIN_SECONDS = 0.1;
 /** See {@link TAG_BREAK_MIN_SECONDS}. */
 export const TAG_BREAK_MAX_SECONDS = 2.0;
@@ -646,7 +646,7 @@ export type BreakTimeCheck =
   | { ok: false; code: 'TAG_BREAK_INVALID_TIME' | 'TAG_BREAK_OUT_OF_RANGE'; reason: string };
 
 /**
- * Checks a break `time` attribute against the API (service-api.md §4.5, §8): `"<seconds>s"` with
+ * Checks a break `time` attribute against the API (docs/api.md §4.5, §8): `"<seconds>s"` with
  * seconds from 0.1 to 2.0 inclusive.
  */
 export function checkBreakTime(time: string): BreakTimeCheck {
@@ -1110,7 +1110,7 @@ function canonicalSeconds(piece: string, at: number): number {
 }
 
 /**
- * Creates an incremental parser for `<flush>` and `<break time="…s" />` (service-api.md §4.5).
+ * Creates an incremental parser for `<flush>` and `<break time="…s" />` (docs/api.md §4.5).
  * Defaults: `invalidBreak: 'repair'`, `breakSpacing: 'repair'`, `maxTagLength: 64`.
  *
  * Added latency: none for plain text; a possible tag at the end of a piece (from `<` up to at most

@@ -1,6 +1,6 @@
 /**
  * TTS text chunker: pieces of an LLM token stream in, the strings of the `text` messages a TTS
- * WebSocket should carry out (protocol-notes.md "TTS WebSocket"; service-api.md §4.5).
+ * WebSocket should carry out (protocol-notes.md "TTS WebSocket"; docs/api.md §4.5).
  *
  * - Splits on whitespace only, never inside a word: a word goes out as soon as the whitespace
  *   after it arrives (and the message is at least `minChunkLength` long).

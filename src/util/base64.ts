@@ -1,6 +1,6 @@
 /**
  * Base64 (RFC 4648 §4, standard alphabet, `=` padding) for the `audio` field of the WebSocket
- * messages (service-api.md §4.4, §4.5). Platform-neutral: no `Buffer`.
+ * messages (docs/api.md §4.4, §4.5). Platform-neutral: no `Buffer`.
  *
  * Native first: the platform's own codec is 10× faster than any JS loop (issue 12 §2). Used, in
  * this order: a codec registered with {@link setNativeBase64} (the Node entry `voicewire/node`

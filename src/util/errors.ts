@@ -4,13 +4,13 @@
  * Every failure any module reports is a {@link VoicewireError} whose `code` is a key of
  * {@link ERROR_CODES}. Codes are stable strings: match on `err.code`, never on the message.
  * Protocol errors also carry the WebSocket close code the service API prescribes
- * (service-api.md §7.3: 1008 policy violation, 1011 internal error).
+ * (docs/api.md §7.3: 1008 policy violation, 1011 internal error).
  */
 
 /** What a code means, and the WebSocket close code it maps to when it ends a session. */
 export interface ErrorCodeInfo {
   readonly description: string;
-  /** WebSocket close code (service-api.md §7.3) when this error ends a session. */
+  /** WebSocket close code (docs/api.md §7.3) when this error ends a session. */
   readonly closeCode?: 1008 | 1011;
   /** HTTP status when this error answers a REST request. */
   readonly httpStatus?: number;
@@ -79,7 +79,7 @@ export const ERROR_CODES = {
   // --- ndjson -----------------------------------------------------------------------------
   NDJSON_LINE_TOO_LONG: { description: 'An NDJSON line is longer than the configured maximum.' },
   NDJSON_INVALID_JSON: { description: 'An NDJSON line is not valid JSON; the message names the line number.' },
-  NDJSON_STREAM_ERROR: { description: 'The stream carried an in-stream {"type":"error"} line (service-api.md §7.2).' },
+  NDJSON_STREAM_ERROR: { description: 'The stream carried an in-stream {"type":"error"} line (docs/api.md §7.2).' },
   NDJSON_INVALID_UTF8: { description: 'The NDJSON bytes are not valid UTF-8 (only with the decoder option fatal: true).' },
 
   // --- protocol ---------------------------------------------------------------------------
@@ -88,7 +88,7 @@ export const ERROR_CODES = {
   PROTOCOL_INVALID_SETUP: { description: 'The setup message is malformed.', closeCode: 1008 },
   PROTOCOL_INVALID_AUDIO_FORMAT: { description: 'The setup names an audio format the route does not accept.', closeCode: 1008 },
   PROTOCOL_INVALID_CONFIG: { description: 'json_config is not valid for the route.', closeCode: 1008 },
-  PROTOCOL_UNAUTHORIZED: { description: 'Missing, invalid, revoked or expired API key (service-api.md §5).', closeCode: 1008 },
+  PROTOCOL_UNAUTHORIZED: { description: 'Missing, invalid, revoked or expired API key (docs/api.md §5).', closeCode: 1008 },
   PROTOCOL_DUPLICATE_REQUEST_ID: { description: 'A client_req_id that is still active was reused.', closeCode: 1008 },
   PROTOCOL_UNKNOWN_REQUEST_ID: { description: 'A message names a client_req_id with no active request.', closeCode: 1008 },
   PROTOCOL_TOO_MANY_REQUESTS: { description: 'A setup would open more requests on one socket than the server allows (maxRequests, default 256); answered for that client_req_id.', closeCode: 1008 },
@@ -100,7 +100,7 @@ export const ERROR_CODES = {
   PROTOCOL_INVALID_AUDIO: { description: 'The audio of a message is not valid base64 or cannot be decoded in the setup\'s input_format.', closeCode: 1008 },
   PROTOCOL_CONNECTION_CLOSED: { description: 'The socket closed before the session ended (details hold the close code and reason).' },
   PROTOCOL_UNSUPPORTED_CONTENT_TYPE: { description: 'POST /post/speech/asr got a Content-Type other than audio/wav (or audio/x-wav, audio/wave, audio/vnd.wave), audio/pcm, audio/ogg or audio/opus (answered as the plain-text proxy-level error).', httpStatus: 500 },
-  RESOURCE_INVALID: { description: 'A REST resource (voice, dictionary, credits, token…) does not match service-api.md §2; details hold the issues.' },
+  RESOURCE_INVALID: { description: 'A REST resource (voice, dictionary, credits, token…) does not match docs/api.md §2; details hold the issues.' },
 
   // --- client SDK -----------------------------------------------------------------------
   CLIENT_CONNECT_FAILED: { description: 'The SDK could not reach the service (connection refused or closed before it opened), after its retries.' },
@@ -120,7 +120,7 @@ export const ERROR_CODES = {
   // --- engines --------------------------------------------------------------------------
   ENGINE_UNAVAILABLE: { description: 'A speech engine is not installed here (the message names the npm or Debian package to install).', closeCode: 1011, httpStatus: 503 },
   ENGINE_BUSY: { description: 'The process holds its budget of live engine instances (limits.sttDecoders: pocketsphinx decoders, ~95 MB each, in use or idle): the server is busy, not the client at fault; retry later (WebSocket error 1011 for that request; POST 503 plain text).', closeCode: 1011, httpStatus: 503 },
-  TTS_UNKNOWN_VOICE: { description: 'The TTS setup names a voice_id that does not exist for the caller (service-api.md §7).', closeCode: 1008 },
+  TTS_UNKNOWN_VOICE: { description: 'The TTS setup names a voice_id that does not exist for the caller (docs/api.md §7).', closeCode: 1008 },
   TTS_UNKNOWN_PRONUNCIATION: { description: 'The TTS setup names a pronunciation_id that is unknown or belongs to another organization.', closeCode: 1008 },
   TTS_TEXT_TOO_LONG: { description: 'One TTS request sent more text than the engine was set to take (the espeak engine\'s `maxTextChars`; none by default: the server refuses text over its limit with `LIMIT_EXCEEDED` first).', closeCode: 1008 },
   STT_LANGUAGE_UNSUPPORTED: { description: 'The STT setup asks for a language without an installed model; the message names the installed ones.', closeCode: 1008 },

@@ -1,5 +1,5 @@
 /**
- * The format registry against the published API tables (service-api.md §4.2, §4.4, §4.5) and
+ * The format registry against the published API tables (docs/api.md §4.2, §4.4, §4.5) and
  * protocol-notes.md ("mulaw_8000 is an alias of ulaw_8000"). The expected rows below are copied
  * from those documents, not computed.
  */
@@ -52,7 +52,7 @@ const STT_ROWS: Row[] = TTS_ROWS.map((r): Row => {
 
 
 describe('AUDIO_FORMAT_NAMES and the route lists', () => {
-  it('are the lists of service-api.md §4.2, §4.4 and §4.5', () => {
+  it('are the lists of docs/api.md §4.2, §4.4 and §4.5', () => {
     expect([...AUDIO_FORMAT_NAMES]).toEqual(SPEC_4_2);
     expect([...TTS_OUTPUT_FORMATS]).toEqual(SPEC_4_2);
     expect([...STT_INPUT_FORMATS]).toEqual(SPEC_4_4);

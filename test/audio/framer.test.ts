@@ -139,7 +139,7 @@ const configArb = fc.record({
 
 // ---------------------------------------------------------------------------------------------
 
-describe('presets (service-api.md §4.2, §4.4)', () => {
+describe('presets (docs/api.md §4.2, §4.4)', () => {
   it('are 80 ms of s16le mono', () => {
     for (const p of [STT_FRAME, TTS_FRAME]) {
       expect(p.frameSamples / p.sampleRate).toBeCloseTo(0.08, 12);

@@ -9,9 +9,10 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { checkReadme } from '../../scripts/readme-examples.js';
 import { startServer } from '../server/harness.js';
+import { docFiles, readDoc } from '../helpers/docs.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const readme = readFileSync(new URL('README.md', `file://${root}`), 'utf8');
+const docs = docFiles().map((path) => ({ path, text: readDoc(path) }));
 const examples = readdirSync(new URL('examples/', `file://${root}`)).filter((f) => f.endsWith('.ts')).sort();
 
 /** What each example must print (lines or fragments, in order). */
@@ -58,17 +59,20 @@ function runFile(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number |
 }
 
 describe('README examples', () => {
-  it('every ts block of the README is an example, included verbatim', () => {
-    const result = checkReadme(readme, (p) => readFileSync(new URL(p, `file://${root}`), 'utf8'));
-    expect(result.problems).toEqual([]);
-    expect(result.blocks.map((b) => b.example?.replace('examples/', '')).sort()).toEqual(examples);
+  it('every ts block of the README and docs/ is an example, included verbatim', () => {
+    const read = (p: string) => readFileSync(new URL(p, `file://${root}`), 'utf8');
+    const results = docs.map((d) => checkReadme(d.text, read, d.path));
+    expect(results.flatMap((r) => r.problems)).toEqual([]);
+    expect(results.flatMap((r) => r.blocks.map((b) => b.example?.replace('examples/', ''))).sort()).toEqual(examples);
   });
 
   it('the check names a block that drifted from its example', () => {
-    const drifted = readme.replace("createFramer(STT_FRAME);", "createFramer(TTS_FRAME);");
-    const result = checkReadme(drifted, (p) => readFileSync(new URL(p, `file://${root}`), 'utf8'));
+    const doc = docs.find((d) => d.text.includes('createFramer(STT_FRAME);'))!;
+    const drifted = doc.text.replace('createFramer(STT_FRAME);', 'createFramer(TTS_FRAME);');
+    const result = checkReadme(drifted, (p) => readFileSync(new URL(p, `file://${root}`), 'utf8'), doc.path);
+    expect(result.problems).toEqual([expect.stringContaining(`${doc.path}:`)]);
     expect(result.problems).toEqual([expect.stringContaining('differs from examples/framer.ts')]);
-    expect(result.updated).toBe(readme);
+    expect(result.updated).toBe(doc.text);
   });
 
   it('every example has expected output listed here', () => {

@@ -39,12 +39,13 @@ describe.skipIf(!built)('the built package', () => {
     expect(r.stdout.trim()).toBe(pkg.version);
   });
 
-  it(title('npm pack ships dist/ without source maps, plus LICENSE and README'), () => {
+  it(title('npm pack ships dist/ without source maps, plus LICENSE, README and docs/'), () => {
     const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'ignore'] });
     const files = (JSON.parse(out) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/cli.js', 'dist/index.js', 'dist/index.cjs', 'dist/node.js', 'dist/node.d.ts', 'dist/node.d.cts']));
+    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'docs/api.md', 'docs/errors.md', 'package.json', 'dist/cli.js', 'dist/index.js', 'dist/index.cjs', 'dist/node.js', 'dist/node.d.ts', 'dist/node.d.cts']));
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
-    expect(files.filter((f) => !f.startsWith('dist/') && !['LICENSE', 'README.md', 'package.json'].includes(f))).toEqual([]);
+    // The documentation ships (docs/*.md: what error messages cite), the sources do not.
+    expect(files.filter((f) => !f.startsWith('dist/') && !/^docs\/[\w-]+\.md$/.test(f) && !['LICENSE', 'README.md', 'package.json'].includes(f))).toEqual([]);
   });
 
   it(title('voicewire/node resolves under moduleResolution node10 through typesVersions (and not without it)'), async () => {

@@ -6,12 +6,13 @@
  * source entries with the TypeScript compiler, so types (`SttEngine`) count too.
  */
 import { describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { documentation } from '../helpers/docs.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const readme = readFileSync(`${root}README.md`, 'utf8');
+// The README and docs/*.md: the API names they document.
+const readme = documentation();
 
 function exportsOf(entries: Record<string, string>): Record<string, Set<string>> {
   const program = ts.createProgram(Object.values(entries), {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { numberWords } from '../../src/engines/number-words.js';
 import { rewriteText } from '../../src/engines/rewrite-rules.js';
 
-describe('rewrite rules (service-api.md §2.8)', () => {
+describe('rewrite rules (docs/api.md §2.8)', () => {
   it.each([
     ['en', 'Meet me at 12:30 on 2024-03-05, bring $5 & 25% more.', 'Meet me at twelve thirty on March five, twenty twenty-four, bring five dollars and twenty-five percent more.'],
     ['fr', 'Rendez-vous à 12:30 le 2024-03-05, avec 5€ & 25% de plus.', 'Rendez-vous à douze heures trente le cinq mars deux mille vingt-quatre, avec cinq euros et vingt-cinq pour cent de plus.'],

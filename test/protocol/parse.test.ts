@@ -69,7 +69,7 @@ describe('base64 (RFC 4648 §4), against Node Buffer as the oracle', () => {
   });
 });
 
-describe('STT client messages (service-api.md §4.4)', () => {
+describe('STT client messages (docs/api.md §4.4)', () => {
   it('parses setup with every field; json_config may be a string; unknown fields are dropped', () => {
     const m = parseSttClientMessage(
       JSON.stringify({
@@ -197,7 +197,7 @@ describe('STT server messages', () => {
   });
 });
 
-describe('TTS messages (service-api.md §4.5, protocol-notes.md)', () => {
+describe('TTS messages (docs/api.md §4.5, protocol-notes.md)', () => {
   it('client: setup with every field, text, end_of_stream', () => {
     const setup = { type: 'setup', model_name: 'm', voice_id: 'v', output_format: 'mulaw_8000', pronunciation_id: 'p', json_config: { temp: 0.5, rewrite_rules: 'de' }, client_req_id: 'c', close_ws_on_eos: false };
     expect(parseTtsClientMessage({ ...setup, extra: 1 })).toEqual(setup);

@@ -40,7 +40,7 @@ function issues(f: () => unknown, code = 'VALIDATION_FAILED'): ValidationIssue[]
   throw new Error('expected a throw');
 }
 
-describe('json_config (service-api.md §2.8, §2.9, §8)', () => {
+describe('json_config (docs/api.md §2.8, §2.9, §8)', () => {
   // Boundaries straight from the spec table: [value, accepted].
   const padding: Array<[number, boolean]> = [[-4, true], [-4.01, false], [-2, true], [-0.1, true], [-0.09, false], [-0.0, true], [0, true], [0.05, false], [0.1, true], [4, true], [4.000001, false]];
   const temp: Array<[number, boolean]> = [[0, true], [0.7, true], [1.4, true], [1.41, false], [-0.01, false]];

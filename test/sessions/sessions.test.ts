@@ -9,7 +9,7 @@ describe('session fixtures (fixtures/sessions/*.jsonl) replayed against the serv
     expect(fixtures.filter((f) => f.meta.route === 'tts').length).toBeGreaterThanOrEqual(6);
   });
 
-  it('every row of the service-api.md §3.2 table is covered by a fixture', () => {
+  it('every row of the docs/api.md §3.2 table is covered by a fixture', () => {
     const rows = [
       'connected+setup->configured',
       'connected+any other message first->closed',

@@ -39,7 +39,7 @@ function reference(probs: number[], threshold: number, alpha: number, warmup: nu
   return out;
 }
 
-describe('turn-taking helper (service-api.md §4.4 guidance)', () => {
+describe('turn-taking helper (docs/api.md §4.4 guidance)', () => {
   it('default: third horizon above 0.5, once per turn', () => {
     const tt = createTurnTaking();
     expect(tt.step(step(0.5)).endOfTurn).toBe(false); // "above 0.5": 0.5 is not above
@@ -170,7 +170,7 @@ describe('turn-taking helper (service-api.md §4.4 guidance)', () => {
   });
 });
 
-describe('drain machine (service-api.md §3.1)', () => {
+describe('drain machine (docs/api.md §3.1)', () => {
   it('serving ⇄ draining; readyz 200 / 503', () => {
     let s = drainInitialState();
     expect(readiness(s)).toEqual({ status: 200, body: { status: 'ready' } });

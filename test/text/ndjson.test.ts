@@ -194,7 +194,7 @@ describe('NDJSON decoder: rules', () => {
     expect(() => decodeNdjson(`${JSON.stringify('y'.repeat(1 << 20))}\n`)).toThrowError(expect.objectContaining({ code: 'NDJSON_LINE_TOO_LONG' }));
   });
 
-  it('the in-stream error line ends the stream: thrown by default (service-api.md §7.2)', () => {
+  it('the in-stream error line ends the stream: thrown by default (docs/api.md §7.2)', () => {
     const d = createNdjsonDecoder();
     try {
       d.push('{"type":"text","text":"hi"}\n{"type":"error","message":"model crashed"}\n{"type":"text"}\n');
@@ -304,7 +304,7 @@ describe('NDJSON encoder: Unicode line separators', () => {
 });
 
 describe('NDJSON adapters', () => {
-  // STT step lines (service-api.md §4.4), with multi-byte text lines between.
+  // STT step lines (docs/api.md §4.4), with multi-byte text lines between.
   const lines = Array.from({ length: 300 }, (_, i) =>
     i % 10 === 0
       ? { type: 'text', text: `Olá ${i} — ça va? 😀`, start_s: i * 0.08, stream_id: null }

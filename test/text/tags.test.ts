@@ -297,7 +297,7 @@ describe('tag parser: examples from the issue and the API', () => {
     }
   });
 
-  it('accepts the bounds 0.1 s and 2.0 s (service-api.md §8) and rejects just outside', () => {
+  it('accepts the bounds 0.1 s and 2.0 s (docs/api.md §8) and rejects just outside', () => {
     const opts: TagParserOptions = { invalidBreak: 'error' };
     expect(parseTags(' <break time="0.1s" /> ', opts)[1]).toEqual({ type: 'break', seconds: 0.1 });
     expect(parseTags(' <break time="2.0s" /> ', opts)[1]).toEqual({ type: 'break', seconds: 2 });

@@ -8,7 +8,7 @@ import { createTextChunkerTransform } from '../../src/node/tags.js';
 const isWellFormed = (s: string): boolean => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
 
 // ------------------------------------------------------------------------------------------------
-// Independent reference: tokens of the whole text, found with regexes (tags per service-api.md §4.5).
+// Independent reference: tokens of the whole text, found with regexes (tags per docs/api.md §4.5).
 // ------------------------------------------------------------------------------------------------
 
 const TS = '[\\t\\n\\v\\f\\r \\u1680\\u2000-\\u2006\\u2008-\\u200a\\u2028\\u2029\\u205f\\u3000]';
@@ -144,7 +144,7 @@ describe('text chunker: examples', () => {
     expect(out).toEqual([[], [], ['Uno dos tres'], [], [], ['cuatro cinco']]);
   });
 
-  it('repairTags makes breaks valid and canonical (service-api.md §4.5, §8)', () => {
+  it('repairTags makes breaks valid and canonical (docs/api.md §4.5, §8)', () => {
     expect(chunkText('Olá<break time="500ms"/>mundo <break time="9s" /> fim', { repairTags: true }).join(' ')).toBe(
       'Olá <break time="0.5s" /> mundo <break time="2s" /> fim',
     );

@@ -1,3 +1,4 @@
+import { readDoc } from '../helpers/docs.js';
 import { describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
@@ -61,8 +62,8 @@ describe('VoicewireError', () => {
     expect(wrapped.message).toBe('boom');
   });
 
-  it('every code is documented in the README table', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  it('every code is documented in docs/errors.md', () => {
+    const readme = readDoc('docs/errors.md');
     const missing = Object.keys(ERROR_CODES).filter((c) => !readme.includes(`\`${c}\``));
     expect(missing).toEqual([]);
   });

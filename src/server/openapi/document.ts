@@ -295,7 +295,7 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
       title: 'voicewire',
       version: options.version,
       description:
-        'The voicewire reference server: the voice service API (service-api.md; § numbers in the summaries), its WebSocket routes (GET operations answering 101, described in text), and OpenAI-compatible routes at /v1.',
+        'The voicewire reference server: the voice service API (docs/api.md; § numbers in the summaries), its WebSocket routes (GET operations answering 101, described in text), and OpenAI-compatible routes at /v1.',
     },
     servers: [{ url: '/' }],
     tags: ['Speech', 'WebSocket', 'Voices', 'Voice design', 'Pronunciations', 'Account', 'Operations', 'OpenAI-compatible'].map((name) => ({ name })),

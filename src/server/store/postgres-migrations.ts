@@ -21,7 +21,7 @@ CREATE TABLE organizations (
   name               TEXT NOT NULL UNIQUE,
   region             TEXT,
   allocated_credits  BIGINT NOT NULL CHECK (allocated_credits >= 0),
-  -- service-api.md §2.5; the CHECK is the last line of defence behind the debit's WHERE.
+  -- docs/api.md §2.5; the CHECK is the last line of defence behind the debit's WHERE.
   remaining_credits  BIGINT NOT NULL CHECK (remaining_credits >= 0),
   billing_period     TEXT NOT NULL,
   next_rollover_date TEXT NOT NULL,
@@ -41,7 +41,7 @@ CREATE TABLE api_keys (
 );
 CREATE INDEX api_keys_by_org ON api_keys (org_id);
 
--- service-api.md §2.6: a token row holds the key's id and the expiry, never the key.
+-- docs/api.md §2.6: a token row holds the key's id and the expiry, never the key.
 CREATE TABLE tokens (
   hash       TEXT PRIMARY KEY,
   key_id     TEXT NOT NULL REFERENCES api_keys(id),

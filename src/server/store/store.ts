@@ -4,7 +4,7 @@
  * Implementations: SQLite (the embedded default), Postgres (many instances), memory (unit tests
  * only). One test suite runs against every implementation.
  *
- * Secrets never reach the store: API keys and tokens are stored as hashes (service-api.md §2.6,
+ * Secrets never reach the store: API keys and tokens are stored as hashes (docs/api.md §2.6,
  * §5.3); the store looks them up by hash.
  */
 
@@ -16,7 +16,7 @@ export interface Organization {
   region: string | null;
   allocatedCredits: number;
   remainingCredits: number;
-  /** e.g. `monthly` (service-api.md §2.5). */
+  /** e.g. `monthly` (docs/api.md §2.5). */
   billingPeriod: string;
   /** YYYY-MM-DD. */
   nextRolloverDate: string;
@@ -43,7 +43,7 @@ export interface ApiKeyRecord {
   createdAt: string;
 }
 
-/** A temporary token (service-api.md §2.6): stands for a key by its id, never holds it. */
+/** A temporary token (docs/api.md §2.6): stands for a key by its id, never holds it. */
 export interface TokenRecord {
   /** SHA-256 of the token, hex. */
   hash: string;
@@ -63,7 +63,7 @@ export interface UsageRecord {
   at: string;
 }
 
-/** A voice of an organization or of the catalog (service-api.md §2.1). */
+/** A voice of an organization or of the catalog (docs/api.md §2.1). */
 export interface VoiceRecord {
   uid: string;
   /** null for catalog voices. */
@@ -80,7 +80,7 @@ export interface VoiceRecord {
   createdAt: string;
 }
 
-/** A voice-design candidate (service-api.md §2.2). Gone once expired. */
+/** A voice-design candidate (docs/api.md §2.2). Gone once expired. */
 export interface CandidateRecord {
   embeddingId: string;
   orgId: string;
@@ -98,7 +98,7 @@ export interface PronunciationRule {
   kind: 'respelling' | 'phonemes';
 }
 
-/** A pronunciation dictionary (service-api.md §2.4). */
+/** A pronunciation dictionary (docs/api.md §2.4). */
 export interface DictionaryRecord {
   uid: string;
   orgId: string;

@@ -6,7 +6,7 @@ import { describeValue, objectArg, shown } from '../../util/args.js';
 import { VoicewireError } from '../../util/errors.js';
 import type { ApiKeyRecord, CandidateRecord, DictionaryRecord, Organization, TokenRecord, UsageRecord, VoiceRecord } from './store.js';
 
-/** Credits are integers (service-api.md §2.5: `remaining_credits`, `allocated_credits`). */
+/** Credits are integers (docs/api.md §2.5: `remaining_credits`, `allocated_credits`). */
 export function checkCredits(what: string, n: number): number {
   if (!Number.isSafeInteger(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a non-negative integer, got ${shown(n)}`);
   return n;

@@ -1,6 +1,6 @@
 /**
  * Faults: an engine that throws, hangs or emits after close (issue 16 "Faults"). That request gets
- * a 1011 `error` (service-api.md §7.3); the other requests on the same multiplexed socket and on
+ * a 1011 `error` (docs/api.md §7.3); the other requests on the same multiplexed socket and on
  * the server go on; a hanging engine is cut by the per-request engine timeout.
  */
 import { afterEach, describe, expect, it } from 'vitest';
