@@ -9,10 +9,30 @@
  * });
  * ```
  */
-import type { WebSocket, RawData } from 'ws';
 import type { ServerSession, ServerTransport } from '../sessions/server.js';
 import { VoicewireError } from '../util/errors.js';
 import { functionArg, objectArg, optionsArg } from '../util/args.js';
+
+/** A frame as `ws` 8 delivers it (its `RawData`; the `binaryType` decides which form). */
+export type WsFrameData = Buffer | ArrayBuffer | Buffer[];
+
+/**
+ * The part of a `ws` 8 server-side `WebSocket` the session uses. Declared here, structurally, so
+ * that the published types need no `@types/ws` (issue 23); a `ws` WebSocket satisfies it as is.
+ */
+export interface WsSocket {
+  readonly readyState: number;
+  readonly CONNECTING: number;
+  readonly OPEN: number;
+  send(data: string, cb: (err?: Error) => void): void;
+  close(code?: number, reason?: string): void;
+  terminate(): void;
+  pause(): void;
+  resume(): void;
+  on(event: 'message', listener: (data: WsFrameData, isBinary: boolean) => void): unknown;
+  on(event: 'close', listener: () => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
 
 /** The transport a `ws` socket gives a runner. */
 export interface WebSocketTransport extends ServerTransport {
@@ -22,7 +42,7 @@ export interface WebSocketTransport extends ServerTransport {
 }
 
 /** Makes the transport of a `ws` socket. */
-export function webSocketTransport(ws: WebSocket): WebSocketTransport {
+export function webSocketTransport(ws: WsSocket): WebSocketTransport {
   objectArg(ws, 'webSocketTransport socket');
   for (const m of ['send', 'close', 'pause', 'resume'] as const) functionArg(ws[m], `webSocketTransport socket.${m}`);
   return {
@@ -43,7 +63,7 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** Options of {@link attachWebSocketSession}. */
 export interface AttachWebSocketOptions {
   /** Called with each frame before the session sees it (idle timers, size limits); returning `false` drops the frame. */
-  onFrame?: (data: RawData, isBinary: boolean) => boolean | void;
+  onFrame?: (data: WsFrameData, isBinary: boolean) => boolean | void;
   /**
    * A frame over ws's `maxPayload` (ws drops it unread and would close 1009 without a word):
    * the error the session answers with first. Default `LIMIT_EXCEEDED` naming no size.
@@ -57,7 +77,7 @@ export interface AttachWebSocketOptions {
  * `session.transportClosed()`.
  */
 export function attachWebSocketSession<S>(
-  ws: WebSocket,
+  ws: WsSocket,
   create: (transport: WebSocketTransport) => ServerSession<S>,
   options?: AttachWebSocketOptions,
 ): ServerSession<S> {
@@ -92,7 +112,7 @@ export function attachWebSocketSession<S>(
     };
   ws.on(
     'message',
-    guarded((data: RawData, isBinary: boolean) => {
+    guarded((data: WsFrameData, isBinary: boolean) => {
       if (onFrame?.(data, isBinary) === false) return;
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
       const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
