@@ -7,6 +7,10 @@
  * hidden (libnpmexec, "self-execution of a local bin"). An unconditional build there made the
  * first `npx voicewire` sit silent for 9–30 s at ~750 MB. Plain JavaScript so that it starts
  * in ~50 ms with nothing compiled. `npm pack` / `npm publish` (and `--force`) always build.
+ *
+ * It ships in the tarball (package.json "files"): npm also runs "prepare" in an unpacked copy
+ * (`npm install <folder>`), where a missing script failed the install. There dist/ comes built and
+ * src/ does not, so it does nothing, silently (issue 23).
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -45,6 +49,8 @@ function upToDate() {
   const sources = Math.max(...['src', 'package.json', 'tsup.config.ts', 'tsconfig.json'].map((p) => newest(join(root, p))));
   return Math.min(...built) >= sources;
 }
+
+if (statSync(join(root, 'src'), { throwIfNoEntry: false }) === undefined) process.exit(0);
 
 const always = process.argv.includes('--force') || ['pack', 'publish'].includes(process.env.npm_command ?? '');
 if (!always && upToDate()) {
