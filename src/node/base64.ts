@@ -1,6 +1,6 @@
 /**
  * Node's Buffer base64 as the core's native codec (issue 12 §2: 10× the JS loop). Registered on
- * import of `voicewire/node`; the core stays free of `node:` and `Buffer`.
+ * import of `voicewire/node` and of `voicewire` on Node; the core stays free of `node:` and `Buffer`.
  */
 import { Buffer } from 'node:buffer';
 import { setNativeBase64, type NativeBase64 } from '../util/base64.js';
@@ -18,4 +18,11 @@ export const bufferBase64: NativeBase64 = {
   },
 };
 
-setNativeBase64(bufferBase64);
+/**
+ * Makes {@link bufferBase64} the core's codec. A call, not an import side effect: package.json's
+ * "sideEffects" lists the dist/ entries only, so esbuild drops a bare `import './base64.js'` from
+ * the sources (and warned so on every build, at `npm install` too — issue 23).
+ */
+export function registerNativeBase64(): void {
+  setNativeBase64(bufferBase64);
+}

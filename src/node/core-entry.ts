@@ -6,6 +6,7 @@
  */
 export * from '../index.js';
 import { registerNativeOpus } from './opus-native.js';
-import './base64.js'; // registers Buffer's base64 with the core on import
+import { registerNativeBase64 } from './base64.js';
 
 registerNativeOpus();
+registerNativeBase64();

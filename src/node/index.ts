@@ -4,8 +4,10 @@
  */
 export * from '../index.js';
 import { registerNativeOpus } from './opus-native.js';
+import { registerNativeBase64 } from './base64.js';
 registerNativeOpus(); // Opus on the native libopus when @evan/opus is installed (optional dependency), else wasm
-export { bufferBase64 } from './base64.js'; // registers Buffer's base64 with the core on import
+registerNativeBase64(); // Buffer's base64 for the core's audio lines
+export { bufferBase64 } from './base64.js';
 export { CoreTransform, toNodeTransform } from './transform.js';
 export type { NodeTransformOptions } from './transform.js';
 export { createFfmpegDecoderStream, decodeWithFfmpeg, isFfmpegAvailable } from './ffmpeg.js';
