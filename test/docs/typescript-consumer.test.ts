@@ -57,6 +57,16 @@ export const used = [format, createFramer(STT_FRAME), createFramerTransform(STT_
 export type Used = [WebSocketTransport, VoiceServer];
 `;
 
+/** A browser app: the platform-neutral core and the SDK, with no Node types at all. */
+const CONSUMER_WEB = `
+import { createFramer, STT_FRAME, encodeWav, type AudioFormatName } from 'voicewire';
+import { createClient, type VoiceClient } from 'voicewire/client';
+
+const format: AudioFormatName = 'wav';
+const client: VoiceClient = createClient({ baseUrl: location.origin + '/api', apiKey: 'k' });
+export const used = [format, createFramer(STT_FRAME), encodeWav, client];
+`;
+
 function link(from: string, to: string): void {
   mkdirSync(dirname(to), { recursive: true });
   symlinkSync(from, to, 'dir');
@@ -71,7 +81,7 @@ function run(args: string[], cwd: string): Promise<{ status: number; out: string
 }
 
 describe.skipIf(!built)('a TypeScript consumer of the tarball', () => {
-  it(title('compiles against every entry under node10, node16 (ESM and CommonJS) and bundler, --strict, without skipLibCheck'), { timeout: 90_000 }, async () => {
+  it(title('compiles against every entry under node10, node16 (ESM and CommonJS) and bundler, --strict, without skipLibCheck; the core and the SDK without @types/node'), { timeout: 90_000 }, async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'voicewire-ts-consumer-'));
     try {
       const out = execFileSync('npm', ['pack', '--pack-destination', tmp, '--ignore-scripts', '--json'], { cwd: root, encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -89,6 +99,9 @@ describe.skipIf(!built)('a TypeScript consumer of the tarball', () => {
       writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
       writeFileSync(join(app, 'main.ts'), CONSUMER);
       writeFileSync(join(app, 'main-cjs.cts'), CONSUMER_CJS);
+      writeFileSync(join(app, 'web.ts'), CONSUMER_WEB);
+      // No @types at all, the DOM's lib: what a browser bundle of the core and the SDK sees.
+      writeFileSync(join(app, 'tsconfig.web.json'), JSON.stringify({ compilerOptions: { module: 'esnext', moduleResolution: 'bundler', target: 'es2022', lib: ['es2022', 'dom'], types: [], strict: true, noEmit: true }, files: ['web.ts'] }));
       const common = ['--noEmit', '--strict', '--target', 'es2022', '--pretty', 'false'];
       const results = await Promise.all([
         // esModuleInterop (tsc --init's default) for pino's own declarations: they default-import
@@ -96,9 +109,10 @@ describe.skipIf(!built)('a TypeScript consumer of the tarball', () => {
         run([...common, '--module', 'commonjs', '--moduleResolution', 'node10', '--esModuleInterop', '--ignoreDeprecations', '5.0', 'main.ts'], app),
         run([...common, '--module', 'node16', '--moduleResolution', 'node16', 'main.ts', 'main-cjs.cts'], app),
         run([...common, '--module', 'esnext', '--moduleResolution', 'bundler', 'main.ts'], app),
+        run(['-p', 'tsconfig.web.json', '--pretty', 'false'], app),
       ]);
-      expect(results.map((r) => r.out)).toEqual(['', '', '']);
-      expect(results.map((r) => r.status)).toEqual([0, 0, 0]);
+      expect(results.map((r) => r.out)).toEqual(['', '', '', '']);
+      expect(results.map((r) => r.status)).toEqual([0, 0, 0, 0]);
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
