@@ -26,8 +26,26 @@ export type CliCommand =
       maxSeconds?: number;
     };
 
-/** The usage text printed by `voicewire --help`. */
-export const USAGE = `usage:
+/** The commands, one line each, `serve` first (`voicewire --help`, `voicewire help`). */
+export const COMMANDS = `usage: voicewire COMMAND [options]      (voicewire COMMAND --help: its options)
+
+  serve            run the voice service: every API route, a web page, keys and data in ./voicewire-data
+  keys             create, list and revoke API keys of the service's store
+  pronunciations   import a pronunciation dictionary into the service's store
+  tts              speech from a running service into a file
+  stt              transcribe an audio file with a running service
+  voices           list the voices of a running service
+  credits          the credit balance of a running service
+  convert          convert audio between the API's formats (streaming, bounded memory)
+  info             describe an audio file
+  help             this list; --version: the version
+
+Documentation: the README, and docs/ beside it (also in the installed package).`;
+
+/** The usage text printed by `voicewire --help`: the commands, then the options of info and convert. */
+export const USAGE = `${COMMANDS}
+
+info and convert:
   voicewire info FILE [--from FORMAT]
   voicewire convert IN --to FORMAT [--from FORMAT] [-o OUT] [--quality high|fast|best] [--bitrate BPS]
                     [--max-seconds S]
@@ -96,6 +114,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   }
   const [command, ...rest] = positional;
   if (command === undefined) throw usage('missing command');
+  if (command === 'help' && rest.length === 0 && flags.size === 0) return { command: 'help' };
   const fromFlag = flags.get('--from');
   const from = fromFlag === undefined ? undefined : formatName(fromFlag);
   if (command === 'info') {

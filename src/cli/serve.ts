@@ -23,7 +23,7 @@ import { VoicewireError } from '../util/errors.js';
 import { createVoiceServer } from '../server/server.js';
 import { DEFAULT_CREDITS, bootstrap } from '../server/bootstrap.js';
 import { openStore } from '../server/store/open.js';
-import { registerSttEngine, sttEngineFromPath } from '../engines/registry.js';
+import { catalogVoices, registerSttEngine, sttEngineFromPath } from '../engines/registry.js';
 import { MemoryStore } from '../server/store/memory-store.js';
 import type { Store } from '../server/store/store.js';
 import type { CliSubcommand } from './main.js';
@@ -152,28 +152,78 @@ export const serveCommand: CliSubcommand = {
       ...(worker ? { metricsText: clusterMetricsText } : {}),
     });
     if (worker) shareMetrics(server.context.metrics.registry);
-    const bound = await server.listen(port, host);
+    let bound: { port: number };
+    try {
+      bound = await server.listen(port, host);
+    } catch (err) {
+      await store.close().catch(() => undefined);
+      throw listenError(err, host, port);
+    }
     const shown = host.includes(':') ? `[${host}]` : host;
     // Under --workers the primary announces the shared port once.
-    if (!worker) process.stdout.write(`listening on http://${shown}:${bound.port}/api\n`);
+    if (!worker) {
+      process.stdout.write(startSummary(`http://${shown}:${bound.port}`, server.config, values));
+      process.stdout.write(`listening on http://${shown}:${bound.port}/api\n`);
+    }
     await new Promise<void>((resolve) => {
       let stopping = false;
       const stop = (signal: string): void => {
-        if (stopping) return;
+        if (stopping) {
+          // A second Ctrl-C: stop now, cutting what is left.
+          if (signal === 'SIGINT') void server.close();
+          return;
+        }
         stopping = true;
         logger.info({ signal }, 'shutting down');
+        const live = server.context.sessions.live;
+        if (live > 0 && !worker) {
+          const grace = server.config.limits.drainGraceSeconds;
+          process.stderr.write(`voicewire: draining ${live} live session${live === 1 ? '' : 's'}, up to ${grace} s; Ctrl-C again to stop now\n`);
+        }
         void server.shutdown().then(async () => {
           await store.close();
           resolve();
         });
       };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
     });
     // A worker's IPC channel to the primary would keep it alive.
     if (worker) leaveCluster();
     return 0;
   },
 };
+
+/** A port in use (or below 1024 without the right) is said so, not reported as an internal error. */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EADDRINUSE') return new VoicewireError('ADDRESS_IN_USE', `${host}:${port} is already in use (another voicewire serve?): stop it, or pick another port with --port`, { cause: err });
+  if (code === 'EACCES') return new VoicewireError('ADDRESS_IN_USE', `${host}:${port} needs privileges this process does not have: pick a port above 1023 with --port`, { cause: err });
+  if (code === 'EADDRNOTAVAIL') return new VoicewireError('ADDRESS_IN_USE', `${host} is not an address of this machine: pick another with --host`, { cause: err });
+  return err;
+}
+
+/**
+ * What a person starting the service needs, on stdout before the `listening on` line: where the
+ * page and the API are, which engines speak which languages, where the data lives.
+ */
+function startSummary(origin: string, config: { tts: string; stt: string }, values: { data?: string | undefined; store?: string | undefined }): string {
+  const byLanguage = new Map<string, number>();
+  for (const v of catalogVoices(config.tts)) byLanguage.set(v.language, (byLanguage.get(v.language) ?? 0) + 1);
+  const voices = [...byLanguage].map(([l, n]) => `${l} ${n}`).join(', ');
+  const store = values.store ?? process.env['VOICEWIRE_STORE'];
+  const where =
+    store === 'memory:' ? 'in memory (nothing is kept)' : store !== undefined && /^postgres(ql)?:/.test(store) ? 'Postgres' : `${resolve(values.data ?? process.env['VOICEWIRE_DATA'] ?? './voicewire-data')} (SQLite)`;
+  return [
+    `voicewire ${pkg.version}`,
+    `  page:    ${origin}/`,
+    `  API:     ${origin}/api   reference: ${origin}/api/docs`,
+    `  TTS:     ${config.tts} (voices: ${voices})`,
+    `  STT:     ${config.stt}`,
+    `  data:    ${where}`,
+    `  keys:    voicewire keys create [--org NAME]; first-start keys are printed once, above`,
+    '',
+  ].join('\n');
+}
 
 export default serveCommand;

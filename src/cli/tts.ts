@@ -9,6 +9,13 @@ import { parseAudioFormat, type AudioFormatName } from '../audio/format.js';
 import { clientFor, parseCommand, progress, progressDone } from './service.js';
 import type { CliSubcommand } from './main.js';
 
+/** Seconds of audio in `bytes` of `format`, or undefined when the container does not say (Opus). */
+function audioSeconds(bytes: number, format: ReturnType<typeof parseAudioFormat>): number | undefined {
+  if (format.bytesPerSample === null || format.sampleRate === null) return undefined;
+  const header = format.container === 'wav' ? 44 : 0;
+  return Math.max(0, bytes - header) / format.bytesPerSample / format.sampleRate;
+}
+
 export const ttsCommand: CliSubcommand = {
   async run(argv) {
     const { values, positionals } = parseCommand('tts', argv, {
@@ -22,7 +29,7 @@ export const ttsCommand: CliSubcommand = {
     const output = values.output as string | undefined;
     if (output === undefined) throw new VoicewireError('CLI_USAGE', 'tts needs -o FILE (or -o - for stdout)');
     const format = ((values.format as string | undefined) ?? 'wav').toLowerCase();
-    parseAudioFormat(format, { direction: 'tts-output' });
+    const described = parseAudioFormat(format, { direction: 'tts-output' });
     if (output === '-' && process.stdout.isTTY) throw new VoicewireError('CLI_USAGE', 'refusing to write audio to a terminal: redirect stdout or name a file with -o');
     const client = clientFor(values);
     let voiceId = values['voice-id'] as string | undefined;
@@ -41,7 +48,12 @@ export const ttsCommand: CliSubcommand = {
     if (output === '-') process.stdout.write(result.audio);
     else await writeFile(output, result.audio);
     const lastWord = result.words[result.words.length - 1];
-    if (process.stderr.isTTY) process.stderr.write(`${result.words.length} words, ${lastWord ? lastWord.stop_s.toFixed(2) : '0'} s of speech in ${((Date.now() - started) / 1000).toFixed(2)} s\n`);
+    // Say what was written (stdout, unless stdout is the audio): a silent success looked like a failure.
+    const seconds = audioSeconds(result.audio.length, described) ?? lastWord?.stop_s ?? 0;
+    const said = `${output === '-' ? 'wrote stdout' : `wrote ${output}`}: ${seconds.toFixed(2)} s of ${described.canonical}, ${result.audio.length} bytes, ${result.words.length} words, in ${((Date.now() - started) / 1000).toFixed(2)} s\n`;
+    if (output === '-') {
+      if (process.stderr.isTTY) process.stderr.write(said);
+    } else process.stdout.write(said);
     return 0;
   },
 };

@@ -131,6 +131,7 @@ export const ERROR_CODES = {
 
   // --- cli --------------------------------------------------------------------------------
   CLI_USAGE: { description: 'Bad command-line arguments.' },
+  ADDRESS_IN_USE: { description: 'serve: the host and port are taken by another program (or not allowed): pick another with --port.' },
   IO_ERROR: { description: 'A file could not be read or written.' },
 } as const satisfies Record<string, ErrorCodeInfo>;
 

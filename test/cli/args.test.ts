@@ -26,6 +26,7 @@ describe('parseCliArgs', () => {
     });
     expect(parseCliArgs(['convert', '-', '--to', 'wav', '-o', '-'])).toMatchObject({ output: '-' });
     expect(parseCliArgs(['--help'])).toEqual({ command: 'help' });
+    expect(parseCliArgs(['help'])).toEqual({ command: 'help' });
     expect(parseCliArgs(['convert', 'x', '--version'])).toEqual({ command: 'version' });
   });
 

@@ -4,8 +4,8 @@
  * DATA is the default; `postgres://…` selects Postgres. The server and the `voicewire keys` CLI
  * both get their store here, so both see the same file and the same schema.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { describeValue, optionsArg } from '../../util/args.js';
 import { VoicewireError, isVoicewireError } from '../../util/errors.js';
 import type { PostgresStore } from './postgres-store.js';
@@ -114,7 +114,7 @@ async function open(options: OpenStoreOptions): Promise<Store> {
     const folder = dirname(where.path);
     try {
       // 0700: the folder holds key hashes and usage, the operator's only.
-      mkdirSync(folder, { recursive: true, mode: 0o700 });
+      makeFolder(folder, 0o700);
       // --data names voicewire's own folder: one left looser (a checkout, a cp) is tightened.
       // The folder of a sqlite:PATH may be shared (/tmp, a home): only the files are ours there.
       if (options.store === undefined || options.store === '') tighten(folder, 0o700);
@@ -132,3 +132,17 @@ async function open(options: OpenStoreOptions): Promise<Store> {
   return store;
 }
 
+
+/**
+ * `mkdir -p` one level at a time. Node's own recursive mkdir never returns under /proc (a folder
+ * there cannot be made, yet each attempt reports its parent missing): `serve --data /proc/vw`
+ * hung silently (issue 23). Non-recursive calls fail with the real cause instead.
+ */
+function makeFolder(folder: string, mode: number): void {
+  const missing: string[] = [];
+  for (let p = resolvePath(folder); !existsSync(p); p = dirname(p)) {
+    missing.unshift(p);
+    if (dirname(p) === p) break;
+  }
+  for (const d of missing) mkdirSync(d, { mode });
+}
