@@ -147,6 +147,14 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
     alive = true;
   });
   const ping = setInterval(() => {
+    // While the server does not read (its engines are behind: backpressure), the peer's pong and
+    // frames wait unread: that is not the peer's silence. A loaded server cut such live sockets
+    // with a bare 1006 (300 multiplexed requests beside other work, issue 25).
+    if (ws.isPaused) {
+      alive = true;
+      lastActivity = Date.now();
+      return;
+    }
     if (!alive) {
       log.info({ route: options.route }, 'peer did not answer a ping: terminated');
       ws.terminate();
