@@ -14,6 +14,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rssOf, root, startBuiltServer, sttMessages, wavHead, wsSession, type BuiltServer } from '../test/product/built-server.js';
+import { fetchFresh } from '../test/product/built-server.js';
 
 function flag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -34,7 +35,7 @@ async function one(s: BuiltServer, i: number): Promise<void> {
   };
   switch (i % 8) {
     case 0:
-      return check(await fetch(`${s.base}/post/speech/asr`, { method: 'POST', headers: { ...h, 'content-type': 'audio/wav' }, body: clip }));
+      return check(await fetchFresh(`${s.base}/post/speech/asr`, { method: 'POST', headers: { ...h, 'content-type': 'audio/wav' }, body: clip }));
     case 1: {
       const got = await wsSession(`${s.wsBase}/speech/asr`, h, sttMessages(clip));
       if (got.at(-1)?.type !== 'end_of_stream') throw new Error(`STT WebSocket ended with ${JSON.stringify(got.at(-1))}`);
@@ -42,7 +43,7 @@ async function one(s: BuiltServer, i: number): Promise<void> {
     }
     case 2:
     case 3:
-      return check(await fetch(`${s.base}/post/speech/tts`, { method: 'POST', headers: json, body: JSON.stringify({ text: `Soak request ${i}, spoken.`, output_format: i % 2 ? 'wav' : 'ulaw_8000', only_audio: true }) }));
+      return check(await fetchFresh(`${s.base}/post/speech/tts`, { method: 'POST', headers: json, body: JSON.stringify({ text: `Soak request ${i}, spoken.`, output_format: i % 2 ? 'wav' : 'ulaw_8000', only_audio: true }) }));
     case 4:
     case 5: {
       const got = await wsSession(`${s.wsBase}/speech/tts`, h, [{ type: 'setup', output_format: i % 2 ? 'opus' : 'pcm' }, { type: 'text', text: 'Hello there,' }, { type: 'text', text: `this is ${i}.` }, { type: 'end_of_stream' }]);
@@ -50,15 +51,15 @@ async function one(s: BuiltServer, i: number): Promise<void> {
       return;
     }
     case 6: {
-      const t = (await (await fetch(`${s.base}/api-keys/token`, { headers: h })).json()) as { token: string };
+      const t = (await (await fetchFresh(`${s.base}/api-keys/token`, { headers: h })).json()) as { token: string };
       await wsSession(`${s.wsBase}/speech/tts?token=${encodeURIComponent(t.token)}`, {}, [{ type: 'setup', output_format: 'pcm_16000' }, { type: 'text', text: `Token ${i}.` }, { type: 'end_of_stream' }]);
       return;
     }
     default: {
-      const g = await fetch(`${s.base}/voice-generator/generate`, { method: 'POST', headers: json, body: JSON.stringify({ prompt: `A calm narrator ${i}`, n_samples: 2, language: 'en' }) });
+      const g = await fetchFresh(`${s.base}/voice-generator/generate`, { method: 'POST', headers: json, body: JSON.stringify({ prompt: `A calm narrator ${i}`, n_samples: 2, language: 'en' }) });
       const { embeddings } = (await g.json()) as { embeddings: Array<{ embedding_id: string }> };
-      await check(await fetch(`${s.base}/voices/from-embedding`, { method: 'POST', headers: json, body: JSON.stringify({ voice_embedding_id: embeddings[0]!.embedding_id, name: `soak ${i}`, description: 'soak' }) }));
-      return check(await fetch(`${s.base}/voice-generator/embeddings/${embeddings[1]!.embedding_id}`, { method: 'DELETE', headers: h }));
+      await check(await fetchFresh(`${s.base}/voices/from-embedding`, { method: 'POST', headers: json, body: JSON.stringify({ voice_embedding_id: embeddings[0]!.embedding_id, name: `soak ${i}`, description: 'soak' }) }));
+      return check(await fetchFresh(`${s.base}/voice-generator/embeddings/${embeddings[1]!.embedding_id}`, { method: 'DELETE', headers: h }));
     }
   }
 }

@@ -176,7 +176,8 @@ export const serveCommand: CliSubcommand = {
         stopping = true;
         logger.info({ signal }, 'shutting down');
         const live = server.context.sessions.live;
-        if (live > 0 && !worker) {
+        // For a person at a terminal (Ctrl-C); stderr to a file or a log shipper holds JSON lines only.
+        if (live > 0 && !worker && process.stderr.isTTY) {
           const grace = server.config.limits.drainGraceSeconds;
           process.stderr.write(`voicewire: draining ${live} live session${live === 1 ? '' : 's'}, up to ${grace} s; Ctrl-C again to stop now\n`);
         }

@@ -4,6 +4,7 @@
  * cuts, 1-byte chunks, empty chunks; frames are views when inside one chunk and copies when they
  * straddle; a frame leaves on the push that completes it.
  */
+import { seededBytes } from '../helpers/seeded.js';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Readable, Writable } from 'node:stream';
@@ -53,17 +54,7 @@ function naiveFrames(data: Uint8Array, o: FramerOptions): Uint8Array[] {
   return out;
 }
 
-function randomBytes(n: number, seed = 1): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
+const randomBytes = seededBytes;
 
 /** Gives every chunk its own ArrayBuffer, so a view can be traced to the chunk it aliases. */
 function ownBuffers(chunks: Uint8Array[]): Uint8Array[] {

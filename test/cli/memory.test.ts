@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { has, needs } from '../helpers/tools.js';
 import { cliPiped } from './run-cli.js';
+import { seededBytes } from '../helpers/seeded.js';
 
 /** Most a long conversion may add to peak RSS over a one-second one, bytes. */
 const GROWTH_LIMIT = 50 << 20;
@@ -47,19 +48,6 @@ process.stdout.write(header);
   process.stdout.end();
 })();
 `;
-
-/** `n` bytes of xorshift32 noise from `seed`: the same bytes on every run. */
-function seededBytes(seed: number, n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
 
 const gen = (kind: 'wav' | 'au', seconds: number, rate: number): string[] => ['-e', GENERATOR, kind, String(seconds), String(rate)];
 
@@ -110,7 +98,7 @@ describe('voicewire convert holds bounded memory for any input length', () => {
     // can decode depends on the bytes drawn, and an endless input it decodes never ends (issue 25).
     it.each([1, 2, 3, 4, 5])('seeded random bytes (seed %i): ffmpeg refuses them or decodes them, and the conversion ends in bounded memory', async (seed) => {
       const input = join(dir, `random-${seed}.bin`);
-      writeFileSync(input, seededBytes(seed, 1 << 20));
+      writeFileSync(input, seededBytes(1 << 20, seed));
       const r = await cliPiped(['convert', input, '--to', 'pcm_16000', '-o', join(dir, 'random.raw')], null, join(dir, 'rss'));
       if (r.status !== 0) {
         expect(r.status).toBe(1);

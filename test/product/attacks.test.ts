@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { has, needs } from '../helpers/tools.js';
 import { built, root, startBuiltServer, sttMessages, wavHead, type BuiltServer } from './built-server.js';
+import { fetchFresh } from './built-server.js';
 
 const WATCHDOG = 2 * 2 ** 30;
 const ready = built && has('pocketsphinx_continuous');
@@ -31,7 +32,7 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
   async function alive(): Promise<void> {
     expect(s.killedForMemory()).toBeUndefined();
     expect(s.alive(), s.output().slice(-4000)).toBe(true);
-    const r = await fetch(`${s.base}/healthz`);
+    const r = await fetchFresh(`${s.base}/healthz`);
     expect(r.status).toBe(200);
   }
   const key = () => ({ 'x-api-key': s.key, 'content-type': 'application/json' });
@@ -46,7 +47,7 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
     ['POST', '/pronunciations'],
   ])('deep JSON on %s %s (8,000 and 100,000 levels): 422, a bounded body, and the server lives', async (method, path) => {
     for (const body of [deep(8000, '[', ']'), deep(8000, '{"a":', '}'), deep(100_000, '[', ']')]) {
-      const r = await fetch(`${s.base}${path}`, { method, headers: key(), body });
+      const r = await fetchFresh(`${s.base}${path}`, { method, headers: key(), body });
       const text = await r.text();
       expect(r.status, text.slice(0, 300)).toBe(422);
       expect(text.length).toBeLessThan(4096);
@@ -55,8 +56,8 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
   });
 
   it('deep JSON with only a temporary token (the 16 KB request that ended the process): refused, the server lives', async () => {
-    const t = (await (await fetch(`${s.base}/api-keys/token`, { headers: key() })).json()) as { token: string };
-    const r = await fetch(`${s.base}/voice-generator/generate?token=${encodeURIComponent(t.token)}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: deep(8000, '{"a":', '}') });
+    const t = (await (await fetchFresh(`${s.base}/api-keys/token`, { headers: key() })).json()) as { token: string };
+    const r = await fetchFresh(`${s.base}/voice-generator/generate?token=${encodeURIComponent(t.token)}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: deep(8000, '{"a":', '}') });
     expect(r.status).toBeGreaterThanOrEqual(400);
     await alive();
   });
@@ -128,18 +129,18 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
   }, 60_000);
 
   it('a temporary token cannot write: generate, keep and delete candidates are refused and nothing is created', async () => {
-    const t = (await (await fetch(`${s.base}/api-keys/token`, { headers: key() })).json()) as { token: string };
+    const t = (await (await fetchFresh(`${s.base}/api-keys/token`, { headers: key() })).json()) as { token: string };
     const q = `?token=${encodeURIComponent(t.token)}`;
-    const before = ((await (await fetch(`${s.base}/voices/`, { headers: key() })).json()) as unknown[]).length;
-    const gen = await fetch(`${s.base}/voice-generator/generate${q}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'a voice', n_samples: 1, language: 'en' }) });
+    const before = ((await (await fetchFresh(`${s.base}/voices/`, { headers: key() })).json()) as unknown[]).length;
+    const gen = await fetchFresh(`${s.base}/voice-generator/generate${q}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'a voice', n_samples: 1, language: 'en' }) });
     expect(gen.status).toBeGreaterThanOrEqual(400);
-    const g = await fetch(`${s.base}/voice-generator/generate`, { method: 'POST', headers: key(), body: JSON.stringify({ prompt: 'a voice', n_samples: 1, language: 'en' }) });
+    const g = await fetchFresh(`${s.base}/voice-generator/generate`, { method: 'POST', headers: key(), body: JSON.stringify({ prompt: 'a voice', n_samples: 1, language: 'en' }) });
     const id = ((await g.json()) as { embeddings: Array<{ embedding_id: string }> }).embeddings[0]!.embedding_id;
-    const keep = await fetch(`${s.base}/voices/from-embedding${q}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ voice_embedding_id: id, name: 'stolen', description: 'x' }) });
+    const keep = await fetchFresh(`${s.base}/voices/from-embedding${q}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ voice_embedding_id: id, name: 'stolen', description: 'x' }) });
     expect(keep.status).toBeGreaterThanOrEqual(400);
-    const del = await fetch(`${s.base}/voice-generator/embeddings/${id}${q}`, { method: 'DELETE' });
+    const del = await fetchFresh(`${s.base}/voice-generator/embeddings/${id}${q}`, { method: 'DELETE' });
     expect(del.status).toBeGreaterThanOrEqual(400);
-    const after = ((await (await fetch(`${s.base}/voices/`, { headers: key() })).json()) as unknown[]).length;
+    const after = ((await (await fetchFresh(`${s.base}/voices/`, { headers: key() })).json()) as unknown[]).length;
     expect(after).toBe(before);
     await alive();
   });

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { has, needs } from '../helpers/tools.js';
 import { built, pool, rssOf, startBuiltServer, sttMessages, wavHead, wsSession, root, type BuiltServer } from './built-server.js';
+import { fetchFresh } from './built-server.js';
 
 /** Most RSS may grow from after warm-up to the end of the soak, bytes (README "Limits and budgets"). */
 const GROWTH_BOUND = 50 << 20;
@@ -28,7 +29,7 @@ async function traffic(s: BuiltServer, scale: number): Promise<void> {
   const h = { 'x-api-key': s.key };
   const json = { ...h, 'content-type': 'application/json' };
   const sttPost = async (): Promise<void> => {
-    const r = await fetch(`${s.base}/post/speech/asr`, { method: 'POST', headers: { ...h, 'content-type': 'audio/wav' }, body: clip });
+    const r = await fetchFresh(`${s.base}/post/speech/asr`, { method: 'POST', headers: { ...h, 'content-type': 'audio/wav' }, body: clip });
     const text = await r.text();
     expect(r.status, text).toBe(200);
     expect(text).toContain('"type":"step"');
@@ -39,7 +40,7 @@ async function traffic(s: BuiltServer, scale: number): Promise<void> {
     expect(got.at(-1)?.type).toBe('end_of_stream');
   };
   const ttsPost = async (i: number): Promise<void> => {
-    const r = await fetch(`${s.base}/post/speech/tts`, { method: 'POST', headers: json, body: JSON.stringify({ text: `Request number ${i} of the soak.`, output_format: i % 3 === 0 ? 'ulaw_8000' : 'wav', only_audio: true }) });
+    const r = await fetchFresh(`${s.base}/post/speech/tts`, { method: 'POST', headers: json, body: JSON.stringify({ text: `Request number ${i} of the soak.`, output_format: i % 3 === 0 ? 'ulaw_8000' : 'wav', only_audio: true }) });
     const body = new Uint8Array(await r.arrayBuffer());
     expect(r.status).toBe(200);
     expect(body.length).toBeGreaterThan(1000);
@@ -55,7 +56,7 @@ async function traffic(s: BuiltServer, scale: number): Promise<void> {
     expect(got.at(-1)?.type).toBe('end_of_stream');
   };
   const tokenTts = async (i: number): Promise<void> => {
-    const t = (await (await fetch(`${s.base}/api-keys/token`, { headers: h })).json()) as { token: string };
+    const t = (await (await fetchFresh(`${s.base}/api-keys/token`, { headers: h })).json()) as { token: string };
     const got = await wsSession(`${s.wsBase}/speech/tts?token=${encodeURIComponent(t.token)}`, {}, [
       { type: 'setup', output_format: 'pcm_16000' },
       { type: 'text', text: `Token ${i}.` },
@@ -64,14 +65,14 @@ async function traffic(s: BuiltServer, scale: number): Promise<void> {
     expect(got.at(-1)?.type).toBe('end_of_stream');
   };
   const design = async (i: number): Promise<void> => {
-    const g = await fetch(`${s.base}/voice-generator/generate`, { method: 'POST', headers: json, body: JSON.stringify({ prompt: `A calm narrator, take ${i}`, n_samples: 2, language: 'en' }) });
+    const g = await fetchFresh(`${s.base}/voice-generator/generate`, { method: 'POST', headers: json, body: JSON.stringify({ prompt: `A calm narrator, take ${i}`, n_samples: 2, language: 'en' }) });
     expect(g.status).toBe(200);
     const { embeddings } = (await g.json()) as { embeddings: Array<{ embedding_id: string }> };
-    const kept = await fetch(`${s.base}/voices/from-embedding`, { method: 'POST', headers: json, body: JSON.stringify({ voice_embedding_id: embeddings[0]!.embedding_id, name: `soak ${i}`, description: 'soak' }) });
+    const kept = await fetchFresh(`${s.base}/voices/from-embedding`, { method: 'POST', headers: json, body: JSON.stringify({ voice_embedding_id: embeddings[0]!.embedding_id, name: `soak ${i}`, description: 'soak' }) });
     expect(kept.status).toBe(200);
-    const del = await fetch(`${s.base}/voice-generator/embeddings/${embeddings[1]!.embedding_id}`, { method: 'DELETE', headers: h });
+    const del = await fetchFresh(`${s.base}/voice-generator/embeddings/${embeddings[1]!.embedding_id}`, { method: 'DELETE', headers: h });
     expect(del.status).toBeLessThan(300);
-    expect((await fetch(`${s.base}/voices/?limit=0&include_catalog=1`, { headers: h })).status).toBe(200);
+    expect((await fetchFresh(`${s.base}/voices/?limit=0&include_catalog=1`, { headers: h })).status).toBe(200);
   };
   const n = (k: number) => Math.max(1, Math.round(k * scale));
   for (let i = 0; i < n(20); i++) await sttPost();
@@ -104,11 +105,16 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
     try {
       // The warm-up is a whole round: every engine, pool and allocator arena reaches the high-water
       // mark of this traffic's concurrency (5 STT decoders at once), so what grows after it is kept.
-      await traffic(s, 1);
+      // A failed request names its cause and shows what the server logged (warnings and up).
+      const round = (scale: number) =>
+        traffic(s, scale).catch((err: unknown) => {
+          throw new Error(`${String(err)} (cause: ${String((err as { cause?: unknown }).cause)}); server said:\n${s.output().slice(-3000)}`);
+        });
+      await round(1);
       const warm = await settledRss(s.child.pid!);
       const t0 = Date.now();
-      await traffic(s, 0.75);
-      await traffic(s, 0.75);
+      await round(0.75);
+      await round(0.75);
       const end = await settledRss(s.child.pid!);
       const mb = (b: number) => (b / 2 ** 20).toFixed(0);
       console.log(`soak: RSS ${mb(warm)} MB after warm-up → ${mb(end)} MB after 2 rounds (${((Date.now() - t0) / 1000).toFixed(0)} s), peak ${mb(s.peakRss())} MB`);
