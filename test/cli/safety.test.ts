@@ -122,16 +122,21 @@ describe('Ctrl-C during a conversion', () => {
       if (!stop) child.stdin.once('drain', feed);
     };
     child.stdin.on('error', () => {});
-    feed();
-    const deadline = Date.now() + 15_000;
-    while (leftovers().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(leftovers()).toHaveLength(1);
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    // Listened for from the start: a child that ends early must fail the test, not hang it (issue 25).
     // 'exit', not 'close': a helper process of the child (tsx's esbuild service) may hold stderr open a while.
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let ended = false;
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => ((ended = true), resolve(code))));
+    feed();
+    const deadline = Date.now() + 30_000;
+    while (leftovers().length === 0 && !ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(ended, `the CLI ended before Ctrl-C: ${stderr}`).toBe(false);
+    expect(leftovers()).toHaveLength(1);
     child.kill('SIGINT');
     const code = await exited;
     stop = true;
-    expect(code).toBe(130);
+    expect(code, stderr).toBe(130);
     expect(leftovers()).toEqual([]);
     expect(existsSync(out)).toBe(false);
   });

@@ -5,8 +5,10 @@
  * worker or the keys CLI would.
  *
  * The test makes the overlap happen rather than hoping for it (issue 25): a third process holds
- * the write lock while both debiters start (so SQLite's busy handling is exercised: they wait, they
- * do not fail), and both debiters stop at a barrier halfway until the other has debited too.
+ * the write lock while both debiters make their first debit (so SQLite's busy handling is
+ * exercised: they wait, they do not fail), and the debiters then go in lock-step rounds, each
+ * round released only when both reached it. With three or more rounds in which both succeed, each
+ * child's balances must jump somewhere, because the other debited between two of its rounds.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +26,7 @@ interface Outcome {
   refused: number;
   errors: string[];
   seen: number[];
+  firstMs: number;
 }
 
 interface Child {
@@ -74,20 +77,24 @@ describe('SqliteStore credits across two processes', () => {
     const budget = 1500;
     const org = await setup.createOrganization({ name: 'shared', region: null, allocatedCredits: budget, remainingCredits: budget, billingPeriod: 'monthly', nextRolloverDate: '2027-01-01', planName: 'p' });
 
+    const rounds = 10;
     const holder = start('lock-holder.ts', [path]);
-    const debiters = [start('debiter.ts', [path, org.id, '1000']), start('debiter.ts', [path, org.id, '1000'])];
-    await Promise.all([holder, ...debiters].map((c) => c.said('ready')));
-    // Both debiters start while another process holds the write lock: they must wait for it.
+    const debiters = [start('debiter.ts', [path, org.id, '1000', String(rounds)]), start('debiter.ts', [path, org.id, '1000', String(rounds)])];
+    await Promise.all([holder.said('ready'), ...debiters.map((c) => c.said('at 0'))]);
+    // Both debiters make their first debit while another process holds the write lock.
     holder.send('hold');
     await holder.said('holding');
     for (const c of debiters) c.send('go');
+    await Promise.all(debiters.map((c) => c.said('debiting')));
     await new Promise((r) => setTimeout(r, 300));
     holder.send('release');
     await holder.said('released');
     await holder.done;
-    // The barrier: neither goes past half until both got there.
-    await Promise.all(debiters.map((c) => c.said('half')));
-    for (const c of debiters) c.send('go2');
+    // The barrier: round r starts only when both children finished round r-1.
+    for (let r = 1; r < rounds; r++) {
+      await Promise.all(debiters.map((c) => c.said(`at ${r}`)));
+      for (const c of debiters) c.send('go');
+    }
     const outcomes = (await Promise.all(debiters.map((c) => c.done))).map((l) => JSON.parse(l) as Outcome);
 
     expect(outcomes.flatMap((o) => o.errors)).toEqual([]);
@@ -96,7 +103,9 @@ describe('SqliteStore credits across two processes', () => {
     // Every success saw a distinct balance from budget-1 down to 0: nothing spent twice, never below zero.
     const seen = outcomes.flatMap((o) => o.seen).sort((x, y) => x - y);
     expect(seen).toEqual(Array.from({ length: budget }, (_, i) => i));
-    // The barrier made them overlap: each child's balances jump where the other debited meanwhile.
+    // Each first debit waited for the held lock (released ≥ 300 ms after it began) and then succeeded.
+    for (const o of outcomes) expect(o.firstMs).toBeGreaterThanOrEqual(250);
+    // The rounds made them overlap: each child's balances jump where the other debited meanwhile.
     const gaps = outcomes.map((o) => o.seen.filter((v, i) => i > 0 && o.seen[i - 1]! - v > 1).length);
     expect(gaps[0]! > 0 && gaps[1]! > 0, `interleavings ${gaps.join(' / ')}`).toBe(true);
     expect((await setup.getOrganization(org.id))!.remainingCredits).toBe(0);
