@@ -3,9 +3,10 @@
  * against the real server with the tone engines: typed text is spoken (the page schedules Web
  * Audio buffers holding exactly the bytes the Node SDK gets for the same request, and shows every
  * word), and the fake microphone (a WAV the tone TTS made, then silence) is transcribed word by
- * word until the turn ends. A screenshot is kept in test-artifacts/.
+ * word until the turn ends (silence before the first word ends no turn). The page has an icon. A screenshot is kept in test-artifacts/.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BrowserContext, Page } from 'playwright-core';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,9 +34,23 @@ describe.skipIf(!built || !has('chromium'))(name, () => {
     await h?.close();
     rmSync(dir, { recursive: true, force: true });
   });
+  const origin = (): string => h.base.replace(/\/api$/, '');
+
+  /** Chromium on the page, connected with a temporary token (`?token=`); the voices are listed. */
+  async function openPage(profileName: string, extraArgs: string[] = []): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+    const { chromium } = await import('playwright-core');
+    const token = (await createClient({ baseUrl: h.base, apiKey: h.apiKey }).token()).token;
+    const context = await chromium.launchPersistentContext(join(dir, profileName), { executablePath: '/usr/bin/chromium', headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(15_000);
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(`${origin()}/?token=${encodeURIComponent(token)}`);
+    await page.waitForFunction(() => document.querySelectorAll('#voice option').length >= 5, null, { timeout: 10_000 });
+    return { context, page, errors };
+  }
 
   it('speaks and listens', async () => {
-    const { chromium } = await import('playwright-core');
     const sdk = createClient({ baseUrl: h.base, apiKey: h.apiKey });
     // The microphone: 1.5 s of silence (the user has not spoken yet: no turn ends there, and the
     // capture's start cannot clip the first word), "hello world" in tones, then 3 s of silence so
@@ -48,15 +63,8 @@ describe.skipIf(!built || !has('chromium'))(name, () => {
     writeFileSync(micPath, encodeWav(mic, { sampleRate: 48000 }));
     const expected = await sdk.tts({ text: 'Good morning everyone', outputFormat: 'pcm', voiceId: 'tone-en' });
 
-    const token = (await sdk.token()).token;
-    const profile = join(dir, 'profile');
-    const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', headless: true, args: [...CHROMIUM_ARGS, `--use-file-for-fake-audio-capture=${micPath}`] });
+    const { context, page, errors } = await openPage('profile', [`--use-file-for-fake-audio-capture=${micPath}`]);
     try {
-      const page = context.pages()[0] ?? (await context.newPage());
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(String(e)));
-      await page.goto(`${h.base.replace(/\/api$/, '')}/?token=${encodeURIComponent(token)}`);
-      await page.waitForFunction(() => document.querySelectorAll('#voice option').length >= 5, null, { timeout: 10_000 });
       await page.selectOption('#voice', 'tone-en');
 
       // Speak: the page plays what the Node SDK gets, byte for byte, and shows every word.
@@ -81,6 +89,26 @@ describe.skipIf(!built || !has('chromium'))(name, () => {
       expect(heard.steps).toBeGreaterThan(10);
       mkdirSync(join(root, 'test-artifacts'), { recursive: true });
       await page.screenshot({ path: join(root, 'test-artifacts', 'page.png'), fullPage: true });
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  it('answers /favicon.ico and the icon the page links with an image, not 404', async () => {
+    const ico = await fetch(`${origin()}/favicon.ico`);
+    expect(ico.status).toBe(200);
+    expect(ico.headers.get('content-type')).toMatch(/^image\//);
+    expect(await ico.text()).toMatch(/<svg[\s\S]*<\/svg>/);
+    const { context, page, errors } = await openPage('profile-icon');
+    try {
+      const linked = await page.evaluate(async () => {
+        const link = document.querySelector<HTMLLinkElement>('link[rel~="icon"]');
+        if (link === null) return null;
+        const res = await fetch(link.href);
+        return { status: res.status, type: res.headers.get('content-type') };
+      });
+      expect(linked).toEqual({ status: 200, type: expect.stringMatching(/^image\//) });
       expect(errors).toEqual([]);
     } finally {
       await context.close();
