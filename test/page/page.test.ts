@@ -3,7 +3,10 @@
  * against the real server with the tone engines: typed text is spoken (the page schedules Web
  * Audio buffers holding exactly the bytes the Node SDK gets for the same request, and shows every
  * word), and the fake microphone (a WAV the tone TTS made, then silence) is transcribed word by
- * word until the turn ends (silence before the first word ends no turn). The page has an icon. A screenshot is kept in test-artifacts/.
+ * word until the turn ends (silence before the first word ends no turn). Voice design takes the
+ * API key in its own field (a temporary token may not generate, docs/server.md "Credentials"),
+ * never kept in the browser's storage; each candidate plays before it is kept; the page has an
+ * icon. A screenshot is kept in test-artifacts/.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -109,6 +112,63 @@ describe.skipIf(!built || !has('chromium'))(name, () => {
         return { status: res.status, type: res.headers.get('content-type') };
       });
       expect(linked).toEqual({ status: 200, type: expect.stringMatching(/^image\//) });
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  it('designs a voice with the API key, plays each candidate before keeping it, and stores no key', async () => {
+    const sdk = createClient({ baseUrl: h.base, apiKey: h.apiKey });
+    const { context, page, errors } = await openPage('profile-design');
+    const generateCalls: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/voice-generator/')) generateCalls.push(r.url());
+    });
+    // What the page's TTS sockets carry (address and sent messages): the candidate's id must be there.
+    const ttsSent: string[] = [];
+    page.on('websocket', (ws) => {
+      ttsSent.push(ws.url());
+      ws.on('framesent', (f) => ttsSent.push(String(f.payload)));
+    });
+    try {
+      await page.fill('#prompt', 'a calm, deep voice');
+      // Without the key: a clear message, and no call the server would refuse (a token may not generate).
+      await page.click('#generate');
+      await expect.poll(() => page.textContent('#design-state'), { timeout: 5_000 }).toMatch(/API key/);
+      expect(generateCalls).toEqual([]);
+
+      await page.fill('#design-key', h.apiKey);
+      await page.click('#generate');
+      await page.waitForFunction(() => document.querySelectorAll('#candidates li button.play').length === 3, null, { timeout: 15_000 });
+      const ids = await page.locator('#candidates li').evaluateAll((items) => items.map((li) => (li as HTMLElement).dataset['embeddingId']));
+      expect(ids).toHaveLength(3);
+
+      // Play the second candidate: the page plays what TTS gives for that candidate's voice, byte for byte.
+      const sample = await page.inputValue('#sample');
+      expect(sample.length).toBeGreaterThan(0);
+      await page.locator('#candidates li').nth(1).locator('button.play').click();
+      await page.waitForFunction(() => /done/.test(document.querySelector('#design-state')?.textContent ?? ''), null, { timeout: 15_000 });
+      const expected = await sdk.tts({ text: sample, outputFormat: 'pcm', voiceId: ids[1]! });
+      expect(expected.audio.length).toBeGreaterThan(0);
+      const played = await page.evaluate(() => {
+        const s = (globalThis as unknown as { __voicewire: { ttsAudio: Uint8Array[] } }).__voicewire;
+        let bin = '';
+        for (const c of s.ttsAudio) for (const b of c) bin += String.fromCharCode(b);
+        return btoa(bin);
+      });
+      expect(Buffer.from(played, 'base64').equals(Buffer.from(expected.audio))).toBe(true);
+      expect(ttsSent.some((m) => m.includes(ids[1]!))).toBe(true);
+
+      // Keep it: it becomes one of the organization's voices and the voice list shows it.
+      page.once('dialog', (d) => void d.accept('Calm one'));
+      await page.locator('#candidates li').nth(1).locator('button.keep').click();
+      await page.waitForFunction(() => Array.from(document.querySelectorAll('#voice option')).some((o) => o.textContent?.startsWith('Calm one')), null, { timeout: 10_000 });
+      expect((await sdk.voices.list({ includeCatalog: false })).map((v) => v.name)).toContain('Calm one');
+
+      // The key lives in the field only: nothing in the browser's storage or the address.
+      const stored = await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }) + location.href + document.cookie);
+      expect(stored).not.toContain(h.apiKey);
       expect(errors).toEqual([]);
     } finally {
       await context.close();
