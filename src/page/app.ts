@@ -1,13 +1,16 @@
 /**
  * The web page of `voicewire serve`: type text and hear it as it streams (Web Audio, playback from
  * the first chunk, each word highlighted at its time), speak and read the transcript word by word
- * (the turn ends when you stop; the 2 s horizon's probability is plotted live), and design a voice.
+ * (the turn ends when you pause after speaking; the 2 s horizon's probability is plotted live), and
+ * design a voice (play each candidate, then keep or discard it).
  *
  * The page never keeps the API key: it trades the key the user pastes for a temporary token
- * (GET /api/api-keys/token, docs/api.md §4.6) and forgets it; every call after that carries
- * the token. `?token=` in the page's address skips the form.
+ * (GET /api/api-keys/token, docs/api.md §4.6) and forgets it; every call to speak and listen
+ * carries the token. `?token=` in the page's address skips the form. Voice design takes the key
+ * from its own field (see "voice design" below).
  */
 import { createClient, type VoiceClient } from '../client/index.js';
+import type { VoiceCandidate } from '../protocol/resources.js';
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 
@@ -63,48 +66,61 @@ $('language').addEventListener('change', () => void loadVoices().catch((err) => 
 // --- TTS: stream, play, highlight ----------------------------------------------------------------
 
 let audio: AudioContext | undefined;
+/** What is scheduled now: a new playback stops it, so two never overlap. */
+let playing: AudioBufferSourceNode[] = [];
 
-$('say').addEventListener('click', async () => {
-  const state = $('tts-state');
-  const wordsEl = $('words');
-  wordsEl.replaceChildren();
+/**
+ * Streams `text` in `voiceId` (a voice or a live candidate, docs/server.md) over the TTS WebSocket
+ * with the temporary token and plays it from the first chunk, each next chunk queued right behind
+ * the last; each word is shown in `wordsEl` (when given) and highlighted at its time.
+ * @returns seconds of audio played.
+ */
+async function play(voiceId: string, text: string, wordsEl: HTMLElement | null): Promise<number> {
+  for (const node of playing) node.stop();
+  playing = [];
+  wordsEl?.replaceChildren();
   stats.ttsAudio = [];
   audio ??= new AudioContext({ sampleRate: 48000 });
   await audio.resume();
-  // Playback starts with the first chunk; each next chunk is queued right behind the last.
   let start: number | undefined;
   let playhead = 0;
+  const stream = client!.ttsStream({ outputFormat: 'pcm', ...(voiceId ? { voiceId } : {}) });
+  stream.write(text);
+  stream.end();
+  for await (const e of stream) {
+    if (e.type === 'audio') {
+      stats.ttsAudio.push(e.audio);
+      const pcm = new Int16Array(e.audio.buffer, e.audio.byteOffset, e.audio.byteLength >> 1);
+      const buffer = audio.createBuffer(1, pcm.length, 48000);
+      const ch = buffer.getChannelData(0);
+      for (let i = 0; i < pcm.length; i++) ch[i] = pcm[i]! / 32768;
+      const node = audio.createBufferSource();
+      node.buffer = buffer;
+      node.connect(audio.destination);
+      start ??= audio.currentTime + 0.05;
+      node.start(start + playhead);
+      playing.push(node);
+      playhead += pcm.length / 48000;
+      stats.scheduledSamples += pcm.length;
+    } else if (wordsEl !== null) {
+      const span = Object.assign(document.createElement('span'), { textContent: `${e.word.text} ` });
+      wordsEl.append(span);
+      stats.wordsShown++;
+      const at = (start ?? audio.currentTime) + e.word.start_s - audio.currentTime;
+      const until = (start ?? audio.currentTime) + e.word.stop_s - audio.currentTime;
+      setTimeout(() => span.classList.add('now'), Math.max(0, at * 1000));
+      setTimeout(() => span.classList.remove('now'), Math.max(0, until * 1000));
+    }
+  }
+  return playhead;
+}
+
+$('say').addEventListener('click', async () => {
+  const state = $('tts-state');
   state.textContent = 'speaking…';
   try {
-    const voiceId = $<HTMLSelectElement>('voice').value;
-    const stream = client!.ttsStream({ outputFormat: 'pcm', ...(voiceId ? { voiceId } : {}) });
-    stream.write($<HTMLTextAreaElement>('text').value);
-    stream.end();
-    for await (const e of stream) {
-      if (e.type === 'audio') {
-        stats.ttsAudio.push(e.audio);
-        const pcm = new Int16Array(e.audio.buffer, e.audio.byteOffset, e.audio.byteLength >> 1);
-        const buffer = audio.createBuffer(1, pcm.length, 48000);
-        const ch = buffer.getChannelData(0);
-        for (let i = 0; i < pcm.length; i++) ch[i] = pcm[i]! / 32768;
-        const node = audio.createBufferSource();
-        node.buffer = buffer;
-        node.connect(audio.destination);
-        start ??= audio.currentTime + 0.05;
-        node.start(start + playhead);
-        playhead += pcm.length / 48000;
-        stats.scheduledSamples += pcm.length;
-      } else {
-        const span = Object.assign(document.createElement('span'), { textContent: `${e.word.text} ` });
-        wordsEl.append(span);
-        stats.wordsShown++;
-        const at = (start ?? audio.currentTime) + e.word.start_s - audio.currentTime;
-        const until = (start ?? audio.currentTime) + e.word.stop_s - audio.currentTime;
-        setTimeout(() => span.classList.add('now'), Math.max(0, at * 1000));
-        setTimeout(() => span.classList.remove('now'), Math.max(0, until * 1000));
-      }
-    }
-    state.textContent = `done: ${(stats.scheduledSamples / 48000).toFixed(2)} s of audio`;
+    const seconds = await play($<HTMLSelectElement>('voice').value, $<HTMLTextAreaElement>('text').value, $('words'));
+    state.textContent = `done: ${seconds.toFixed(2)} s of audio`;
   } catch (err) {
     fail(state, err);
   }
@@ -168,7 +184,7 @@ $('mic').addEventListener('click', async () => {
       button.textContent = 'Start listening';
     };
     button.textContent = 'Stop';
-    state.textContent = 'listening…';
+    state.textContent = 'listening… (the turn ends when you pause after speaking)';
     let words = 0;
     for await (const e of stream) {
       if (e.type === 'text') {
@@ -198,26 +214,70 @@ $('mic').addEventListener('click', async () => {
 
 // --- voice design --------------------------------------------------------------------------------
 
+/**
+ * Voice design writes to the organization (§4.7–§4.9), so it takes the API key, which a temporary
+ * token does not stand in for there (docs/server.md "Credentials"). The key is read from its field
+ * at each call and kept nowhere else: not in storage, not in the address. Playing a candidate is
+ * TTS in its voice, which the token may do.
+ */
+function designer(): VoiceClient | undefined {
+  const key = $<HTMLInputElement>('design-key').value.trim();
+  if (key !== '') return createClient({ baseUrl: base, apiKey: key });
+  $('design-state').textContent = 'Voice design needs the API key: paste it in the API key field of this section (the temporary token may only speak and listen).';
+  $<HTMLInputElement>('design-key').focus();
+  return undefined;
+}
+
+function candidateItem(c: VoiceCandidate, n: number): HTMLLIElement {
+  const state = $('design-state');
+  const item = Object.assign(document.createElement('li'), { textContent: `Candidate ${n} (until ${new Date(c.expires_at).toLocaleTimeString()})` });
+  item.dataset['embeddingId'] = c.embedding_id;
+  const button = (cls: string, label: string, onClick: () => Promise<void>): HTMLButtonElement => {
+    const b = Object.assign(document.createElement('button'), { className: cls, textContent: label, type: 'button' });
+    b.setAttribute('aria-label', `${label} candidate ${n}`);
+    b.addEventListener('click', () => void onClick().catch((err) => fail(state, err)));
+    return b;
+  };
+  const playButton = button('play', 'Play', async () => {
+    state.textContent = `playing candidate ${n}…`;
+    const seconds = await play(c.embedding_id, $<HTMLInputElement>('sample').value, null);
+    state.textContent = `done: candidate ${n}, ${seconds.toFixed(2)} s`;
+  });
+  const keepButton = button('keep', 'Keep', async () => {
+    const voices = designer();
+    if (voices === undefined) return;
+    const description = $<HTMLInputElement>('prompt').value;
+    const name = prompt(`Name of the new voice (candidate ${n})`, description.slice(0, 40)) ?? '';
+    if (name.trim() === '') return;
+    const voice = await voices.voices.keep(c, { name, description });
+    item.replaceChildren(`kept as ${voice.name}`);
+    state.textContent = `kept candidate ${n} as ${voice.name}`;
+    await loadVoices();
+  });
+  const discardButton = button('discard', 'Discard', async () => {
+    const voices = designer();
+    if (voices === undefined) return;
+    await voices.voices.discard(c);
+    item.remove();
+    state.textContent = `discarded candidate ${n}`;
+  });
+  item.append(playButton, keepButton, discardButton);
+  return item;
+}
+
 $('generate').addEventListener('click', async () => {
   const list = $('candidates');
+  const state = $('design-state');
+  const voices = designer();
+  if (voices === undefined) return;
   list.replaceChildren();
+  state.textContent = 'generating…';
   try {
-    const candidates = await client!.voices.design($<HTMLInputElement>('prompt').value, { nSamples: 3, language: $<HTMLSelectElement>('design-language').value });
-    for (const c of candidates) {
-      const keep = Object.assign(document.createElement('button'), { textContent: 'Keep' });
-      const item = Object.assign(document.createElement('li'), { textContent: `${c.embedding_id.slice(0, 8)}… (until ${new Date(c.expires_at).toLocaleTimeString()}) ` });
-      keep.addEventListener('click', async () => {
-        const name = prompt('Name of the new voice', $<HTMLInputElement>('prompt').value.slice(0, 40)) ?? '';
-        if (name === '') return;
-        const voice = await client!.voices.keep(c, { name, description: $<HTMLInputElement>('prompt').value });
-        item.textContent = `kept as ${voice.name}`;
-        await loadVoices();
-      });
-      item.append(keep);
-      list.append(item);
-    }
+    const candidates = await voices.voices.design($<HTMLInputElement>('prompt').value, { nSamples: 3, language: $<HTMLSelectElement>('design-language').value });
+    list.replaceChildren(...candidates.map((c, i) => candidateItem(c, i + 1)));
+    state.textContent = `${candidates.length} candidates: play each, then keep one`;
   } catch (err) {
-    fail(list, err);
+    fail(state, err);
   }
 });
 

@@ -1,7 +1,8 @@
 /**
  * The web page of `voicewire serve` at `/` (src/page, built by `npm run build` into dist/web):
  * static files read once at start, served as they are. Only the files of that folder are served
- * (a fixed table, so no path in a request can reach anything else).
+ * (a fixed table, so no path in a request can reach anything else). The page's icon answers
+ * `/favicon.ico` too, where browsers and tools look when a page links none (an SVG, served as one).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
 };
 
 /** Where the built page is: beside the bundled server (dist/web), or dist/web of the checkout when run from src/. */
@@ -35,6 +37,8 @@ export function createPageHandler(dir: string | null): (pathname: string, res: S
     }
     const index = files.get('/index.html');
     if (index) files.set('/', index);
+    const icon = files.get('/favicon.svg');
+    if (icon) files.set('/favicon.ico', icon);
   }
   return (pathname, res) => {
     const file = files.get(pathname);
