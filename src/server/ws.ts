@@ -59,6 +59,8 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
   stages.authenticated(performance.now() - upgradedAt);
   log.info({ route: options.route, org: who.org.name, key_id: who.key.id }, 'session opened');
   let lastActivity = Date.now();
+  /** A pong or a frame arrived since the last ping. */
+  let alive = true;
   let firstFrameAt = 0;
   let timedFirst = false;
   const marker = options.firstOutput === 'audio' ? '{"type":"audio"' : '{"type":"text"';
@@ -102,6 +104,9 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
     {
       onFrame: (data, isBinary) => {
         lastActivity = Date.now();
+        // A frame proves the peer lives as well as a pong does: its pong may wait behind
+        // megabytes it sent before it (300 multiplexed STT requests on a loaded machine, issue 25).
+        alive = true;
         if (firstFrameAt === 0) firstFrameAt = performance.now();
         stages.frame();
         const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
@@ -141,8 +146,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
     ws.pong(data);
   });
 
-  // Dead peers: a ping every pingSeconds; no pong since the last one → terminate.
-  let alive = true;
+  // Dead peers: a ping every pingSeconds; no pong and no frame since the last one → terminate.
   ws.on('pong', () => {
     alive = true;
   });
@@ -156,8 +160,13 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
       return;
     }
     if (!alive) {
-      log.info({ route: options.route }, 'peer did not answer a ping: terminated');
-      ws.terminate();
+      // Timers run before the poll phase: after the event loop was held up (a loaded machine),
+      // a pong already received waits unread. Judge after one poll (setImmediate) has read it.
+      setImmediate(() => {
+        if (alive || ws.readyState !== ws.OPEN) return;
+        log.info({ route: options.route }, 'peer did not answer a ping: terminated');
+        ws.terminate();
+      });
       return;
     }
     alive = false;
