@@ -78,9 +78,10 @@ class SoxrStream {
 
   constructor(private readonly lib: Soxr, from: number, to: number, recipe: number, maxChunk: number) {
     const err: (string | null)[] = [null];
-    this.s = lib.create(from, to, 1, err, null, lib.qspec(recipe, 0), lib.rspec(1));
-    if (err[0] !== null || this.s === null) throw new Error(`soxr_create: ${err[0]}`);
-    this.engine = lib.engine(this.s) as string;
+    const s = lib.create(from, to, 1, err, null, lib.qspec(recipe, 0), lib.rspec(1));
+    if (err[0] !== null || s === null) throw new Error(`soxr_create: ${err[0]}`);
+    this.s = s;
+    this.engine = lib.engine(s) as string;
     this.out = new Float32Array(Math.ceil((maxChunk * to) / from) + 4096);
   }
 
