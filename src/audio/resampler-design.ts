@@ -319,10 +319,11 @@ export function designStages(from: number, to: number, quality: ResamplerQuality
   if (s !== undefined) return s;
   const single: readonly ResamplerStage[] = [{ from, to, filter: designPolyphaseFilter(from, to, quality) }];
   s = single;
-  if (quality === 'high' && from !== to && 2 * to !== from && 2 * from !== to) {
-    const mid = from > to ? 2 * to : 2 * from;
+  const mid = from > to ? 2 * to : 2 * from;
+  const [wideFrom, wideTo] = from > to ? [from, mid] : [mid, to];
+  // Only where the wide stage gets an exact table (an interpolated one is never designed for nothing).
+  if (quality === 'high' && from !== to && 2 * to !== from && 2 * from !== to && wideTo / gcd(wideFrom, wideTo) <= MAX_PHASES) {
     const b = Math.min(from, to) / 2;
-    const [wideFrom, wideTo] = from > to ? [from, mid] : [mid, to];
     const w = Math.min(wideFrom, wideTo) / 2;
     const wide = designWide(wideFrom, wideTo, { attenuationDb: WIDE_ATTENUATION_DB, passband: b / w, stopband: (3 * b) / w, passbandRippleDb: WIDE_RIPPLE_DB });
     const narrow = from > to ? designPolyphaseFilter(mid, to, 'high') : designPolyphaseFilter(from, mid, 'high');

@@ -18,7 +18,7 @@ import { VoicewireError } from '../util/errors.js';
 import { objectArg, optionsArg, shown } from '../util/args.js';
 import { incrementalArg, type Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
-import { CLAMP_ABOVE, FLUSH_BELOW, roundToInt16, runDecimator, runPolyphase, tame } from './resampler-simd.js';
+import { CLAMP_ABOVE, FLUSH_BELOW, roundToInt16, runDecimator, runPolyphase, SCAN_NEEDS_TAME, SCAN_NON_FINITE, scanFloat32, tame } from './resampler-simd.js';
 import { designStages, RESAMPLER_QUALITIES, resamplerCost as designCost, type PolyphaseFilter, type ResamplerCost, type ResamplerQuality, type ResamplerStage } from './resampler-design.js';
 
 export type { ResamplerQuality, ResamplerQualitySpec } from './resampler-design.js';
@@ -132,33 +132,22 @@ function checkOptions(from: unknown, to: unknown, opts: ResampleOptions | undefi
   return { from: f, to: t, channels, quality };
 }
 
-function checkFloat32(chunk: unknown): Float32Array {
+/**
+ * Checks float input before any state changes (NaN/Infinity → `RESAMPLER_NON_FINITE`) and
+ * returns whether it needs taming ({@link RESAMPLER_FLUSH_BELOW}, {@link RESAMPLER_CLAMP_ABOVE}):
+ * one pass for both ({@link scanFloat32}), so audio that needs no taming skips that pass.
+ */
+function checkFloat32(chunk: unknown): boolean {
   if (!(chunk instanceof Float32Array)) {
     throw new VoicewireError('INVALID_ARGUMENT', `resampler: expected a Float32Array, got ${describe(chunk)}`);
   }
-  // One pass: the sum of finite float32 values is finite (it cannot overflow a double), and any
-  // NaN or ±Infinity makes it NaN or infinite. Checked before any state changes.
-  // Four sums break the add dependency chain (2× faster than one).
-  let s0 = 0;
-  let s1 = 0;
-  let s2 = 0;
-  let s3 = 0;
-  const n = chunk.length;
-  const n4 = n & ~3;
-  let i = 0;
-  for (; i < n4; i += 4) {
-    s0 += chunk[i]!;
-    s1 += chunk[i + 1]!;
-    s2 += chunk[i + 2]!;
-    s3 += chunk[i + 3]!;
-  }
-  for (; i < n; i++) s0 += chunk[i]!;
-  if (!Number.isFinite(s0 + s1 + s2 + s3)) {
+  const flags = scanFloat32(chunk);
+  if ((flags & SCAN_NON_FINITE) !== 0) {
     let at = 0;
     while (Number.isFinite(chunk[at]!)) at++;
     throw new VoicewireError('RESAMPLER_NON_FINITE', `resampler: input sample ${at} is ${shown(chunk[at])}`, { details: { index: at } });
   }
-  return chunk;
+  return (flags & SCAN_NEEDS_TAME) !== 0;
 }
 
 /**
@@ -632,18 +621,18 @@ abstract class CoreResampler {
 
 /** Float32 streaming resampler: validation around the core, one output array per call (or the caller's). */
 class FloatResampler extends CoreResampler implements Resampler<Float32Array> {
+  /** Whether a partial frame held over from an earlier chunk may need taming. */
+  private carry = false;
 
   push(chunk: Float32Array, out?: Float32Array): Float32Array {
-    checkFloat32(chunk);
+    const need = checkFloat32(chunk);
     const m = this.core.outputFramesFor(chunk.length) * this.channels;
-    if (out === undefined) {
-      const fresh = new Float32Array(m);
-      this.core.pushInto(chunk, fresh, 0);
-      return fresh;
-    }
-    checkOut(out, Float32Array, m, chunk);
-    this.core.pushInto(chunk, out, 0);
-    return out.subarray(0, m);
+    const dst = out === undefined ? new Float32Array(m) : checkOut(out, Float32Array, m, chunk);
+    // Tame only where some sample needs it: the held-over part of a frame counts as this chunk's.
+    this.core.tame = need || this.carry;
+    this.carry = need || (this.carry && chunk.length < this.channels);
+    this.core.pushInto(chunk, dst, 0);
+    return out === undefined ? dst : dst.subarray(0, m);
   }
 
   flush(out?: Float32Array): Float32Array {
@@ -738,13 +727,14 @@ export function createInt16Resampler(options: ResamplerOptions): Resampler<Int16
  */
 export function resample(input: Float32Array, fromRate: number, toRate: number, options: ResampleOptions = {}): Float32Array {
   const o = checkOptions(fromRate, toRate, options);
-  checkFloat32(input);
+  const need = checkFloat32(input);
   if (input.length % o.channels !== 0) {
     throw new VoicewireError('PCM_PARTIAL_SAMPLE', `resample: ${input.length} samples is not a whole number of ${o.channels}-channel frames`);
   }
   const frames = input.length / o.channels;
   const out = new Float32Array(roundRatio(frames, o.to, o.from) * o.channels);
   const core = createCore(o.from, o.to, o.channels, o.quality);
+  core.tame = need;
   const at = core.pushInto(input, out, 0);
   core.flushInto(out, at);
   return out;
