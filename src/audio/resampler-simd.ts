@@ -1343,8 +1343,9 @@ export function tame(h: Float32Array, from: number, to: number): void {
   }
 }
 
-/** {@link scanFloat32}'s flags. */
+/** {@link scanFloat32}'s flag: a sample is NaN or ±Infinity. */
 export const SCAN_NON_FINITE = 1;
+/** {@link scanFloat32}'s flag: a sample needs {@link tame} (always set by the JS path). */
 export const SCAN_NEEDS_TAME = 2;
 
 /**
