@@ -17,6 +17,7 @@ import { spawnSync } from 'node:child_process';
 import waveResampler from 'wave-resampler';
 import { createResampler, resample, resamplerBackend, type ResamplerQuality } from '../src/audio/resampler.js';
 import { measureQuality, responseDb, type QualityFigures, type ResampleFn } from './quality.js';
+import { audio, chunked, SPEED_PAIRS } from './resampler-input.js';
 import { fmtRatio, machine, runGroup, save, saveFile, type GroupResult } from './util.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -130,27 +131,6 @@ const voicewireFn = (quality: ResamplerQuality): ResampleFn => (x, from, to) => 
 // Speed
 // ---------------------------------------------------------------------------------------------
 
-/** Speech-like test audio: a few tones with a slow envelope and some noise. */
-function audio(rate: number, seconds: number): Float32Array {
-  const n = Math.round(rate * seconds);
-  const x = new Float32Array(n);
-  let s = 12345;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    const t = i / rate;
-    const env = 0.5 + 0.5 * Math.sin(2 * Math.PI * 3 * t);
-    x[i] = env * (0.3 * Math.sin(2 * Math.PI * 220 * t) + 0.2 * Math.sin(2 * Math.PI * 1375 * t)) + 0.05 * (s / 2 ** 32 - 0.5);
-  }
-  return x;
-}
-
-function chunked(x: Float32Array, rate: number, ms = 80): Float32Array[] {
-  const n = Math.round((rate * ms) / 1000);
-  const out: Float32Array[] = [];
-  for (let i = 0; i < x.length; i += n) out.push(x.subarray(i, Math.min(x.length, i + n)));
-  return out;
-}
-
 function soxTiming(from: number, to: number, seconds = 60): { spawnMs: number; runMs: number } {
   const x = audio(from, seconds);
   const time = (input: Float32Array): number => {
@@ -164,15 +144,6 @@ function soxTiming(from: number, to: number, seconds = 60): { spawnMs: number; r
   };
   return { spawnMs: time(new Float32Array(0)), runMs: time(x) };
 }
-
-const SPEED_PAIRS: [number, number][] = [
-  [48000, 24000],
-  [24000, 16000],
-  [24000, 8000],
-  [48000, 8000],
-  [44100, 24000],
-  [22050, 48000],
-];
 
 const speex = await loadSpeex();
 console.log(`voicewire resampler backend: ${resamplerBackend()}`);

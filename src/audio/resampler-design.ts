@@ -68,7 +68,11 @@ export interface ResamplerQualitySpec {
  *   ±0.01 dB to 0.9× (measured ±0.0067 dB); 1 kHz SNR ≥ 105 dB. Taps per output: 200 for 2:1,
  *   296 for 3:1, 584 for 6:1, 152 for 24k→16k — about 1.25× speexdsp q5's, which is not
  *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×); their rows are symmetric, so they run
- *   folded ({@link FoldedRows}: 104, 152, 296 and 80 multiplies per output).
+ *   folded ({@link FoldedRows}: 104, 152, 296 and 80 multiplies per output). Where it halves the
+ *   work, a pair runs as two stages ({@link designStages}: 48k→8k, 44.1k→24k, 22.05k→48k and
+ *   most pairs that are not 2:1, 3:2 or 3:1): the sharp edge is then filtered by the 2:1 minimax
+ *   design (so those pairs, once Kaiser, now have its ±0.007 dB ripple) and a wide stage (≥ 110
+ *   dB, ±0.001 dB) does the rest.
  * - `best` (sox's default `rate` class: 125 dB): Kaiser 126 dB, flat to 0.9× (±0.00001 dB),
  *   −6 dB at 0.95×, stopband from 1.0×: tones at 1.0×–1.05× ≤ −134 dBFS, at 1.25× ≤ −145 dBFS;
  *   images ≥ 128 dB down; SNR ≥ 137.5 dB. 336 taps for 2:1, 496 for 3:1.
@@ -262,6 +266,93 @@ export function designPolyphaseFilter(from: number, to: number, quality: Resampl
   return f;
 }
 
+/**
+ * The wide stage of a two-stage `'high'` design (see {@link designStages}), in Hz of the final
+ * lower Nyquist `B`: flat (±0.001 dB) to 0.9·B, ≥ 110 dB from 3·B — every frequency that would
+ * land in the final band [0, B] at the narrow stage's rate 2·B·2 (an alias when decimating, an
+ * image when interpolating) starts at 3·B. 110 dB and ±0.001 dB so that the cascade keeps
+ * `'high'`'s figures (±0.007 dB, 104 dB) with the narrow stage's ripple and stopband.
+ */
+const WIDE_ATTENUATION_DB = 110;
+const WIDE_RIPPLE_DB = 0.001;
+/** A cascade is used when it costs at most this fraction of the single stage's work (see {@link designStages}). */
+const CASCADE_GAIN = 0.8;
+
+/** One stage of a design: its rates and filter. */
+export interface ResamplerStage {
+  readonly from: number;
+  readonly to: number;
+  readonly filter: PolyphaseFilter;
+}
+
+/**
+ * Multiply-adds per input frame of one filter as the kernels run it: folded taps where the rows
+ * are folded, nothing for unit rows (copied), half the taps with a half-band decimator.
+ */
+export function filterWork(f: PolyphaseFilter): number {
+  if (f.interp !== null) return (2 * f.taps * f.up) / f.down;
+  if (f.decimator !== null) return f.decimator.branches.reduce((n, b) => n + b.count, 1) / f.down;
+  let sum = 0;
+  for (let p = 0; p < f.up; p++) sum += f.copy !== null && f.copy[p] !== 0 ? 0 : f.fold !== null ? f.fold.taps : f.taps;
+  return sum / f.down;
+}
+
+const stagesCache = new Map<string, readonly ResamplerStage[]>();
+
+/**
+ * The stages that resample `from → to` at `quality`: one polyphase filter, or for `'high'`,
+ * where it costs at most {@link CASCADE_GAIN} of that, two (issue 22: within 2× of libsoxr):
+ *
+ * - decimating (`from > to`): a wide, short stage `from → 2·to` (its transition band spans
+ *   0.9·B … 3·B, B = to/2), then the narrow 2:1 `'high'` stage `2·to → to` whose rows fold;
+ * - interpolating (`from < to`): the narrow 1:2 `'high'` stage `from → 2·from` (two symmetric,
+ *   folded phases), then a wide stage `2·from → to` (B = from/2).
+ *
+ * The narrow stage is `'high'`'s own design for 2:1, so the sharp band edge (0.9 → 1.0 of the
+ * lower Nyquist) is filtered at the lowest rate that can hold it; the wide stage has a
+ * transition band 21× wider and about a tenth of the taps. 48k→8k: 1.2 M multiply-adds per
+ * second of audio instead of 2.4 M. Both stages centred: the cascade has zero lag too.
+ */
+export function designStages(from: number, to: number, quality: ResamplerQuality): readonly ResamplerStage[] {
+  const key = `${from}/${to}/${quality}`;
+  let s = stagesCache.get(key);
+  if (s !== undefined) return s;
+  const single: readonly ResamplerStage[] = [{ from, to, filter: designPolyphaseFilter(from, to, quality) }];
+  s = single;
+  const mid = from > to ? 2 * to : 2 * from;
+  const [wideFrom, wideTo] = from > to ? [from, mid] : [mid, to];
+  // Only where the wide stage gets an exact table (an interpolated one is never designed for nothing).
+  if (quality === 'high' && from !== to && 2 * to !== from && 2 * from !== to && wideTo / gcd(wideFrom, wideTo) <= MAX_PHASES) {
+    const b = Math.min(from, to) / 2;
+    const w = Math.min(wideFrom, wideTo) / 2;
+    const wide = designWide(wideFrom, wideTo, { attenuationDb: WIDE_ATTENUATION_DB, passband: b / w, stopband: (3 * b) / w, passbandRippleDb: WIDE_RIPPLE_DB });
+    const narrow = from > to ? designPolyphaseFilter(mid, to, 'high') : designPolyphaseFilter(from, mid, 'high');
+    if (wide.interp === null && narrow.interp === null) {
+      const cascade: readonly ResamplerStage[] = from > to
+        ? [{ from, to: mid, filter: wide }, { from: mid, to, filter: narrow }]
+        : [{ from, to: mid, filter: narrow }, { from: mid, to, filter: wide }];
+      const work = filterWork(cascade[0]!.filter) + (filterWork(cascade[1]!.filter) * mid) / from;
+      if (work <= CASCADE_GAIN * filterWork(single[0]!.filter)) s = cascade;
+    }
+  }
+  if (stagesCache.size >= CACHE_SIZE) stagesCache.delete(stagesCache.keys().next().value!);
+  stagesCache.set(key, s);
+  return s;
+}
+
+/** {@link build} for a wide stage's spec, cached like the quality designs. */
+function designWide(from: number, to: number, spec: ResamplerQualitySpec): PolyphaseFilter {
+  const g = gcd(from, to);
+  const key = `${to / g}/${from / g}/wide/${spec.passband}/${spec.stopband}`;
+  let f = cache.get(key);
+  if (f === undefined) {
+    f = build(to / g, from / g, spec, true);
+    if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    cache.set(key, f);
+  }
+  return f;
+}
+
 /** What one design costs to run: a deterministic proxy for CPU per input sample (issue 11 §6). */
 export interface ResamplerCost {
   /** Phases of the exact table, or rows of the interpolated one. */
@@ -275,18 +366,28 @@ export interface ResamplerCost {
   readonly tableCoefs: number;
 }
 
-/** The {@link ResamplerCost} of `from → to` at `quality` (designs the filter if needed). */
+/**
+ * The {@link ResamplerCost} of `from → to` at `quality` (designs the filters if needed). A
+ * two-stage design ({@link designStages}) adds its stages' multiply-adds per input frame (the
+ * second's scaled by its input rate over `from`) and tables; `taps` and `phases` are the larger.
+ */
 export function resamplerCost(from: number, to: number, quality: ResamplerQuality): ResamplerCost {
-  const f = designPolyphaseFilter(from, to, quality);
-  const dots = f.interp !== null ? 2 : 1;
-  const taps = f.decimator !== null ? f.decimator.branches.reduce((n, b) => n + b.count, 1) : f.taps;
-  return {
-    phases: f.interp !== null ? f.interp.rows : f.up,
-    interpolated: f.interp !== null,
-    taps,
-    macsPerInput: (taps * dots * f.up) / f.down,
-    tableCoefs: f.interp !== null ? f.interp.coefs.length : f.coefs!.length,
-  };
+  let phases = 0;
+  let taps = 0;
+  let macsPerInput = 0;
+  let tableCoefs = 0;
+  let interpolated = false;
+  for (const s of designStages(from, to, quality)) {
+    const f = s.filter;
+    const dots = f.interp !== null ? 2 : 1;
+    const t = f.decimator !== null ? f.decimator.branches.reduce((n, b) => n + b.count, 1) : f.taps;
+    phases = Math.max(phases, f.interp !== null ? f.interp.rows : f.up);
+    taps = Math.max(taps, t);
+    macsPerInput += ((t * dots * f.up) / f.down) * (s.from / from);
+    tableCoefs += f.interp !== null ? f.interp.coefs.length : f.coefs!.length;
+    interpolated ||= f.interp !== null;
+  }
+  return { phases, interpolated, taps, macsPerInput, tableCoefs };
 }
 
 /** The shortest minimax prototype (remez.ts) meeting `spec` at the ratio, or null beyond {@link MAX_REMEZ_TAPS}. */
@@ -313,7 +414,15 @@ function designEquiripple(up: number, down: number, spec: ResamplerQualitySpec):
   return null;
 }
 
-function build(up: number, down: number, spec: ResamplerQualitySpec): PolyphaseFilter {
+/**
+ * `wide`: a cascade's wide stage. A Kaiser design then scales the whole prototype to unity DC
+ * gain instead of each phase: its band edges sit beyond the input Nyquist (22.05k→32k: passband
+ * to 7.2 kHz, stopband from 24 kHz), so the phases' sums differ by the transition band's gain at
+ * the input rate, and equalising them modulates the kernel (measured: stopband −59 dB instead
+ * of −110). The ripple that leaves around multiples of the input rate lands where the narrow
+ * stage removes it.
+ */
+function build(up: number, down: number, spec: ResamplerQualitySpec, wide = false): PolyphaseFilter {
   // r: the lower Nyquist over the input Nyquist. The kernel, in input-sample time τ, is
   // c·r·sinc(c·r·τ)·kaiser(τ/half), c the cutoff (fraction of the lower Nyquist): −6 dB at c×
   // the lower Nyquist, unity gain at DC.
@@ -345,7 +454,13 @@ function build(up: number, down: number, spec: ResamplerQualitySpec): PolyphaseF
     return { ...partial, coefs: null, step: null, next: null, copy: null, decimator: null, interp: { rows, coefs }, fold: null };
   }
   const coefs = new Float32Array(up * taps);
-  for (let p = 0; p < up; p++) fillPhaseRow(partial, p, coefs.subarray(p * taps, (p + 1) * taps));
+  if (wide && proto === null) {
+    let sum = 0;
+    for (let p = 0; p < up; p++) sum += kernelRow(partial, p, up, coefs.subarray(p * taps, (p + 1) * taps), 1);
+    for (let p = 0; p < up; p++) kernelRow(partial, p, up, coefs.subarray(p * taps, (p + 1) * taps), up / sum);
+  } else {
+    for (let p = 0; p < up; p++) fillPhaseRow(partial, p, coefs.subarray(p * taps, (p + 1) * taps));
+  }
   const step = new Int32Array(up);
   const next = new Int32Array(up);
   for (let p = 0; p < up; p++) {
@@ -455,9 +570,10 @@ export function fillPhaseRow(f: RowSpec, p: number, dst: Float32Array): void {
  * kernel at `τ = taps − half − 1 − j + num/den`, computed in float64, normalised to unity DC gain,
  * stored as float32 (coefficients under {@link TINY_COEF} as 0). A minimax design reads its
  * prototype (then `den` must be `up`); a Kaiser design evaluates its window and sinc, with the
- * sinc's zeros exact when the offset is a fraction of `up`.
+ * sinc's zeros exact when the offset is a fraction of `up`. `scale` (a cascade's wide stage)
+ * replaces the per-row normalisation by one factor; returns the row's sum before scaling.
  */
-function kernelRow(f: RowSpec, num0: number, den: number, dst: Float32Array): void {
+function kernelRow(f: RowSpec, num0: number, den: number, dst: Float32Array, scale = 0): number {
   const { up, down, half, taps, beta, cutNum, cutDen, proto } = f;
   if (rowScratch.buf.length < taps) rowScratch.buf = new Float64Array(taps);
   const row = rowScratch.buf;
@@ -473,7 +589,7 @@ function kernelRow(f: RowSpec, num0: number, den: number, dst: Float32Array): vo
       const v = m >= -K && m <= K ? proto[K + m]! : 0;
       dst[j] = v < TINY_COEF && v > -TINY_COEF ? 0 : v;
     }
-    return;
+    return 1;
   } else {
     const i0Beta = besselI0(beta);
     // sinc argument c·r·τ as an exact fraction x / xDen, so the sinc's zeros come out exactly 0
@@ -495,9 +611,10 @@ function kernelRow(f: RowSpec, num0: number, den: number, dst: Float32Array): vo
   }
   // Normalise every phase to unity DC gain (this also supplies the factor r of r·sinc(r·τ)):
   // removes the DC-image spurs a Kaiser ripple would leave at multiples of the input rate.
-  const g = 1 / sum;
+  const g = scale > 0 ? scale : 1 / sum;
   for (let j = 0; j < taps; j++) {
     const v = row[j]! * g;
     dst[j] = v < TINY_COEF && v > -TINY_COEF ? 0 : v;
   }
+  return sum;
 }

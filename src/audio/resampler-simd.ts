@@ -83,6 +83,7 @@ const I32 = 0x7f;
 const F32 = 0x7d;
 const V128 = 0x7b;
 const op = {
+  i32Or: 0x72,
   block: 0x02,
   loop: 0x03,
   if: 0x04,
@@ -133,6 +134,9 @@ const F32X4_ABS = 0xe0;
 const F32X4_SUB = 0xe5;
 const I32X4_TRUNC_SAT_F32X4_S = 0xf8;
 const I16X8_NARROW_I32X4_S = 0x85;
+const F32X4_GT = 0x44;
+const V128_ANY_TRUE = 0x53;
+const I32X4_ALL_TRUE = 0xa3;
 
 // Parameters and locals of `run`.
 const P_COEF = 0;
@@ -764,24 +768,64 @@ function buildTame(): number[] {
   return [1, 2, V128, ...c];
 }
 
+/**
+ * `scan(p, n) → flags`: one read-only pass over `n` floats (n rounded up to 4; the slack must
+ * hold zeros): bit 0 when one is NaN or ±Infinity, bit 1 when one needs {@link buildTame}'s
+ * flush or clamp (0 < |v| < 2^-50 or |v| > 2^64). Audio almost never needs taming, so the float
+ * path checks and skips the taming copy in one pass (issue 22: the check and the tame pass were
+ * 14 % of 48k→24k).
+ */
+function buildScan(): number[] {
+  const [P, N, A, FIN, T] = [0, 1, 2, 3, 4];
+  const c: number[] = [];
+  const get = (i: number): void => void c.push(op.get, i);
+  c.push(...v128x4(0xffffffff), op.set, FIN);
+  c.push(...v128x4(0), op.set, T);
+  c.push(op.block, op.void);
+  get(N);
+  c.push(op.i32Const, 0, op.i32GtS, op.i32Eqz, op.brIf, 0, op.loop, op.void);
+  get(P);
+  c.push(...simd(V128_LOAD), 2, 0, ...simd(F32X4_ABS), op.set, A);
+  get(FIN);
+  get(A);
+  c.push(...v128x4(0x7f800000), ...simd(F32X4_LT), ...simd(V128_AND), op.set, FIN); // |v| < ∞: finite
+  get(T);
+  get(A);
+  c.push(...v128x4(0x26800000), ...simd(F32X4_LT));
+  get(A);
+  c.push(...v128x4(0), ...simd(F32X4_GT), ...simd(V128_AND)); // 0 < |v| < 2^-50
+  get(A);
+  c.push(...v128x4(0x5f800000), ...simd(F32X4_GT), ...simd(V128_OR), ...simd(V128_OR), op.set, T); // or |v| > 2^64
+  get(P);
+  c.push(op.i32Const, 16, op.i32Add, op.set, P);
+  get(N);
+  c.push(op.i32Const, 4, op.i32Sub, op.tee, N, op.i32Const, 0, op.i32GtS, op.brIf, 0, op.end, op.end);
+  get(FIN);
+  c.push(...simd(I32X4_ALL_TRUE), op.i32Eqz);
+  get(T);
+  c.push(...simd(V128_ANY_TRUE), op.i32Const, 1, op.i32Shl, op.i32Or);
+  return [1, 3, V128, ...c];
+}
+
 function build(): Uint8Array<ArrayBuffer> {
   const folds = Array.from({ length: FOLD_MAX_DOWN }, (_, i) => buildFold(i + 1));
-  const bodies = [buildRun(), buildGather(), buildCombine(), buildRound16(), buildReverse(), buildTame(), ...folds].map((b) => [...b, op.end]);
+  const bodies = [buildRun(), buildGather(), buildCombine(), buildRound16(), buildReverse(), buildTame(), ...folds, buildScan()].map((b) => [...b, op.end]);
   const foldExports = folds.flatMap((_, i) => [...str(`fold${i + 1}`), 0x00, 6 + i]);
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, [
-      6,
+      7,
       0x60, 11, ...new Array<number>(11).fill(I32), 0,
       0x60, 4, I32, I32, I32, I32, 0,
       0x60, 8, I32, I32, I32, I32, I32, I32, F32, I32, 0,
       0x60, 3, I32, I32, I32, 0,
       0x60, 12, ...new Array<number>(12).fill(I32), 0,
       0x60, 2, I32, I32, 0,
+      0x60, 2, I32, I32, 1, I32,
     ]),
     ...section(2, [1, ...str('e'), ...str('m'), 0x02, 0x00, 0x01]),
-    ...section(3, [bodies.length, 0, 1, 2, 3, 3, 5, ...folds.map(() => 4)]),
-    ...section(7, [6 + folds.length, ...str('tame'), 0x00, 5, ...str('run'), 0x00, 0, ...str('gather'), 0x00, 1, ...str('combine'), 0x00, 2, ...str('round16'), 0x00, 3, ...str('reverse'), 0x00, 4, ...foldExports]),
+    ...section(3, [bodies.length, 0, 1, 2, 3, 3, 5, ...folds.map(() => 4), 6]),
+    ...section(7, [7 + folds.length, ...str('scan'), 0x00, 6 + folds.length, ...str('tame'), 0x00, 5, ...str('run'), 0x00, 0, ...str('gather'), 0x00, 1, ...str('combine'), 0x00, 2, ...str('round16'), 0x00, 3, ...str('reverse'), 0x00, 4, ...foldExports]),
     ...section(10, [bodies.length, ...bodies.flatMap((b) => [...uleb(b.length), ...b])]),
   ]);
 }
@@ -789,6 +833,7 @@ function build(): Uint8Array<ArrayBuffer> {
 type RunFn = (coef: number, taps: number, step: number, next: number, x: number, phase: number, out: number, n: number, up: number, down: number, copy: number) => void;
 type FoldFn = (coef: number, taps: number, step: number, next: number, x: number, xr0: number, phase: number, out: number, n: number, up: number, down: number, lohi: number) => void;
 type TameFn = (p: number, n: number) => void;
+type ScanFn = (p: number, n: number) => number;
 type ReverseFn = (src: number, dst: number, n: number) => void;
 type GatherFn = (src: number, dst: number, n: number, stride: number) => void;
 type Round16Fn = (src: number, dst: number, n: number) => void;
@@ -804,6 +849,7 @@ interface Wasm {
   fold: FoldFn[];
   reverse: ReverseFn;
   tame: TameFn;
+  scan: ScanFn;
   f32: Float32Array;
   i32: Int32Array;
   /** End of the phase tables (they start at 16); the scratch area follows. */
@@ -826,7 +872,8 @@ function instantiate(): Wasm | null {
     const fold = Array.from({ length: FOLD_MAX_DOWN }, (_, i) => instance.exports[`fold${i + 1}`] as FoldFn);
     const reverse = instance.exports['reverse'] as ReverseFn;
     const tame = instance.exports['tame'] as TameFn;
-    return { memory, run, gather, combine, round16, fold, reverse, tame, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer), top: 16, tables: new WeakMap(), folds: new WeakMap() };
+    const scan = instance.exports['scan'] as ScanFn;
+    return { memory, run, gather, combine, round16, fold, reverse, tame, scan, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer), top: 16, tables: new WeakMap(), folds: new WeakMap() };
   } catch {
     return null;
   }
@@ -1294,4 +1341,48 @@ export function tame(h: Float32Array, from: number, to: number): void {
     w.tame(ptr, m);
     h.set(f32.subarray(ptr >> 2, (ptr >> 2) + m), at);
   }
+}
+
+/** {@link scanFloat32}'s flag: a sample is NaN or ±Infinity. */
+export const SCAN_NON_FINITE = 1;
+/** {@link scanFloat32}'s flag: a sample needs {@link tame} (always set by the JS path). */
+export const SCAN_NEEDS_TAME = 2;
+
+/**
+ * Checks float input in one pass: {@link SCAN_NON_FINITE} when a sample is NaN or ±Infinity,
+ * {@link SCAN_NEEDS_TAME} when one needs {@link tame} (the JS path always reports it: its tame
+ * loop is its own check). Read-only.
+ */
+export function scanFloat32(x: Float32Array): number {
+  const n = x.length;
+  if (!useWasm || n < 64) {
+    // The sum of finite float32 values is finite (it cannot overflow a double); any NaN or
+    // ±Infinity makes it NaN or infinite. Four sums break the add dependency chain.
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    const n4 = n & ~3;
+    let i = 0;
+    for (; i < n4; i += 4) {
+      s0 += x[i]!;
+      s1 += x[i + 1]!;
+      s2 += x[i + 2]!;
+      s3 += x[i + 3]!;
+    }
+    for (; i < n; i++) s0 += x[i]!;
+    return (Number.isFinite(s0 + s1 + s2 + s3) ? 0 : SCAN_NON_FINITE) | SCAN_NEEDS_TAME;
+  }
+  const w = wasm!;
+  const ptr = (w.top + 15) & ~15;
+  ensureBytes(w, ptr + ROUND_BATCH * 4 + 16);
+  let flags = 0;
+  for (let at = 0; at < n; at += ROUND_BATCH) {
+    const m = Math.min(ROUND_BATCH, n - at);
+    const f32 = w.f32;
+    f32.set(x.subarray(at, at + m), ptr >> 2);
+    f32.fill(0, (ptr >> 2) + m, (ptr >> 2) + ((m + 3) & ~3));
+    flags |= w.scan(ptr, m);
+  }
+  return flags;
 }

@@ -1,7 +1,9 @@
 /**
  * Sample-rate conversion by exact rational polyphase filtering: `to/from` is reduced by the gcd
  * to `L/M` (44100→24000 is 80/147), and output sample `k` is the dot product of the input around
- * input time `k·M/L` with phase `k·M mod L` of a Kaiser-windowed sinc (see resampler-design.ts).
+ * input time `k·M/L` with phase `k·M mod L` of a windowed-sinc or minimax kernel (see
+ * resampler-design.ts). `'high'` runs some pairs as two such stages in a row (a wide, short one
+ * and the sharp 2:1 one: `designStages`), with the same timing and exactness.
  *
  * One core serves both uses. `resample()` runs it over the whole input and flushes; a streaming
  * {@link Resampler} emits output `k` as soon as input `⌊k·M/L⌋ + half` has arrived and `flush()`
@@ -16,8 +18,8 @@ import { VoicewireError } from '../util/errors.js';
 import { objectArg, optionsArg, shown } from '../util/args.js';
 import { incrementalArg, type Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
-import { CLAMP_ABOVE, FLUSH_BELOW, roundToInt16, runDecimator, runPolyphase, tame } from './resampler-simd.js';
-import { designPolyphaseFilter, RESAMPLER_QUALITIES, resamplerCost as designCost, type PolyphaseFilter, type ResamplerCost, type ResamplerQuality } from './resampler-design.js';
+import { CLAMP_ABOVE, FLUSH_BELOW, roundToInt16, runDecimator, runPolyphase, SCAN_NEEDS_TAME, SCAN_NON_FINITE, scanFloat32, tame } from './resampler-simd.js';
+import { designStages, RESAMPLER_QUALITIES, resamplerCost as designCost, type PolyphaseFilter, type ResamplerCost, type ResamplerQuality, type ResamplerStage } from './resampler-design.js';
 
 export type { ResamplerQuality, ResamplerQualitySpec } from './resampler-design.js';
 export { RESAMPLER_QUALITIES } from './resampler-design.js';
@@ -68,7 +70,9 @@ export interface Resampler<T extends Float32Array | Int16Array = Float32Array> {
    * The most samples (interleaved) that a `push` of `inputLength` samples can return, whatever
    * was pushed before, and also the most a `flush()` returns: size `out` with it, once, for the
    * largest chunk you push. It is `ceil(frames·to/from)·channels` for the at most
-   * `⌈inputLength/channels⌉` frames the chunk completes, or the flush's bound when larger.
+   * `⌈inputLength/channels⌉` frames the chunk completes (a two-stage `'high'` pair, see
+   * `RESAMPLER_QUALITIES`: `ceil(ceil(frames·mid/from)·to/mid)`, each stage's bound in turn), or
+   * the flush's bound when larger.
    */
   maxOutputLength(inputLength: number): number;
   /** Drops all buffered input and output position (barge-in): the next push starts a new stream. */
@@ -76,7 +80,8 @@ export interface Resampler<T extends Float32Array | Int16Array = Float32Array> {
   /**
    * The latency this streaming resampler adds, in output samples (may be fractional): output
    * `k`, which stands for time `k/to`, is emitted once the input up to `k/to + delaySeconds` has
-   * arrived. It is the kernel's half-length; 0 when `from === to`.
+   * arrived. It is the kernel's half-length (two stages: the sum of both, each in its own input
+   * rate's time); 0 when `from === to`.
    */
   readonly delay: number;
   /** {@link delay} in seconds. */
@@ -127,33 +132,22 @@ function checkOptions(from: unknown, to: unknown, opts: ResampleOptions | undefi
   return { from: f, to: t, channels, quality };
 }
 
-function checkFloat32(chunk: unknown): Float32Array {
+/**
+ * Checks float input before any state changes (NaN/Infinity → `RESAMPLER_NON_FINITE`) and
+ * returns whether it needs taming ({@link RESAMPLER_FLUSH_BELOW}, {@link RESAMPLER_CLAMP_ABOVE}):
+ * one pass for both ({@link scanFloat32}), so audio that needs no taming skips that pass.
+ */
+function checkFloat32(chunk: unknown): boolean {
   if (!(chunk instanceof Float32Array)) {
     throw new VoicewireError('INVALID_ARGUMENT', `resampler: expected a Float32Array, got ${describe(chunk)}`);
   }
-  // One pass: the sum of finite float32 values is finite (it cannot overflow a double), and any
-  // NaN or ±Infinity makes it NaN or infinite. Checked before any state changes.
-  // Four sums break the add dependency chain (2× faster than one).
-  let s0 = 0;
-  let s1 = 0;
-  let s2 = 0;
-  let s3 = 0;
-  const n = chunk.length;
-  const n4 = n & ~3;
-  let i = 0;
-  for (; i < n4; i += 4) {
-    s0 += chunk[i]!;
-    s1 += chunk[i + 1]!;
-    s2 += chunk[i + 2]!;
-    s3 += chunk[i + 3]!;
-  }
-  for (; i < n; i++) s0 += chunk[i]!;
-  if (!Number.isFinite(s0 + s1 + s2 + s3)) {
+  const flags = scanFloat32(chunk);
+  if ((flags & SCAN_NON_FINITE) !== 0) {
     let at = 0;
     while (Number.isFinite(chunk[at]!)) at++;
     throw new VoicewireError('RESAMPLER_NON_FINITE', `resampler: input sample ${at} is ${shown(chunk[at])}`, { details: { index: at } });
   }
-  return chunk;
+  return (flags & SCAN_NEEDS_TAME) !== 0;
 }
 
 /**
@@ -207,7 +201,7 @@ function roundRatio(n: number, a: number, b: number): number {
  * per channel, a linear history of the input (`cap = taps + BLOCK` frames, compacted when full,
  * which copies fewer than `taps` frames per BLOCK input frames).
  */
-class PolyphaseCore {
+class PolyphaseCore implements Core {
   readonly channels: number;
   readonly identity: boolean;
   private readonly f: PolyphaseFilter | null;
@@ -226,14 +220,24 @@ class PolyphaseCore {
   private inFrames = 0;
   /** Output frames emitted since the start. */
   private outFrames = 0;
+
+  /** Output frames emitted since the start (or the last reset). */
+  get emitted(): number {
+    return this.outFrames;
+  }
+
+  /** Whole input frames taken since the start (or the last reset). */
+  get taken(): number {
+    return this.inFrames;
+  }
   /** Whether input is flushed and clamped ({@link tame}): float input; int16 input needs neither. */
   tame = true;
   readonly delayFrames: number;
   readonly delaySeconds: number;
 
-  constructor(readonly from: number, readonly to: number, channels: number, readonly quality: ResamplerQuality) {
+  constructor(readonly from: number, readonly to: number, channels: number, filter: PolyphaseFilter | null) {
     this.channels = channels;
-    this.identity = from === to;
+    this.identity = filter === null;
     this.part = new Float32Array(channels);
     if (this.identity) {
       this.f = null;
@@ -246,7 +250,7 @@ class PolyphaseCore {
       this.delaySeconds = 0;
       return;
     }
-    const f = designPolyphaseFilter(from, to, quality);
+    const f = filter!;
     this.f = f;
     this.up = f.up;
     this.down = f.down;
@@ -324,8 +328,12 @@ class PolyphaseCore {
     return roundRatio(this.inFrames, this.to, this.from) - this.outFrames;
   }
 
-  /** Ends the stream: pads with zeros, writes the remaining outputs, resets. */
-  flushInto(out: Float32Array, at: number): number {
+  /**
+   * Ends the stream: pads with zeros, writes the remaining outputs, resets. `total` (a cascade's
+   * last stage) replaces the stream's output count `round(N·to/from)`: the zeros then also
+   * stand for the earlier stage's output past its end.
+   */
+  flushInto(out: Float32Array, at: number, total = -1): number {
     if (this.partLen > 0) {
       const got = this.partLen;
       this.reset();
@@ -335,10 +343,11 @@ class PolyphaseCore {
       this.reset();
       return 0;
     }
-    const remaining = this.flushFrames();
+    const remaining = total < 0 ? this.flushFrames() : total - this.outFrames;
     // `half` zeros after the last input make every output up to round(N·L/M) − 1 computable
-    // (its n0 ≤ N − 1); the count limit stops there, exactly where one-shot stops.
-    const written = this.frames(null, 0, this.f!.half, out, at, remaining);
+    // (its n0 ≤ N − 1); the count limit stops there, exactly where one-shot stops. A cascade's
+    // total may be one more: `down` more zeros cover it.
+    const written = this.frames(null, 0, this.f!.half + (total < 0 ? 0 : this.f!.down), out, at, remaining);
     this.reset();
     return written;
   }
@@ -473,21 +482,130 @@ export const RESAMPLER_FLUSH_BELOW = FLUSH_BELOW;
  */
 export const RESAMPLER_CLAMP_ABOVE = CLAMP_ABOVE;
 
-function checkedMax(core: PolyphaseCore, inputLength: number): number {
+/** The engine for `from → to` at `quality`: one polyphase stage or a cascade of two. */
+function createCore(from: number, to: number, channels: number, quality: ResamplerQuality): Core {
+  if (from === to) return new PolyphaseCore(from, to, channels, null);
+  const stages = designStages(from, to, quality);
+  if (stages.length === 1) return new PolyphaseCore(from, to, channels, stages[0]!.filter);
+  return new CascadeCore(from, to, channels, stages);
+}
+
+function checkedMax(core: Core, inputLength: number): number {
   if (!Number.isSafeInteger(inputLength) || inputLength < 0) {
     throw new VoicewireError('INVALID_ARGUMENT', `resampler: maxOutputLength needs a non-negative integer, got ${shown(inputLength)}`);
   }
   return core.maxOutputSamples(inputLength);
 }
 
+/** What the resamplers need of an engine: {@link PolyphaseCore}, or {@link CascadeCore} of two. */
+interface Core {
+  readonly identity: boolean;
+  tame: boolean;
+  readonly delayFrames: number;
+  readonly delaySeconds: number;
+  reset(): void;
+  outputFramesFor(samples: number): number;
+  pushInto(chunk: Float32Array, out: Float32Array, at: number): number;
+  maxOutputSamples(samples: number): number;
+  flushFrames(): number;
+  flushInto(out: Float32Array, at: number): number;
+}
+
+/**
+ * Two polyphase stages in a row (resampler-design.ts `designStages`): the first stage's output
+ * goes through a scratch buffer (grown to the largest push, then reused) into the second. Each
+ * stage is chunking-exact, so the cascade is; the flush ends the first stage, feeds its tail
+ * through, and ends the second at `round(N·to/from)` outputs, exactly like one stage.
+ */
+class CascadeCore implements Core {
+  readonly identity = false;
+  readonly delayFrames: number;
+  readonly delaySeconds: number;
+  private readonly a: PolyphaseCore;
+  private readonly b: PolyphaseCore;
+  private mid = EMPTY_F32;
+
+  constructor(readonly from: number, readonly to: number, readonly channels: number, stages: readonly ResamplerStage[]) {
+    const [s1, s2] = stages as [ResamplerStage, ResamplerStage];
+    this.a = new PolyphaseCore(s1.from, s1.to, channels, s1.filter);
+    this.b = new PolyphaseCore(s2.from, s2.to, channels, s2.filter);
+    this.b.tame = false; // the first stage's output is finite and bounded
+    // Output k needs stage-1 output ⌊k·M₂/L₂⌋ + half₂, which needs input ⌊…·M₁/L₁⌋ + half₁.
+    this.delaySeconds = this.a.delaySeconds + this.b.delaySeconds;
+    this.delayFrames = this.delaySeconds * to;
+  }
+
+  get tame(): boolean {
+    return this.a.tame;
+  }
+
+  set tame(v: boolean) {
+    this.a.tame = v;
+  }
+
+  reset(): void {
+    this.a.reset();
+    this.b.reset();
+  }
+
+  outputFramesFor(samples: number): number {
+    return this.b.outputFramesFor(this.a.outputFramesFor(samples) * this.channels);
+  }
+
+  private scratch(frames: number): Float32Array {
+    const n = frames * this.channels;
+    if (this.mid.length < n) this.mid = new Float32Array(Math.max(n, this.mid.length * 2));
+    return this.mid;
+  }
+
+  pushInto(chunk: Float32Array, out: Float32Array, at: number): number {
+    const m = this.a.outputFramesFor(chunk.length);
+    const mid = this.scratch(m);
+    this.a.pushInto(chunk, mid, 0);
+    return this.b.pushInto(mid.subarray(0, m * this.channels), out, at);
+  }
+
+  /** ⌈⌈f·L₁/M₁⌉·L₂/M₂⌉ for a push (each stage's bound in turn), or the flush's bound. */
+  maxOutputSamples(samples: number): number {
+    const C = this.channels;
+    const push = this.b.maxOutputSamples(this.a.maxOutputSamples(samples));
+    return Math.max(push, this.flushBound() * C);
+  }
+
+  /** Frames a flush writes at most: stage 2's own flush, what stage 1's tail makes ready, and one. */
+  private flushBound(): number {
+    const C = this.channels;
+    return this.b.maxOutputSamples(this.a.maxOutputSamples(0)) / C + this.b.maxOutputSamples(0) / C + 1;
+  }
+
+  flushFrames(): number {
+    return roundRatio(this.a.taken, this.to, this.from) - this.b.emitted;
+  }
+
+  flushInto(out: Float32Array, at: number): number {
+    const total = roundRatio(this.a.taken, this.to, this.from);
+    // Stage 1 ends first (it throws on a partial frame and resets itself); its tail goes on.
+    const tail = this.scratch(this.a.flushFrames());
+    let m: number;
+    try {
+      m = this.a.flushInto(tail, 0);
+    } catch (err) {
+      this.reset();
+      throw err;
+    }
+    const n = this.b.pushInto(tail.subarray(0, m * this.channels), out, at);
+    return n + this.b.flushInto(out, at + n, total);
+  }
+}
+
 /** What the Float32 and Int16 resamplers share: the core, its delay, `maxOutputLength`, `reset`. */
 abstract class CoreResampler {
-  protected readonly core: PolyphaseCore;
+  protected readonly core: Core;
   readonly delay: number;
   readonly delaySeconds: number;
 
   constructor(readonly from: number, readonly to: number, readonly channels: number, readonly quality: ResamplerQuality) {
-    this.core = new PolyphaseCore(from, to, channels, quality);
+    this.core = createCore(from, to, channels, quality);
     this.delay = this.core.delayFrames;
     this.delaySeconds = this.core.delaySeconds;
   }
@@ -503,18 +621,18 @@ abstract class CoreResampler {
 
 /** Float32 streaming resampler: validation around the core, one output array per call (or the caller's). */
 class FloatResampler extends CoreResampler implements Resampler<Float32Array> {
+  /** Whether a partial frame held over from an earlier chunk may need taming. */
+  private carry = false;
 
   push(chunk: Float32Array, out?: Float32Array): Float32Array {
-    checkFloat32(chunk);
+    const need = checkFloat32(chunk);
     const m = this.core.outputFramesFor(chunk.length) * this.channels;
-    if (out === undefined) {
-      const fresh = new Float32Array(m);
-      this.core.pushInto(chunk, fresh, 0);
-      return fresh;
-    }
-    checkOut(out, Float32Array, m, chunk);
-    this.core.pushInto(chunk, out, 0);
-    return out.subarray(0, m);
+    const dst = out === undefined ? new Float32Array(m) : checkOut(out, Float32Array, m, chunk);
+    // Tame only where some sample needs it: the held-over part of a frame counts as this chunk's.
+    this.core.tame = need || this.carry;
+    this.carry = need || (this.carry && chunk.length < this.channels);
+    this.core.pushInto(chunk, dst, 0);
+    return out === undefined ? dst : dst.subarray(0, m);
   }
 
   flush(out?: Float32Array): Float32Array {
@@ -609,13 +727,14 @@ export function createInt16Resampler(options: ResamplerOptions): Resampler<Int16
  */
 export function resample(input: Float32Array, fromRate: number, toRate: number, options: ResampleOptions = {}): Float32Array {
   const o = checkOptions(fromRate, toRate, options);
-  checkFloat32(input);
+  const need = checkFloat32(input);
   if (input.length % o.channels !== 0) {
     throw new VoicewireError('PCM_PARTIAL_SAMPLE', `resample: ${input.length} samples is not a whole number of ${o.channels}-channel frames`);
   }
   const frames = input.length / o.channels;
   const out = new Float32Array(roundRatio(frames, o.to, o.from) * o.channels);
-  const core = new PolyphaseCore(o.from, o.to, o.channels, o.quality);
+  const core = createCore(o.from, o.to, o.channels, o.quality);
+  core.tame = need;
   const at = core.pushInto(input, out, 0);
   core.flushInto(out, at);
   return out;
