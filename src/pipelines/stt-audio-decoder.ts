@@ -348,7 +348,7 @@ export function createSttAudioDecoder(format?: string, opts?: SttAudioDecoderOpt
 
 /**
  * An STT input decoder in the shape the protocol server's `createInputDecoder` option takes
- * (`SttInputDecoder` of sessions/server.ts): `push(bytes)` → 24 kHz PCM of any length (the
+ * (`SttInputDecoder` of sessions/stt-server-session.ts): `push(bytes)` → 24 kHz PCM of any length (the
  * server frames it), `drain()` on a `flush` message (the resampler's tail), `end()` at the end.
  * Ogg Opus beyond `maxSamplesPerPush` (default 1 s) per push is queued: the server calls `pull()`
  * while `pending` > 0, yielding between calls; `end()` decodes what is left (bounded by

@@ -254,7 +254,7 @@ export function createTtsAudioEncoder(format: string, opts?: TtsAudioEncoderOpti
 
 /**
  * A TTS output encoder in the shape the protocol server's `createOutputEncoder` option takes
- * (`TtsOutputEncoder` of sessions/server.ts): `push(frame)` → the frame's chunk
+ * (`TtsOutputEncoder` of sessions/tts-server-session.ts): `push(frame)` → the frame's chunk
  * `{ bytes, start_s, stop_s }`, `end()` → the tail chunk, both with the real span of decoded
  * output audio the bytes add (after resampling and Opus pre-skip, see {@link TtsAudioChunk}), so
  * the server stamps `audio` messages with it and holds each word until the audio reaching its

@@ -109,7 +109,7 @@ describe('a client that never reads', { timeout: 15_000 }, () => {
   it('a POST /post/speech/tts client that never reads its body: server memory for it bounded (12 MB for 23 MB of audio)', async () => {
     // A bounded server holds its body queue (16 lines), socket buffers and one engine call's output:
     // the runner hands long text to the engine in pieces of at most 256 characters cut at spaces
-    // (src/sessions/server.ts), waiting for the reader between them. Before that cut, one call
+    // (src/sessions/tts-server-session.ts), waiting for the reader between them. Before that cut, one call
     // synthesized the whole message (≈ 45 MB here).
     const { peak } = await stalledPost();
     expect(peak).toBeLessThan(12 << 20);

@@ -1,0 +1,94 @@
+/**
+ * What a server session runner is to its caller: the transport it writes to (with its
+ * backpressure), the running session it hands back, and the options both runners share.
+ * server.ts has the overview; stt-server-session.ts and tts-server-session.ts the runners.
+ */
+import type { RawMessage } from '../protocol/parse.js';
+import type { VoicewireError } from '../util/errors.js';
+import type { DEFAULT_MAX_REQUESTS_PER_SOCKET, ServerSessionNotice } from './multiplex.js';
+
+/**
+ * Where a server session writes: one text frame per message, and the close.
+ *
+ * Backpressure: `send` may report that the socket is full. Return a promise that settles once the
+ * frame is written (e.g. wrap `ws.send(text, cb)`), or `false` when the buffer is full together
+ * with {@link ServerTransport.drained}. While sends are pending the runner asks its engine streams
+ * for nothing more (each engine call and each tag event waits), so a TTS engine faster than real
+ * time cannot fill the socket buffer without bound: at most the messages of one engine call are in
+ * flight beyond the transport's own buffer. A rejected promise means the socket broke. Returning
+ * nothing (or `true`) means "keep going".
+ */
+export interface ServerTransport {
+  /**
+   * Sends one text frame. Meaningful results: a promise (pending until written), `false` (full: wait
+   * for {@link drained}); anything else (`undefined`, `true`, or what `array.push` returns in a test)
+   * means "keep going". Typed `unknown` so that `(t) => ws.send(t)` and `(t) => out.push(t)` fit.
+   */
+  send(text: string): unknown;
+  close(code: number, reason: string): void;
+  /** After `send` returned `false`: resolves once the transport takes frames again. Without it, `false` is ignored. */
+  drained?(): Promise<void>;
+  /**
+   * Stop delivering client frames (e.g. ws's `socket.pause()`): the runner calls it when the input
+   * queued before the engine passes its bound ({@link ServerSessionOptions.maxQueuedBytes},
+   * {@link ServerSessionOptions.maxQueuedMessages}), so the peer is held back by TCP flow control.
+   * Frames already on their way may still arrive. Without it, a request that passes the bound
+   * fails with `PROTOCOL_QUEUE_FULL`.
+   */
+  pauseReading?(): void;
+  /** Deliver client frames again (ws's `socket.resume()`): called once the queue is down to half its bound. */
+  resumeReading?(): void;
+}
+
+/** A running server session over one socket. */
+export interface ServerSession<S> {
+  /** A frame from the client (text, its bytes, or a parsed value). */
+  receive(data: RawMessage): void;
+  /** The socket closed (by the peer or the network): engine streams are closed, nothing more is sent. */
+  transportClosed(): void;
+  /**
+   * Ends a request or the whole session with an error the server decided on (authentication
+   * revoked mid-stream, quota, shutdown): sends `error` with the error's close code (1011 when it
+   * has none) and closes the socket with it. With the `clientReqId` of a live request on a
+   * multiplexed socket (§4.4), only that request ends (its `error` carries the id) and the others
+   * go on; an id with no live request there is ignored. Without an id on a socket that is not
+   * multiplexed, the error goes to its single request (carrying that request's id, if any).
+   */
+  fail(error: VoicewireError, clientReqId?: string): void;
+  /** The machine state (immutable snapshots). */
+  readonly state: S;
+  /** True once the session closed the socket or saw it close. */
+  readonly closed: boolean;
+  /** Resolves once no engine work is pending (every request stream idle). */
+  whenIdle(): Promise<void>;
+}
+
+/** Options shared by both server runners. */
+export interface ServerSessionOptions {
+  transport: ServerTransport;
+  /** Makes the `request_id` of each `ready`. Default `crypto.randomUUID()` (a counter where there is no `crypto`). */
+  requestId?: () => string;
+  /** Lifecycle notices (request started/ended, session closed), for logs and metrics. */
+  onEvent?: (notice: ServerSessionNotice) => void;
+  /**
+   * Most requests live at once on the socket (§4.4 multiplexing); a setup beyond it is answered
+   * with `error` `PROTOCOL_TOO_MANY_REQUESTS` for its id. Default 256
+   * ({@link DEFAULT_MAX_REQUESTS_PER_SOCKET}).
+   */
+  maxRequests?: number;
+  /**
+   * Most bytes of client input (decoded base64 audio, UTF-16 text) queued before the engine, over
+   * all requests of the socket. Past it the runner pauses reading ({@link ServerTransport.pauseReading})
+   * until the queue is down to half; a transport that cannot pause, or input beyond twice the
+   * bound while paused, fails the request that passed it with `PROTOCOL_QUEUE_FULL` (1011).
+   * Default 4 MiB ({@link DEFAULT_MAX_QUEUED_BYTES}).
+   */
+  maxQueuedBytes?: number;
+  /** Most client messages (audio, text, flush, end) queued before the engine; as {@link maxQueuedBytes}. Default 4096 ({@link DEFAULT_MAX_QUEUED_MESSAGES}). */
+  maxQueuedMessages?: number;
+}
+
+/** Default of {@link ServerSessionOptions.maxQueuedBytes}: 4 MiB. */
+export const DEFAULT_MAX_QUEUED_BYTES = 4 << 20;
+/** Default of {@link ServerSessionOptions.maxQueuedMessages}. */
+export const DEFAULT_MAX_QUEUED_MESSAGES = 4096;
