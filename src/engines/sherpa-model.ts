@@ -25,7 +25,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, join, resolve } from 'node:path';
 import { VoicewireError } from '../util/errors.js';
-import { readOnnxInfo, type OnnxInfo } from './onnx-info.js';
+import { readOnnxInfo as readOnnx, type OnnxInfo } from './onnx-info.js';
 
 /** The npm package of sherpa-onnx's Node binding (its native binary is `sherpa-onnx-linux-x64` etc.). */
 export const SHERPA_PACKAGE = 'sherpa-onnx-node';
@@ -67,6 +67,15 @@ export function sherpaPackagePath(): string {
 
 function invalid(dir: string, cause: string): never {
   throw new VoicewireError('MODEL_INVALID', `model folder ${dir}: ${cause}`);
+}
+
+/** The model's metadata and graph names; a file that is not ONNX is refused naming the folder. */
+function readOnnxInfo(dir: string, model: string): OnnxInfo {
+  try {
+    return readOnnx(model);
+  } catch (err) {
+    return invalid(dir, (err as Error).message.replace(model, basename(model)));
+  }
 }
 
 function files(dir: string): string[] {
@@ -153,7 +162,7 @@ export function resolveSherpaTtsModel(dir: string, type?: SherpaTtsType): Sherpa
   if (type !== undefined && !SHERPA_TTS_TYPES.includes(type)) invalid(dir, `unknown TTS model type "${type}" (one of ${SHERPA_TTS_TYPES.join(', ')})`);
   const model = singleOnnx(dir, names);
   const tokens = need(dir, names, 'tokens.txt', 'the model\'s symbols');
-  const info = readOnnxInfo(model);
+  const info = readOnnxInfo(dir, model);
   const family: SherpaTtsType = type ?? (info.metadata.model_type === 'kokoro' || names.includes('voices.bin') ? 'kokoro' : (info.metadata.comment ?? '').includes('piper') ? 'piper' : 'vits');
   const dataDir = names.includes('espeak-ng-data') ? join(dir, 'espeak-ng-data') : systemEspeakData();
   const language = languageCode(info.metadata.language ?? info.metadata.voice);
@@ -215,7 +224,7 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType): Sherpa
     return { ...base, type: family, languages: ['en'], config: modelConfig({ moonshine: { preprocessor: m('preprocess.onnx'), encoder: m('encode.onnx'), uncachedDecoder: find(/^uncached_decode.*\.onnx$/) ?? invalid(dir, 'no uncached_decode*.onnx'), cachedDecoder: find(/^cached_decode.*\.onnx$/) ?? invalid(dir, 'no cached_decode*.onnx') } }) };
   }
   const model = singleOnnx(dir, names);
-  const info = readOnnxInfo(model);
+  const info = readOnnxInfo(dir, model);
   const meta = info.metadata;
   if (family === undefined) {
     // NeMo's exports take `audio_signal`; any of its metadata keys marks one too (a missing one is then named).

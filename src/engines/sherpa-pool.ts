@@ -13,7 +13,7 @@
  * least one of them free. Memory: one model copy per worker (a Piper voice ~60–120 MB, Whisper
  * small ~0.5 GB); size the pool with `limits.sherpaWorkers`.
  *
- * The workers are unreferenced: an idle pool never keeps the process alive.
+ * A worker keeps the process alive only while it loads the model or runs a job: an idle pool never does.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -161,12 +161,12 @@ export class SherpaPool {
 
   private spawn(): void {
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { pkg: this.pkg, kind: this.model.kind, config: this.model.config } });
-    worker.unref();
     const slot: Slot = { worker, ready: false, job: undefined };
     this.slots.push(slot);
     worker.on('message', (m: { type: string; id?: number; result?: unknown; message?: string }) => {
       if (m.type === 'ready') {
         slot.ready = true;
+        worker.unref();
         if (++this.readyCount === this.size) this.settleReady.resolve();
         this.dispatch();
       } else if (m.type === 'failed') {
@@ -174,6 +174,7 @@ export class SherpaPool {
       } else if (slot.job !== undefined && m.id === slot.job.id) {
         const job = slot.job;
         slot.job = undefined;
+        worker.unref();
         if (m.type === 'done') job.resolve(m.result);
         else job.reject(new VoicewireError('PROTOCOL_INTERNAL', `sherpa-onnx (${this.model.name}): ${m.message ?? 'failed'}`));
         if (this.slots.length > this.size) this.retire(slot);
@@ -182,6 +183,9 @@ export class SherpaPool {
     });
     worker.on('error', (err) => this.lost(slot, err));
     worker.on('exit', () => this.lost(slot, undefined));
+    // Referenced only while it loads or runs a job: an idle pool never keeps the process alive.
+    // (After the listeners: adding a 'message' listener refs the worker's port again.)
+    worker.ref();
   }
 
   private retire(slot: Slot): void {
@@ -235,6 +239,7 @@ export class SherpaPool {
       }
       if (next === undefined) return;
       slot.job = next;
+      slot.worker.ref();
       const transfer = next.job.op === 'stt' ? [next.job.samples.buffer as ArrayBuffer] : [];
       slot.worker.postMessage({ ...next.job, id: next.id }, transfer);
     }
