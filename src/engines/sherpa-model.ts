@@ -58,10 +58,15 @@ export interface SherpaModel {
 
 /** The resolved path of the sherpa-onnx-node package, or a reason it cannot be used. */
 export function sherpaPackagePath(): string {
+  const binary = `sherpa-onnx-${process.platform === 'win32' ? 'win' : process.platform}-${process.arch}`;
   try {
-    return createRequire(import.meta.url).resolve(SHERPA_PACKAGE);
+    const req = createRequire(import.meta.url);
+    const pkg = req.resolve(SHERPA_PACKAGE);
+    // The wrapper finds its native binary in this optional package, installed beside it (or nested).
+    createRequire(pkg).resolve(`${binary}/package.json`);
+    return pkg;
   } catch (err) {
-    throw new VoicewireError('ENGINE_UNAVAILABLE', `the sherpa-onnx engines need the npm packages ${SHERPA_PACKAGE} and its binary for this platform (sherpa-onnx-linux-x64 on Linux x64), optional dependencies of voicewire: reinstall without --omit=optional`, { cause: err });
+    throw new VoicewireError('ENGINE_UNAVAILABLE', `the sherpa-onnx engines need the npm packages ${SHERPA_PACKAGE} and ${binary} (its native binary for this platform), optional dependencies of voicewire: reinstall without --omit=optional, on a platform sherpa-onnx ships binaries for`, { cause: err });
   }
 }
 
