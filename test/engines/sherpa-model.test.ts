@@ -28,7 +28,7 @@ describe('ONNX metadata without a runtime', () => {
     const ctc = readOnnxInfo(join(folders.make('nemo-ctc'), 'model.onnx'));
     expect(ctc.metadata).toMatchObject({ subsampling_factor: '4', normalize_type: 'per_feature' });
     expect(ctc.inputs).toEqual(['audio_signal', 'length']);
-  });
+  }, 180_000);
 });
 
 describe('sherpa-onnx model folders', () => {
@@ -40,7 +40,7 @@ describe('sherpa-onnx model folders', () => {
     const stt = resolveSherpaSttModel(folders.make('nemo-ctc'));
     expect(stt.type).toBe('nemo-ctc');
     await expect(validateSherpaModel(stt)).resolves.toEqual({});
-  }, 60_000);
+  }, 180_000);
 
   const cases: Array<[ModelBreak, RegExp, RegExp]> = [
     ['no-metadata', /lacks the metadata "n_speakers"/, /lacks the metadata "vocab_size"/],
@@ -65,7 +65,7 @@ describe('sherpa-onnx model folders', () => {
       expect(e2.code).toBe('MODEL_INVALID');
       expect(e2.message).toContain(ctc);
       expect(e2.message).toMatch(ctcCause);
-    });
+    }, 180_000);
   }
 
   it('the child-process check refuses what would end the server: sherpa-onnx exits on a missing key, here a refusal', async () => {
@@ -80,12 +80,12 @@ describe('sherpa-onnx model folders', () => {
     const ctc: SherpaModel = { kind: 'stt', dir: ctcDir, type: 'nemo-ctc', name: 'y', languages: ['en'], config: { featConfig: { sampleRate: 16000, featureDim: 80 }, modelConfig: { nemoCtc: { model: join(ctcDir, 'model.onnx') }, tokens: join(ctcDir, 'tokens.txt'), numThreads: 1 } } };
     const e2 = await refusal(() => validateSherpaModel(ctc));
     expect(e2.message).toMatch(/Protobuf parsing failed/);
-  }, 60_000);
+  }, 180_000);
 
   it('refuses a missing folder and an unknown forced type', async () => {
     expect((await refusal(() => resolveSherpaTtsModel('/nonexistent/voice'))).message).toBe('model folder /nonexistent/voice: does not exist');
     const dir = folders.make('piper');
     expect((await refusal(() => resolveSherpaTtsModel(dir, 'tacotron' as never))).message).toMatch(/unknown TTS model type "tacotron"/);
     expect(resolveSherpaTtsModel(dir, 'vits').type).toBe('vits');
-  });
+  }, 180_000);
 });

@@ -37,7 +37,7 @@ describe('SherpaPool', () => {
     } finally {
       await pool.close();
     }
-  }, 60_000);
+  }, 180_000);
 
   it('drops a queued job whose request has gone, and keeps the event loop free while the workers work', async () => {
     const pool = new SherpaPool(resolveSherpaTtsModel(folders.make('piper', { loops: 2000 })), { workers: 1, maxQueued: 8 });
@@ -66,7 +66,7 @@ describe('SherpaPool', () => {
     } finally {
       await pool.close();
     }
-  }, 60_000);
+  }, 180_000);
 
   it('decodes STT segments on workers; a closed pool refuses jobs', async () => {
     const pool = new SherpaPool(resolveSherpaSttModel(folders.make('nemo-ctc')), { workers: 1 });
@@ -76,5 +76,5 @@ describe('SherpaPool', () => {
     expect(r.text.length).toBeGreaterThan(0);
     await pool.close();
     await expect(pool.run({ op: 'stt', samples: new Float32Array(160), sampleRate: 16000 })).rejects.toMatchObject({ code: 'INVALID_STATE' });
-  }, 60_000);
+  }, 180_000);
 });

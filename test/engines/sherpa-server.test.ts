@@ -23,7 +23,7 @@ beforeAll(async () => {
   registerTtsEngine('sherpa-test', ttsEntry);
   registerSttEngine('sherpa-test', sttEntry);
   h = await startServer({ tts: 'sherpa-test', stt: 'sherpa-test', limits: { sherpaWorkers: 2 } });
-}, 60_000);
+}, 180_000);
 afterAll(async () => {
   await h?.close();
   await ttsEntry?.close?.();
@@ -52,7 +52,7 @@ describe('sherpa-onnx TTS through the server', () => {
     // Another speaker is another voice: other samples, same length.
     const other = await c.tts({ text, voiceId: voices[1]!.uid, outputFormat: 'wav', http: true });
     expect(Buffer.from(other.audio).equals(Buffer.from(overHttp.audio))).toBe(false);
-  }, 60_000);
+  }, 180_000);
 
   it('honours speed (padding_bonus −4 is twice as fast) and skips text with nothing to say instead of aborting', async () => {
     const c = createClient({ baseUrl: h.base, apiKey: h.apiKey, retry: { attempts: 1 } });
@@ -66,7 +66,7 @@ describe('sherpa-onnx TTS through the server', () => {
     expect(empty.words).toEqual([]);
     const mixed = await c.tts({ text: '... Hi.', outputFormat: 'wav', http: true });
     expect(mixed.words.map((w) => w.text)).toEqual(['Hi.']);
-  }, 60_000);
+  }, 180_000);
 });
 
 describe('sherpa-onnx STT through the server', () => {
@@ -82,7 +82,7 @@ describe('sherpa-onnx STT through the server', () => {
     const duration = seconds(wav);
     for (const w of overWs.words) expect(w.start_s).toBeLessThanOrEqual(duration);
     await expect(c.stt(wav, { inputFormat: 'wav', language: 'fr' })).rejects.toMatchObject({ closeCode: 1008 });
-  }, 60_000);
+  }, 180_000);
 
   it('silence gives no words', async () => {
     const c = createClient({ baseUrl: h.base, apiKey: h.apiKey, retry: { attempts: 1 } });
