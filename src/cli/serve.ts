@@ -3,7 +3,8 @@
  *
  *   voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL] [--tts ENGINE]
  *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap] [--workers N]
- *                   [--connections-per-address N]
+ *                   [--connections-per-address N] [--tts-model DIR] [--tts-model-type TYPE]
+ *                   [--stt-model PATH] [--stt-model-type TYPE]
  *
  * stdout carries human lines only: at first start the keys, each alone on its line
  * (`API key (x-api-key): vw_…`, `instance-admin key (x-api-key on /statusz, /drain): vw_…`), then
@@ -23,7 +24,8 @@ import { VoicewireError } from '../util/errors.js';
 import { createVoiceServer } from '../server/server.js';
 import { DEFAULT_CREDITS, bootstrap } from '../server/bootstrap.js';
 import { openStore } from '../server/store/open.js';
-import { catalogVoices, registerSttEngine, sttEngineFromPath } from '../engines/registry.js';
+import { catalogVoices, registerSttEngine, registerTtsEngine, sherpaSttEntry, sherpaTtsEntry, sttEngineFromPath } from '../engines/registry.js';
+import { SHERPA_STT_TYPES, SHERPA_TTS_TYPES, type SherpaSttType, type SherpaTtsType } from '../engines/sherpa-model.js';
 import { MemoryStore } from '../server/store/memory-store.js';
 import type { Store } from '../server/store/store.js';
 import type { CliSubcommand } from './main.js';
@@ -44,13 +46,21 @@ function usage(message: string): VoicewireError {
 }
 
 export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL]
-                       [--tts ENGINE] [--stt ENGINE] [--stt-model PATH] [--core-url URL] [--region NAME]
+                       [--tts ENGINE] [--stt ENGINE] [--core-url URL] [--region NAME]
+                       [--tts-model DIR] [--tts-model-type TYPE] [--stt-model PATH] [--stt-model-type TYPE]
                        [--no-bootstrap] [--workers N] [--connections-per-address N]
   --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
   --connections-per-address: open connections one client address may hold, per process (default
     256; behind a proxy every client has the proxy's address: raise it).
-  ENGINE: tts espeak (default when installed) | tone; stt pocketsphinx (default) | tone.
-  --stt-model: a pocketsphinx model directory, or a module whose default export is an SttEngine.
+  ENGINE: tts espeak (default when installed) | sherpa-onnx | tone; stt pocketsphinx (default) | sherpa-onnx | tone.
+  --tts-model DIR: a sherpa-onnx voice folder (Piper, VITS, Kokoro); implies --tts sherpa-onnx.
+  --stt-model PATH: with --stt sherpa-onnx (or --stt-model-type), a sherpa-onnx model folder (NeMo or
+    Zipformer CTC, Whisper, SenseVoice, Paraformer, Moonshine, transducer); else a pocketsphinx
+    model directory, or a module whose default export is an SttEngine.
+  --tts-model-type ${SHERPA_TTS_TYPES.join('|')}; --stt-model-type ${SHERPA_STT_TYPES.join('|')}:
+    the model family, when detecting it from the folder's files and metadata is not enough.
+  A sherpa-onnx folder is loaded and run once in a child process first: a folder that cannot be
+    loaded stops the start with MODEL_INVALID, naming the folder and the cause.
   env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT, VOICEWIRE_CONNECTIONS_PER_ADDRESS mirror
     --data, --store, --port, --connections-per-address.`;
 
@@ -68,6 +78,9 @@ export const serveCommand: CliSubcommand = {
           tts: { type: 'string' },
           stt: { type: 'string' },
           'stt-model': { type: 'string' },
+          'tts-model': { type: 'string' },
+          'tts-model-type': { type: 'string' },
+          'stt-model-type': { type: 'string' },
           'core-url': { type: 'string' },
           region: { type: 'string' },
           'no-bootstrap': { type: 'boolean' },
@@ -101,6 +114,19 @@ export const serveCommand: CliSubcommand = {
     if (workers > 1 && (values.store ?? process.env['VOICEWIRE_STORE']) === 'memory:') {
       throw usage('--workers above 1 needs a shared store (a --data folder or a postgres:// --store), not memory:');
     }
+    // Model folders are checked before the store is opened: a refused start leaves no data behind.
+    const tts = await sherpaTts(values);
+    let stt = values.stt;
+    const sherpaStt = stt === 'sherpa-onnx' || values['stt-model-type'] !== undefined;
+    if (sherpaStt) {
+      if (stt !== undefined && stt !== 'sherpa-onnx') throw usage(`--stt-model-type is for --stt sherpa-onnx, not --stt ${stt}`);
+      const type = values['stt-model-type'];
+      if (type !== undefined && !(SHERPA_STT_TYPES as readonly string[]).includes(type)) throw usage(`--stt-model-type must be one of ${SHERPA_STT_TYPES.join(', ')}, got ${type}`);
+      if (values['stt-model'] === undefined) throw usage('--stt sherpa-onnx needs --stt-model DIR (a sherpa-onnx model folder)');
+      // MODEL_INVALID as it is: it names the folder and the cause.
+      registerSttEngine('sherpa-onnx', await sherpaSttEntry(values['stt-model'], type as SherpaSttType | undefined));
+      stt = 'sherpa-onnx';
+    }
     const store = await openCliStore(values);
     const logger = pino(
       { level: process.env['VOICEWIRE_LOG_LEVEL'] ?? 'info', base: { service: 'voicewire', pid: process.pid, ...(primary ? { role: 'primary' } : worker ? { role: 'worker' } : {}) } },
@@ -126,8 +152,7 @@ export const serveCommand: CliSubcommand = {
       await store.close();
       return runPrimary(workers, host, logger);
     }
-    let stt = values.stt;
-    if (values['stt-model'] !== undefined) {
+    if (!sherpaStt && values['stt-model'] !== undefined) {
       const path = resolve(values['stt-model']);
       const st = statSync(path, { throwIfNoEntry: false });
       if (st === undefined) throw usage(`--stt-model ${values['stt-model']}: no such file or directory`);
@@ -143,7 +168,7 @@ export const serveCommand: CliSubcommand = {
       logger,
       version: pkg.version,
       processMetrics: true,
-      ...(values.tts !== undefined ? { tts: values.tts } : {}),
+      ...(tts !== undefined ? { tts } : {}),
       ...(stt !== undefined ? { stt } : {}),
       ...(values['core-url'] !== undefined ? { coreUrl: values['core-url'] } : {}),
       ...(values.region !== undefined ? { region: values.region } : {}),
@@ -194,6 +219,21 @@ export const serveCommand: CliSubcommand = {
     return 0;
   },
 };
+
+/**
+ * `--tts sherpa-onnx --tts-model DIR [--tts-model-type TYPE]` (`--tts-model` alone implies the
+ * engine): checks the folder in a child process and registers the engine. Returns the TTS engine name.
+ */
+async function sherpaTts(values: { tts?: string | undefined; 'tts-model'?: string | undefined; 'tts-model-type'?: string | undefined }): Promise<string | undefined> {
+  const dir = values['tts-model'];
+  const type = values['tts-model-type'];
+  if (values.tts !== 'sherpa-onnx' && dir === undefined && type === undefined) return values.tts;
+  if (values.tts !== undefined && values.tts !== 'sherpa-onnx') throw usage(`--tts-model and --tts-model-type are for --tts sherpa-onnx, not --tts ${values.tts}`);
+  if (dir === undefined) throw usage('--tts sherpa-onnx needs --tts-model DIR (a sherpa-onnx voice folder)');
+  if (type !== undefined && !(SHERPA_TTS_TYPES as readonly string[]).includes(type)) throw usage(`--tts-model-type must be one of ${SHERPA_TTS_TYPES.join(', ')}, got ${type}`);
+  registerTtsEngine('sherpa-onnx', await sherpaTtsEntry(dir, type as SherpaTtsType | undefined));
+  return 'sherpa-onnx';
+}
 
 /** A port in use (or below 1024 without the right) is said so, not reported as an internal error. */
 function listenError(err: unknown, host: string, port: number): unknown {

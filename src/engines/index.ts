@@ -1,7 +1,8 @@
 /**
  * voicewire/engines: real speech engines for servers built on voicewire (Node only). espeak-ng
  * TTS (GPL-3.0, an optional peer dependency loaded at run time), pocketsphinx STT (Debian, through
- * koffi), and the WebRTC VAD behind `step` predictions. Each implements the library's
+ * koffi), the WebRTC VAD behind `step` predictions, and sherpa-onnx models (Piper, Kokoro, Whisper,
+ * NeMo…; optional dependencies) on worker threads. Each implements the library's
  * `TtsEngine` / `SttEngine` (src/sessions/engine.ts).
  */
 export { createEspeakTtsEngine, effectiveVoiceParams } from './espeak-tts.js';
@@ -19,3 +20,13 @@ export { pocketsphinxAvailable, pocketsphinxModelFromDir, POCKETSPHINX_PACKAGES,
 export type { PocketsphinxModel } from './pocketsphinx-ffi.js';
 export { VoiceActivity, loadVad, inactivityFromPause, VAD_HORIZONS, PAUSE_MODEL } from './vad.js';
 export type { FvadModule } from './vad.js';
+export { createSherpaTtsEngine, sherpaCatalogVoices, speedFromPaddingBonus, SHERPA_LAG_WORDS } from './sherpa-tts.js';
+export type { SherpaTtsOptions } from './sherpa-tts.js';
+export { createSherpaSttEngine } from './sherpa-stt.js';
+export type { SherpaSttOptions } from './sherpa-stt.js';
+export { SherpaPool, defaultSherpaWorkers, DEFAULT_SHERPA_QUEUE } from './sherpa-pool.js';
+export type { SherpaPoolOptions, TtsJob, TtsJobResult, SttJob, SttJobResult } from './sherpa-pool.js';
+export { resolveSherpaTtsModel, resolveSherpaSttModel, validateSherpaModel, SHERPA_TTS_TYPES, SHERPA_STT_TYPES, SHERPA_PACKAGE, MODEL_CHECK_TIMEOUT_MS } from './sherpa-model.js';
+export type { SherpaModel, SherpaModelFacts, SherpaTtsType, SherpaSttType } from './sherpa-model.js';
+export { readOnnxInfo } from './onnx-info.js';
+export type { OnnxInfo } from './onnx-info.js';

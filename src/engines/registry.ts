@@ -22,12 +22,26 @@ import { ESPEAK_PACKAGE, loadEspeak } from './espeak-module.js';
 import { catalogVoices as espeakCatalog } from './espeak-voices.js';
 import { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
 import { pocketsphinxModelFromDir } from './pocketsphinx-ffi.js';
+import { resolveSherpaSttModel, resolveSherpaTtsModel, validateSherpaModel, type SherpaModel, type SherpaSttType, type SherpaTtsType } from './sherpa-model.js';
+import { DEFAULT_SHERPA_QUEUE, defaultSherpaWorkers, SherpaPool } from './sherpa-pool.js';
+import { createSherpaTtsEngine, sherpaCatalogVoices } from './sherpa-tts.js';
+import { createSherpaSttEngine } from './sherpa-stt.js';
 
 /** A catalog voice an engine offers (seeded into the store at start as a voice with orgId null). */
 export type CatalogVoice = Omit<EngineVoice, 'orgId' | 'createdAt'>;
 
+/** The server limits an engine with worker threads reads (src/server/config.ts `ServerLimits`). */
+export interface EngineLimits {
+  sherpaWorkers: number;
+  sherpaQueue: number;
+}
+
 /** One TTS engine: its factory and its catalog of voices. */
 export interface TtsEngineEntry {
+  /** Takes the server's limits before the first request (worker threads, queue). */
+  configure?(limits: EngineLimits): void;
+  /** Stops what the engine runs (worker threads). */
+  close?(): Promise<void>;
   create(context: EngineContext): TtsEngine;
   /** Loads the model before the first request, so its time to first audio is the engine's own. */
   warm?(): Promise<unknown>;
@@ -37,6 +51,10 @@ export interface TtsEngineEntry {
 
 /** One STT engine. */
 export interface SttEngineEntry {
+  /** Takes the server's limits before `create` (worker threads, queue). */
+  configure?(limits: EngineLimits): void;
+  /** Stops what the engine runs (worker threads). */
+  close?(): Promise<void>;
   /** The engine; called once per server, which shares it between all requests (no organization is bound). */
   create(context?: EngineContext): SttEngine;
   /**
@@ -124,6 +142,61 @@ export async function sttEngineFromPath(path: string, isDirectory: boolean): Pro
   if (engine === undefined || typeof engine.open !== 'function') throw new Error(`${path}: the default export is not an SttEngine (an object with open(config, emit))`);
   // Any other model is assumed to hold a costly instance per stream.
   return { create: () => engine, heavy: true };
+}
+
+/** Adds a TTS engine under `name` (`serve --tts sherpa-onnx --tts-model DIR`). */
+export function registerTtsEngine(name: string, entry: TtsEngineEntry): void {
+  Object.defineProperty(TTS_ENGINES, name, { value: entry, enumerable: true, writable: true, configurable: true });
+}
+
+/** The worker pool of a checked model, made on first use with the limits the server gave. */
+function lazyPool(model: SherpaModel): { configure(limits: EngineLimits): void; pool(): SherpaPool; close(): Promise<void> } {
+  let limits: EngineLimits = { sherpaWorkers: defaultSherpaWorkers(), sherpaQueue: DEFAULT_SHERPA_QUEUE };
+  let pool: SherpaPool | undefined;
+  return {
+    configure(l) {
+      limits = { sherpaWorkers: l.sherpaWorkers, sherpaQueue: l.sherpaQueue };
+      pool?.setWorkers(limits.sherpaWorkers);
+      pool?.setMaxQueued(limits.sherpaQueue);
+    },
+    pool: () => (pool ??= new SherpaPool(model, { workers: limits.sherpaWorkers, maxQueued: limits.sherpaQueue })),
+    close: async () => {
+      await pool?.close();
+      pool = undefined;
+    },
+  };
+}
+
+/**
+ * The TTS engine of a sherpa-onnx model folder (`--tts sherpa-onnx --tts-model DIR`): the folder
+ * is checked, then loaded and run once in a child process, before this process loads it.
+ * @throws VoicewireError `MODEL_INVALID` naming the folder and the cause.
+ */
+export async function sherpaTtsEntry(dir: string, type?: SherpaTtsType): Promise<TtsEngineEntry> {
+  const model = resolveSherpaTtsModel(dir, type);
+  const facts = await validateSherpaModel(model);
+  const numSpeakers = facts.numSpeakers ?? 1;
+  const lazy = lazyPool(model);
+  return {
+    configure: lazy.configure,
+    close: lazy.close,
+    warm: () => lazy.pool().ready,
+    create: (context) => createSherpaTtsEngine(lazy.pool(), context, { numSpeakers }),
+    catalogVoices: () => sherpaCatalogVoices(model, numSpeakers),
+  };
+}
+
+/**
+ * The STT engine of a sherpa-onnx model folder (`--stt sherpa-onnx --stt-model DIR`), checked as
+ * {@link sherpaTtsEntry} is. One engine per process; its worker pool bounds the work (not heavy:
+ * a stream holds no model instance).
+ */
+export async function sherpaSttEntry(dir: string, type?: SherpaSttType): Promise<SttEngineEntry> {
+  const model = resolveSherpaSttModel(dir, type);
+  await validateSherpaModel(model);
+  const lazy = lazyPool(model);
+  let engine: SttEngine | undefined;
+  return { configure: lazy.configure, close: lazy.close, create: () => (engine ??= createSherpaSttEngine(lazy.pool())) };
 }
 
 /** True when the espeak-ng package can be loaded (it is an optional peer dependency). */

@@ -5,6 +5,7 @@
 import { describeValue, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { defaultSttDecoders } from '../engines/budget.js';
+import { DEFAULT_SHERPA_QUEUE, defaultSherpaWorkers } from '../engines/sherpa-pool.js';
 
 /**
  * Limits, each with its default (README "Server"). Fixed, not configurable: JSON a route stores
@@ -81,6 +82,20 @@ export interface ServerLimits {
   sttDecodersPerSocket: number;
   /** Live requests of a heavy STT engine per API key, over all its sockets and POSTs; one more gets `LIMIT_EXCEEDED` 1008. Default 8. An integer. */
   sttDecodersPerKey: number;
+  /**
+   * Worker threads per sherpa-onnx model (`--tts sherpa-onnx`, `--stt sherpa-onnx`), each with its
+   * own copy of the model (a Piper voice ~60–120 MB, Whisper small ~0.5 GB): synthesis and
+   * recognition run there, never on the event loop. Default: the machine's cores, from 1 to 3
+   * (sherpa-onnx's async calls use libuv's pool of 4 threads, shared with file I/O; 2 cores → 2).
+   * An integer.
+   */
+  sherpaWorkers: number;
+  /**
+   * Jobs (a TTS sentence, an STT speech segment) that may wait for a sherpa-onnx worker, per model;
+   * one more gets `ENGINE_BUSY`: WebSocket `error` 1011 for that request, POST 503. Default 64.
+   * An integer.
+   */
+  sherpaQueue: number;
 }
 
 /** Credit rates (README "Server"). */
@@ -134,6 +149,8 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   sttDecoders: defaultSttDecoders(),
   sttDecodersPerSocket: 4,
   sttDecodersPerKey: 8,
+  sherpaWorkers: defaultSherpaWorkers(),
+  sherpaQueue: DEFAULT_SHERPA_QUEUE,
 });
 
 export const DEFAULT_RATES: Readonly<CreditRates> = Object.freeze({ ttsPerChar: 1, sttPerSecond: 1 });
@@ -164,7 +181,7 @@ const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
 const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxJsonDepth', 'maxConnections', 'connectionsPerAddress']);
 
 /** Limits that count instances. */
-const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey']);
+const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey', 'sherpaWorkers', 'sherpaQueue']);
 
 /** `given` over `defaults`, refusing a key `defaults` does not have (a misspelt limit would be ignored). */
 function withDefaults<T extends object>(what: string, defaults: Readonly<T>, given: Partial<T> | undefined): T {

@@ -171,6 +171,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     },
   });
 
+  // Engines with worker threads (sherpa-onnx) size their pools from the limits before any work.
+  tts.configure?.(config.limits);
+  stt.configure?.(config.limits);
   // A missing model is not fatal: its routes answer ENGINE_UNAVAILABLE naming what to install.
   await tts.warm?.().catch((err: unknown) => log.warn({ engine: config.tts, err: (err as Error)?.message }, 'TTS engine unavailable'));
 

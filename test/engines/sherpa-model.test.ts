@@ -1,0 +1,91 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { readOnnxInfo } from '../../src/engines/onnx-info.js';
+import { resolveSherpaSttModel, resolveSherpaTtsModel, validateSherpaModel, type SherpaModel } from '../../src/engines/sherpa-model.js';
+import { ModelFolders, type ModelBreak } from '../helpers/sherpa-models.js';
+import { VoicewireError } from '../../src/util/errors.js';
+
+const folders = new ModelFolders();
+afterAll(() => folders.cleanup());
+
+/** The refusal `f` throws or rejects with. */
+async function refusal(f: () => unknown): Promise<VoicewireError> {
+  try {
+    await f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(VoicewireError);
+    return err as VoicewireError;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('ONNX metadata without a runtime', () => {
+  it('reads the metadata and graph names of the generated models', () => {
+    const piper = readOnnxInfo(join(folders.make('piper'), 'model.onnx'));
+    expect(piper.metadata).toMatchObject({ comment: 'piper', sample_rate: '22050', n_speakers: '1', language: 'English' });
+    expect(piper.inputs).toEqual(['x', 'x_length', 'scales']);
+    expect(piper.outputs).toEqual(['audio']);
+    const ctc = readOnnxInfo(join(folders.make('nemo-ctc'), 'model.onnx'));
+    expect(ctc.metadata).toMatchObject({ subsampling_factor: '4', normalize_type: 'per_feature' });
+    expect(ctc.inputs).toEqual(['audio_signal', 'length']);
+  }, 180_000);
+});
+
+describe('sherpa-onnx model folders', () => {
+  it('detects a Piper voice and a NeMo CTC folder, and each loads and runs in a child process', async () => {
+    const tts = resolveSherpaTtsModel(folders.make('piper', { speakers: 3 }));
+    expect(tts.type).toBe('piper');
+    expect(tts.languages).toEqual(['en']);
+    await expect(validateSherpaModel(tts)).resolves.toEqual({ numSpeakers: 3, sampleRate: 22050 });
+    const stt = resolveSherpaSttModel(folders.make('nemo-ctc'));
+    expect(stt.type).toBe('nemo-ctc');
+    await expect(validateSherpaModel(stt)).resolves.toEqual({});
+  }, 180_000);
+
+  const cases: Array<[ModelBreak, RegExp, RegExp]> = [
+    ['no-metadata', /lacks the metadata "n_speakers"/, /lacks the metadata "vocab_size"/],
+    ['bad-tokens', /tokens\.txt line 6 \("ab 999"\)/, /tokens\.txt has no blank token/],
+    ['no-tokens', /tokens\.txt is missing/, /tokens\.txt is missing/],
+    ['corrupt-onnx', /not a complete ONNX file/, /not a complete ONNX file/],
+  ];
+  for (const [broken, piperCause, ctcCause] of cases) {
+    it(`refuses a folder with ${broken}, naming the folder and the cause`, async () => {
+      const piper = folders.make('piper', { broken });
+      const e1 = await refusal(() => resolveSherpaTtsModel(piper));
+      expect(e1.code).toBe('MODEL_INVALID');
+      expect(e1.message).toContain(piper);
+      expect(e1.message).toMatch(piperCause);
+      const ctc = folders.make('nemo-ctc', { broken });
+      if (broken === 'bad-tokens') {
+        // A CTC vocabulary may hold multi-character tokens: the generator's bad line is fine there; drop the blank instead.
+        const { writeFileSync } = await import('node:fs');
+        writeFileSync(join(ctc, 'tokens.txt'), 'a 0\nb 1\n');
+      }
+      const e2 = await refusal(() => resolveSherpaSttModel(ctc));
+      expect(e2.code).toBe('MODEL_INVALID');
+      expect(e2.message).toContain(ctc);
+      expect(e2.message).toMatch(ctcCause);
+    }, 180_000);
+  }
+
+  it('the child-process check refuses what would end the server: sherpa-onnx exits on a missing key, here a refusal', async () => {
+    // Past the folder checks (as a forced or unforeseen layout would be): the child dies, the caller gets words.
+    const dir = folders.make('piper', { broken: 'no-metadata' });
+    const model: SherpaModel = { kind: 'tts', dir, type: 'piper', name: 'x', languages: ['en'], config: { model: { vits: { model: join(dir, 'model.onnx'), tokens: join(dir, 'tokens.txt'), dataDir: '/usr/lib/x86_64-linux-gnu/espeak-ng-data' }, numThreads: 1 } } };
+    const e = await refusal(() => validateSherpaModel(model));
+    expect(e.code).toBe('MODEL_INVALID');
+    expect(e.message).toContain(dir);
+    expect(e.message).toMatch(/'n_speakers' does not exist in the metadata \(sherpa-onnx exited with code 255\)/);
+    const ctcDir = folders.make('nemo-ctc', { broken: 'corrupt-onnx' });
+    const ctc: SherpaModel = { kind: 'stt', dir: ctcDir, type: 'nemo-ctc', name: 'y', languages: ['en'], config: { featConfig: { sampleRate: 16000, featureDim: 80 }, modelConfig: { nemoCtc: { model: join(ctcDir, 'model.onnx') }, tokens: join(ctcDir, 'tokens.txt'), numThreads: 1 } } };
+    const e2 = await refusal(() => validateSherpaModel(ctc));
+    expect(e2.message).toMatch(/Protobuf parsing failed/);
+  }, 180_000);
+
+  it('refuses a missing folder and an unknown forced type', async () => {
+    expect((await refusal(() => resolveSherpaTtsModel('/nonexistent/voice'))).message).toBe('model folder /nonexistent/voice: does not exist');
+    const dir = folders.make('piper');
+    expect((await refusal(() => resolveSherpaTtsModel(dir, 'tacotron' as never))).message).toMatch(/unknown TTS model type "tacotron"/);
+    expect(resolveSherpaTtsModel(dir, 'vits').type).toBe('vits');
+  }, 180_000);
+});

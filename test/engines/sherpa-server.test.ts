@@ -1,0 +1,93 @@
+/**
+ * The sherpa-onnx engines end to end through the server's routes (issue 24), with the tiny models
+ * test/fixtures/models/make-models.py makes: a Piper-layout voice speaks over POST and the TTS
+ * WebSocket, a NeMo CTC model transcribes over the STT WebSocket and POST, all on worker threads.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { registerSttEngine, registerTtsEngine, sherpaSttEntry, sherpaTtsEntry, type SttEngineEntry, type TtsEngineEntry } from '../../src/engines/registry.js';
+import { createClient } from '../../src/node/client.js';
+import { decodeWav } from '../../src/audio/wav.js';
+import { startServer, type Harness } from '../server/harness.js';
+import { ModelFolders } from '../helpers/sherpa-models.js';
+
+const folders = new ModelFolders();
+let h: Harness;
+let ttsEntry: TtsEngineEntry;
+let sttEntry: SttEngineEntry;
+
+beforeAll(async () => {
+  ttsEntry = await sherpaTtsEntry(folders.make('piper', { speakers: 2 }));
+  sttEntry = await sherpaSttEntry(folders.make('nemo-ctc'));
+  registerTtsEngine('sherpa-test', ttsEntry);
+  registerSttEngine('sherpa-test', sttEntry);
+  h = await startServer({ tts: 'sherpa-test', stt: 'sherpa-test', limits: { sherpaWorkers: 2 } });
+}, 180_000);
+afterAll(async () => {
+  await h?.close();
+  await ttsEntry?.close?.();
+  await sttEntry?.close?.();
+  folders.cleanup();
+});
+
+const seconds = (wav: Uint8Array): number => decodeWav(wav).durationS;
+
+describe('sherpa-onnx TTS through the server', () => {
+  it('the model\'s speakers are library voices, and each speaks over POST and WebSocket with per-sentence word timestamps', async () => {
+    const c = createClient({ baseUrl: h.base, apiKey: h.apiKey, retry: { attempts: 1 } });
+    const voices = (await c.voices.list()).filter((v) => v.uid.startsWith('sherpa-'));
+    expect(voices.map((v) => v.uid).sort()).toEqual([expect.stringMatching(/^sherpa-piper-\d+-0$/), expect.stringMatching(/^sherpa-piper-\d+-1$/)]);
+    const text = 'Hello there. This voice is a tiny random model!';
+    const overHttp = await c.tts({ text, voiceId: voices[0]!.uid, outputFormat: 'wav', http: true });
+    const overWs = await c.tts({ text, voiceId: voices[0]!.uid, outputFormat: 'wav' });
+    for (const r of [overHttp, overWs]) {
+      expect(r.words.map((w) => w.text)).toEqual(text.split(' '));
+      expect(seconds(r.audio)).toBeGreaterThan(0.5);
+      // Words in order, inside the audio.
+      for (let i = 1; i < r.words.length; i++) expect(r.words[i]!.start_s).toBeGreaterThanOrEqual(r.words[i - 1]!.start_s);
+      expect(r.words.at(-1)!.stop_s).toBeLessThanOrEqual(seconds(r.audio) + 1e-3);
+    }
+    expect(seconds(overWs.audio)).toBeCloseTo(seconds(overHttp.audio), 1);
+    // Another speaker is another voice: other samples, same length.
+    const other = await c.tts({ text, voiceId: voices[1]!.uid, outputFormat: 'wav', http: true });
+    expect(Buffer.from(other.audio).equals(Buffer.from(overHttp.audio))).toBe(false);
+  }, 180_000);
+
+  it('honours speed (padding_bonus −4 is twice as fast) and skips text with nothing to say instead of aborting', async () => {
+    const c = createClient({ baseUrl: h.base, apiKey: h.apiKey, retry: { attempts: 1 } });
+    const text = 'One two three four five six seven eight.';
+    const normal = seconds((await c.tts({ text, outputFormat: 'wav', http: true })).audio);
+    const fast = seconds((await c.tts({ text, outputFormat: 'wav', http: true, jsonConfig: { padding_bonus: -4 } })).audio);
+    expect(fast / normal).toBeGreaterThan(0.4);
+    expect(fast / normal).toBeLessThan(0.62);
+    // Punctuation alone and emoji: no tokens for sherpa-onnx; the request still succeeds.
+    const empty = await c.tts({ text: '... !!! 😀 —', outputFormat: 'wav', http: true });
+    expect(empty.words).toEqual([]);
+    const mixed = await c.tts({ text: '... Hi.', outputFormat: 'wav', http: true });
+    expect(mixed.words.map((w) => w.text)).toEqual(['Hi.']);
+  }, 180_000);
+});
+
+describe('sherpa-onnx STT through the server', () => {
+  it('transcribes speech over WebSocket and POST, the same words both ways, with times inside the audio', async () => {
+    const c = createClient({ baseUrl: h.base, apiKey: h.apiKey, retry: { attempts: 1 } });
+    const wav = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'speech', 'en_24k.wav'));
+    const overWs = await c.stt(wav, { inputFormat: 'wav', language: 'en' });
+    const overHttp = await c.stt(wav, { inputFormat: 'wav', language: 'en', http: true });
+    // A random model hears noise-words, but real ones, from its vocabulary, and deterministically.
+    expect(overWs.words.length).toBeGreaterThan(0);
+    expect(overWs.text).toMatch(/^[a-z'<>\s]+$/);
+    expect(overHttp.text).toBe(overWs.text);
+    const duration = seconds(wav);
+    for (const w of overWs.words) expect(w.start_s).toBeLessThanOrEqual(duration);
+    await expect(c.stt(wav, { inputFormat: 'wav', language: 'fr' })).rejects.toMatchObject({ closeCode: 1008 });
+  }, 180_000);
+
+  it('silence gives no words', async () => {
+    const c = createClient({ baseUrl: h.base, apiKey: h.apiKey, retry: { attempts: 1 } });
+    const { encodeWav } = await import('../../src/audio/wav.js');
+    const silence = encodeWav(new Int16Array(24000 * 2), { sampleRate: 24000, channels: 1 });
+    expect((await c.stt(silence, { inputFormat: 'wav', language: 'en' })).words).toEqual([]);
+  }, 30_000);
+});

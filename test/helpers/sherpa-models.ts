@@ -1,0 +1,43 @@
+/**
+ * Tiny sherpa-onnx model folders for tests, made at test time by test/fixtures/models/make-models.py
+ * with Debian's python3-onnx (fixed seed: the same bytes each run), in a temporary folder.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** The system's python, which has Debian's python3-onnx (not the `python3` first on PATH). */
+export const SYSTEM_PYTHON = '/usr/bin/python3';
+const SCRIPT = join(import.meta.dirname, '..', 'fixtures', 'models', 'make-models.py');
+
+/** A way to break a model folder (see make-models.py `--break`). */
+export type ModelBreak = 'no-metadata' | 'bad-tokens' | 'no-tokens' | 'corrupt-onnx';
+
+export interface MakeModelOptions {
+  /** Matrix products per token (Piper): more makes synthesis slower. Default 1. */
+  loops?: number;
+  /** Speakers (Piper). Default 1. */
+  speakers?: number;
+  broken?: ModelBreak;
+}
+
+/** Model folders under one temporary root; `cleanup()` removes them all. */
+export class ModelFolders {
+  readonly root = mkdtempSync(join(tmpdir(), 'vw-sherpa-'));
+  private n = 0;
+
+  make(kind: 'piper' | 'nemo-ctc', options: MakeModelOptions = {}): string {
+    const dir = join(this.root, `${kind}-${this.n++}`);
+    const args = [SCRIPT, kind, dir];
+    if (options.loops !== undefined) args.push('--loops', String(options.loops));
+    if (options.speakers !== undefined) args.push('--speakers', String(options.speakers));
+    if (options.broken !== undefined) args.push('--break', options.broken);
+    execFileSync('nice', ['-n', '15', SYSTEM_PYTHON, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    return dir;
+  }
+
+  cleanup(): void {
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
