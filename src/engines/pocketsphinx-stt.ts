@@ -4,9 +4,11 @@
  *
  * - each 80 ms frame (24 kHz) is resampled to 16 kHz with voicewire's resampler and decoded as
  *   it arrives; pocketsphinx's own voice-activity detector cuts utterances;
- * - a word is sent as `text` (with `start_s`) once the partial hypothesis has not changed for
- *   {@link PocketsphinxSttOptions.stableFrames} frames, a later word follows it and the decoder
- *   has heard 0.3 s past its end; its `end_text` (`stop_s`) goes just before the next word's
+ * - a word is sent as `text` (with `start_s`) once it and every word before it have stood in the
+ *   partial hypothesis (same word, same start) for {@link PocketsphinxSttOptions.stableFrames}
+ *   frames, a later word follows it and the decoder has heard 0.3 s past its end. Each word's hold
+ *   counts on its own: a flickering last word no longer holds back the settled ones before it, and
+ *   a word the first pass keeps changing its mind about waits until it has held; its `end_text` (`stop_s`) goes just before the next word's
  *   `text`, or when the utterance or the stream ends. A word already sent is never taken back:
  *   when the final hypothesis of an utterance differs, only its words after the last word sent
  *   (by time) are added;
@@ -32,7 +34,12 @@ export interface PocketsphinxSttOptions {
   languages?: readonly string[];
   /** A JSGF grammar to decode with instead of the n-gram model (small vocabularies). */
   jsgf?: string;
-  /** Frames (80 ms) a partial hypothesis must stay unchanged before its words are sent. Default 3. */
+  /**
+   * Frames (80 ms) a word, with every word before it, must stand unchanged in the partial hypothesis
+   * before it is sent. Default 6 (0.48 s): the first pass's words are revised by the second pass at
+   * the utterance's end, and words sent cannot be taken back (bench/stt-accuracy.ts measures the
+   * cost against `pocketsphinx_continuous`).
+   */
   stableFrames?: number;
   /** Audio the decoder must have heard past a word's end before the word is sent, seconds. Default 0.3. */
   settleSeconds?: number;
@@ -69,7 +76,7 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
   checkSttOptions(options);
   const model = options.model ?? pocketsphinxModelFromDir();
   const languages = options.languages ?? ['en'];
-  const stable = options.stableFrames ?? 3;
+  const stable = options.stableFrames ?? 6;
   const poolSize = options.poolSize ?? 2;
   const budget = options.budget ?? STT_DECODER_BUDGET;
   const decoderOptions = options.jsgf === undefined ? { model } : { model, jsgf: options.jsgf };
@@ -175,6 +182,9 @@ function checkSttOptions(options: PocketsphinxSttOptions): void {
   if (options.budget !== undefined && !(options.budget instanceof EngineBudget)) fail('budget', 'an EngineBudget', options.budget);
 }
 
+/** Frames (80 ms) the whole hypothesis must hold, after pocketsphinx's VAD says speech ended, before the utterance is finished. */
+const UTTERANCE_STEADY = 3;
+
 class SphinxStream implements SttEngineStream {
   readonly info;
   private readonly resampler: Resampler<Int16Array>;
@@ -187,6 +197,9 @@ class SphinxStream implements SttEngineStream {
   /** stop_s of the last word sent, until its end_text goes. */
   private openStop: number | undefined;
   private history: string[] = [];
+  /** The partial hypothesis of the previous frame, each word with the frame since which it and the words before it have stood as they are. */
+  private held: { word: string; startFrame: number; since: number }[] = [];
+  private frames = 0;
   private closed = false;
 
   constructor(
@@ -232,15 +245,28 @@ class SphinxStream implements SttEngineStream {
   private decode(pcm: Int16Array): void {
     this.decoder.process(pcm);
     this.samples += pcm.length;
+    this.frames++;
     const words = this.decoder.words();
+    const now = (this.samples - this.uttStart) / 160;
+    // Words before the last are final once they and the words before them have held for `stable`
+    // frames and the decoder has heard `margin` frames past their end (the context that settles a word).
+    const held: typeof this.held = [];
+    let same = true;
+    let ready = 0;
+    for (let i = 0; i < words.length; i++) {
+      const w = words[i]!;
+      const before = this.held[i];
+      same &&= before !== undefined && before.word === w.word && before.startFrame === w.startFrame;
+      const since = same ? before!.since : this.frames;
+      held.push({ word: w.word, startFrame: w.startFrame, since });
+      if (ready === i && i < words.length - 1 && this.frames - since >= this.stable && w.endFrame <= now - this.margin) ready = i + 1;
+    }
+    this.held = held;
+    this.send(words.slice(0, ready));
     const key = words.map((w) => `${w.word}@${w.startFrame}`).join(' ');
     this.history.push(key);
-    if (this.history.length > this.stable) this.history.shift();
-    const steady = this.history.length === this.stable && this.history.every((h) => h === key);
-    // Words before the last are final once the hypothesis has held for `stable` frames and the
-    // decoder has heard `margin` frames past their end (the context that settles a word).
-    const now = (this.samples - this.uttStart) / 160;
-    if (steady) this.send(words.slice(0, -1).filter((w) => w.endFrame <= now - this.margin));
+    if (this.history.length > UTTERANCE_STEADY) this.history.shift();
+    const steady = this.history.length === UTTERANCE_STEADY && this.history.every((h) => h === key);
     // pocketsphinx's VAD says the utterance is over: finish it and start the next.
     if (!this.decoder.inSpeech() && words.length > 0 && steady) {
       this.finishUtterance();
@@ -273,6 +299,7 @@ class SphinxStream implements SttEngineStream {
     this.openStop = undefined;
     this.lastEnd = -1;
     this.history = [];
+    this.held = [];
   }
 
   private time(frame: number): number {
