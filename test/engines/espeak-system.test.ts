@@ -90,9 +90,8 @@ describe.skipIf(!has('espeak-ng'))(needs('espeak-ng', 'espeak-ng TTS over the sy
       const ours = envelope(one.pcm, 48000);
       const cli = envelope(cliSpeech(uid, ONE_CALL[lang]!), 22050);
       expect(Math.abs(ours.length - cli.length) / cli.length).toBeLessThan(0.1);
-      for (const k of [100, 40, 20]) { WINDOWS_PER_S = k; process.stderr.write(`DIAG ${lang} ${k} ${correlation(envelope(one.pcm, 48000), envelope(cliSpeech(uid, ONE_CALL[lang]!), 22050))}
-`); } WINDOWS_PER_S = 100;
-      expect(correlation(ours, cli)).toBeGreaterThan(0.8);
+      // Measured 0.96–0.999 (the two runs differ in espeak's flutter phase, and in pitch range).
+      expect(correlation(ours, cli)).toBeGreaterThan(0.85);
       expect(r.words.map((w) => w.text)).toEqual(words(text));
       for (let i = 0; i < r.words.length; i++) {
         const w = r.words[i]!;
