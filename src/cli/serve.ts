@@ -23,7 +23,7 @@ import { VoicewireError } from '../util/errors.js';
 import { createVoiceServer } from '../server/server.js';
 import { DEFAULT_CREDITS, bootstrap } from '../server/bootstrap.js';
 import { openStore } from '../server/store/open.js';
-import { catalogVoices, registerSttEngine, sttEngineFromPath } from '../engines/registry.js';
+import { catalogVoices, chooseTtsEngine, registerSttEngine, sttEngineFromPath } from '../engines/registry.js';
 import { MemoryStore } from '../server/store/memory-store.js';
 import type { Store } from '../server/store/store.js';
 import type { CliSubcommand } from './main.js';
@@ -49,7 +49,10 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
   --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
   --connections-per-address: open connections one client address may hold, per process (default
     256; behind a proxy every client has the proxy's address: raise it).
-  ENGINE: tts espeak (default when installed) | tone; stt pocketsphinx (default) | tone.
+  --tts: espeak-wasm (npm @echogarden/espeak-ng-emscripten) | espeak-system (apt-get install
+    libespeak-ng1) | espeak (default: the first of the two installed; neither: serve refuses to
+    start) | tone (test tones, only when asked for).
+  --stt: pocketsphinx (default) | tone.
   --stt-model: a pocketsphinx model directory, or a module whose default export is an SttEngine.
   env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT, VOICEWIRE_CONNECTIONS_PER_ADDRESS mirror
     --data, --store, --port, --connections-per-address.`;
@@ -101,6 +104,8 @@ export const serveCommand: CliSubcommand = {
     if (workers > 1 && (values.store ?? process.env['VOICEWIRE_STORE']) === 'memory:') {
       throw usage('--workers above 1 needs a shared store (a --data folder or a postgres:// --store), not memory:');
     }
+    // Before the store is opened: a machine that cannot speak is told so before anything is written.
+    const tts = await chooseTtsEngine(values.tts);
     const store = await openCliStore(values);
     const logger = pino(
       { level: process.env['VOICEWIRE_LOG_LEVEL'] ?? 'info', base: { service: 'voicewire', pid: process.pid, ...(primary ? { role: 'primary' } : worker ? { role: 'worker' } : {}) } },
@@ -143,7 +148,7 @@ export const serveCommand: CliSubcommand = {
       logger,
       version: pkg.version,
       processMetrics: true,
-      ...(values.tts !== undefined ? { tts: values.tts } : {}),
+      tts,
       ...(stt !== undefined ? { stt } : {}),
       ...(values['core-url'] !== undefined ? { coreUrl: values['core-url'] } : {}),
       ...(values.region !== undefined ? { region: values.region } : {}),

@@ -24,7 +24,10 @@ import type { EspeakEvent, EspeakWorker } from './espeak-module.js';
 /** The Debian package that holds the system library and its voice data. */
 export const ESPEAK_SYSTEM_PACKAGE = 'libespeak-ng1';
 
-/** The shared object loaded (its soname, so the `-dev` package is not needed). */
+/**
+ * The shared object loaded: its soname, so the `-dev` package is not needed. The environment
+ * variable `VOICEWIRE_ESPEAK_LIBRARY` names another (a path, or `libespeak-ng.dylib` on macOS).
+ */
 export const ESPEAK_SYSTEM_LIBRARY = 'libespeak-ng.so.1';
 
 /** Syntheses that may wait for the library at once (one per speaking stream); more: `ENGINE_BUSY`. */
@@ -98,7 +101,7 @@ function load(onCallback: (wav: unknown, n: number, events: unknown) => number):
   if (libError) throw new VoicewireError('ENGINE_UNAVAILABLE', libError);
   try {
     const koffi = createRequire(import.meta.url)('koffi') as Koffi;
-    const so = koffi.load(ESPEAK_SYSTEM_LIBRARY);
+    const so = koffi.load(process.env['VOICEWIRE_ESPEAK_LIBRARY'] || ESPEAK_SYSTEM_LIBRARY);
     const event = koffi.struct('vw_espeak_EVENT', { type: 'int', unique_identifier: 'uint', text_position: 'int', length: 'int', audio_position: 'int', sample: 'int', user_data: 'void *', id: 'int64_t' });
     koffi.proto('int vw_espeak_synth_cb(int16_t *wav, int numsamples, vw_espeak_EVENT *events)');
     const initialize = so.func('int espeak_Initialize(int output, int buflength, const char *path, int options)');

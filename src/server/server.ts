@@ -13,7 +13,7 @@ import { pino, type Logger, type DestinationStream } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
-import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
+import { STT_ENGINES, TTS_ENGINES, catalogVoices, chooseTtsEngine, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
 import { KeyedBudget, STT_DECODER_BUDGET, limitSttStreams } from '../engines/budget.js';
 import type { SttEngine } from '../sessions/engine.js';
 import type { Principal } from './auth.js';
@@ -141,7 +141,10 @@ function checkServerOptions(options: VoiceServerOptions): void {
 /** Creates the server (nothing is bound until `listen`). Seeds the engine's catalog voices into the store. */
 export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
   objectArg(options, 'createVoiceServer: options');
-  const config = resolveServerConfig(options, { tts: defaultEngineName('tts'), stt: defaultEngineName('stt') });
+  // The TTS engine actually run, named (issue 23): espeak-ng wasm, else the system library, else a
+  // refusal naming both installs; `tone` only when asked for.
+  const tts0 = options.tts === undefined || typeof options.tts === 'string' ? await chooseTtsEngine(options.tts) : options.tts;
+  const config = resolveServerConfig({ ...options, tts: tts0 }, { tts: tts0, stt: defaultEngineName('stt') });
   checkServerOptions(options);
   const tts = ttsEngineEntry(config.tts);
   const stt = sttEngineEntry(config.stt);
