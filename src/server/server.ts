@@ -38,6 +38,7 @@ import { accountRoutes, usageSummaryRoutes } from './routes/account.js';
 import { voiceRoutes, coreVoiceRoutes } from './routes/voices.js';
 import { withLibraryVoices } from '../engines/library-voices.js';
 import { findVoice } from './voice-lookup.js';
+import { withCatalogVoices } from './catalog-voices.js';
 import { voiceDesignRoutes } from './routes/voice-design.js';
 import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronunciations.js';
 import { createForwarder } from './routes/forward.js';
@@ -158,7 +159,16 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   } catch (err) {
     throw new VoicewireError('INVALID_ARGUMENT', `createVoiceServer: pageDir ${JSON.stringify(pageDir)} cannot be read: ${(err as Error).message}`, { cause: err });
   }
-  const store = options.store;
+  // The catalog (the engine's voices and the library's mapped onto them) is derived at every start
+  // and served from memory, never stored: no voice outlives its engine (issue 23).
+  const catalogCreatedAt = new Date().toISOString();
+  const store = withCatalogVoices(
+    options.store,
+    withLibraryVoices(catalogVoices(config.tts))
+      .map((v) => ({ ...v, orgId: null, createdAt: catalogCreatedAt }))
+      // The order the stores listed the seeded rows in: by uid, code unit by code unit.
+      .sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0)),
+  );
   // Never a key or a token in a log line: the only request data logged is the path, ids and counts.
   const log =
     options.logger ??
@@ -176,10 +186,6 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
 
   // A missing model is not fatal: its routes answer ENGINE_UNAVAILABLE naming what to install.
   await tts.warm?.().catch((err: unknown) => log.warn({ engine: config.tts, err: (err as Error)?.message }, 'TTS engine unavailable'));
-
-  const now = new Date().toISOString();
-  // The service's library ids (library-voices.ts) are derived from the engine's catalog at every start.
-  for (const v of withLibraryVoices(catalogVoices(config.tts))) await store.putVoice({ ...v, orgId: null, createdAt: now });
 
   // Issue 20: the STT engine is made once and owns its decoders; a heavy one's streams are bounded
   // per process (its budget), per socket (each ctx.sttEngine call) and per API key.
