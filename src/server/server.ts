@@ -166,8 +166,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     options.store,
     withLibraryVoices(catalogVoices(config.tts))
       .map((v) => ({ ...v, orgId: null, createdAt: catalogCreatedAt }))
-      // The order the stores listed the seeded rows in: by uid, code unit by code unit.
-      .sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0)),
+      // The order the listing had when they were stored with one creation time: by uid.
+      .sort((a, b) => a.uid.localeCompare(b.uid)),
   );
   // Never a key or a token in a log line: the only request data logged is the path, ids and counts.
   const log =
