@@ -44,9 +44,9 @@ type Fn = ((...args: unknown[]) => unknown) & { async(...args: unknown[]): void 
 
 /** The part of koffi this file uses. */
 interface Koffi {
-  load(path: string): { func(signature: string): Fn };
-  struct(name: string, def: Record<string, string>): unknown;
-  proto(signature: string): unknown;
+  load(path: string): { func(signature: string): Fn; func(name: string, result: string, args: unknown[]): Fn };
+  struct(def: Record<string, string>): unknown;
+  proto(result: string, args: unknown[]): unknown;
   pointer(type: unknown): unknown;
   register(callback: (...args: never[]) => unknown, type: unknown): unknown;
   decode(ptr: unknown, offset: number, type: unknown): unknown;
@@ -102,10 +102,12 @@ function load(onCallback: (wav: unknown, n: number, events: unknown) => number):
   try {
     const koffi = createRequire(import.meta.url)('koffi') as Koffi;
     const so = koffi.load(process.env['VOICEWIRE_ESPEAK_LIBRARY'] || ESPEAK_SYSTEM_LIBRARY);
-    const event = koffi.struct('vw_espeak_EVENT', { type: 'int', unique_identifier: 'uint', text_position: 'int', length: 'int', audio_position: 'int', sample: 'int', user_data: 'void *', id: 'int64_t' });
-    koffi.proto('int vw_espeak_synth_cb(int16_t *wav, int numsamples, vw_espeak_EVENT *events)');
+    // Anonymous types: koffi's names are process-wide, and a second copy of this module (the ESM
+    // and CommonJS builds in one process) would fail on a name taken.
+    const event = koffi.struct({ type: 'int', unique_identifier: 'uint', text_position: 'int', length: 'int', audio_position: 'int', sample: 'int', user_data: 'void *', id: 'int64_t' });
+    const callback = koffi.pointer(koffi.proto('int', ['int16_t *', 'int', koffi.pointer(event)]));
     const initialize = so.func('int espeak_Initialize(int output, int buflength, const char *path, int options)');
-    const setCallback = so.func('void espeak_SetSynthCallback(vw_espeak_synth_cb *cb)');
+    const setCallback = so.func('espeak_SetSynthCallback', 'void', [callback]);
     const l: Lib = {
       koffi,
       event,
@@ -120,7 +122,7 @@ function load(onCallback: (wav: unknown, n: number, events: unknown) => number):
     l.sampleRate = rate;
     // One callback for the process, kept registered: koffi runs it on the main thread while the
     // synthesis waits on its libuv thread.
-    setCallback(koffi.register(onCallback as (...args: never[]) => unknown, koffi.pointer('vw_espeak_synth_cb')));
+    setCallback(koffi.register(onCallback as (...args: never[]) => unknown, callback));
     lib = l;
     return l;
   } catch (err) {
@@ -230,18 +232,23 @@ class SystemEspeak implements EspeakAsyncWorker {
   }
 }
 
-let worker: SystemEspeak | undefined;
+/**
+ * The library has one state per process: its worker is kept on `globalThis`, shared by every copy
+ * of this module (the ESM and CommonJS builds, a test's fresh module graph).
+ */
+const SHARED = Symbol.for('voicewire.espeak-system.worker');
 
 /**
  * The process's worker over the system espeak-ng, loaded on first call. Rejects with
  * `ENGINE_UNAVAILABLE` naming `apt-get install libespeak-ng1` when the library or koffi is missing.
  */
 export async function loadSystemEspeak(): Promise<EspeakAsyncWorker> {
-  if (worker) return worker;
+  const shared = globalThis as { [SHARED]?: SystemEspeak };
+  if (shared[SHARED]) return shared[SHARED];
   let w: SystemEspeak | undefined;
   const l = load((wav, n, events) => (w ? w.onAudio(wav, n, events) : 1));
   w = new SystemEspeak(l, ESPEAK_SYSTEM_QUEUE);
-  worker = w;
+  shared[SHARED] = w;
   return w;
 }
 

@@ -115,9 +115,9 @@ describe.skipIf(!has('espeak-ng'))(needs('espeak-ng', 'espeak-ng TTS over the sy
   });
 
   it('synthesis runs off the event loop: a long sentence leaves timers on time', async () => {
-    // One 12 000-character piece (no sentence end, maxChunkChars above it): one library call of
+    // One 2 500-character piece (no sentence end, maxChunkChars above it): one library call of
     // minutes of audio. A synchronous call would hold the loop for all of it.
-    const text = `${'the quick brown fox jumps over the lazy dog and runs far away '.repeat(190)}end`;
+    const text = `${'the quick brown fox jumps over the lazy dog and runs far away '.repeat(40)}end`;
     const engine = createEspeakTtsEngine(testContext(), { library: 'system', maxChunkChars: 20000 });
     let samples = 0;
     const stream = await engine.open({ modelName: 'default', outputFormat: 'pcm', jsonConfig: {}, voiceId: voiceOf('en') }, (e) => {
@@ -136,7 +136,7 @@ describe.skipIf(!has('espeak-ng'))(needs('espeak-ng', 'espeak-ng TTS over the sy
     const took = performance.now() - t0;
     clearInterval(timer);
     stream.close();
-    expect(samples / 48000).toBeGreaterThan(300);
+    expect(samples / 48000).toBeGreaterThan(100);
     // The timer fired all along (not once at the end); its worst gap is far below the whole call.
     expect(gaps.length).toBeGreaterThan(took / 5 / 10);
     gaps.sort((a, b) => a - b);
@@ -197,10 +197,10 @@ describe.skipIf(!has('espeak-ng'))(needs('espeak-ng', 'espeak-ng TTS over the sy
       expect(after.words.map((w) => w.text)).toEqual(['Hello', 'there.']);
     });
 
-    it('10 kB of text in sentences: spoken piece by piece, every word timed', async () => {
-      const text = 'This is a sentence. '.repeat(500);
+    it('text of many sentences: spoken piece by piece, every word timed', async () => {
+      const text = 'This is a sentence. '.repeat(100);
       const r = await speak([text], { voiceId: voiceOf('en') }, testContext(), SYSTEM);
-      expect(r.words.length).toBe(2000);
+      expect(r.words.length).toBe(400);
     }, 120_000);
   });
 });
