@@ -24,7 +24,7 @@ import { VoicewireError } from '../util/errors.js';
 import { createVoiceServer } from '../server/server.js';
 import { DEFAULT_CREDITS, bootstrap } from '../server/bootstrap.js';
 import { openStore } from '../server/store/open.js';
-import { catalogVoices, registerSttEngine, registerTtsEngine, sherpaSttEntry, sherpaTtsEntry, sttEngineFromPath } from '../engines/registry.js';
+import { catalogVoices, chooseTtsEngine, registerSttEngine, registerTtsEngine, sherpaSttEntry, sherpaTtsEntry, sttEngineFromPath } from '../engines/registry.js';
 import { SHERPA_STT_TYPES, SHERPA_TTS_TYPES, type SherpaSttType, type SherpaTtsType } from '../engines/sherpa-model.js';
 import { MemoryStore } from '../server/store/memory-store.js';
 import type { Store } from '../server/store/store.js';
@@ -52,7 +52,10 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
   --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
   --connections-per-address: open connections one client address may hold, per process (default
     256; behind a proxy every client has the proxy's address: raise it).
-  ENGINE: tts espeak (default when installed) | sherpa-onnx | tone; stt pocketsphinx (default) | sherpa-onnx | tone.
+  --tts: espeak-wasm (npm @echogarden/espeak-ng-emscripten) | espeak-system (apt-get install
+    libespeak-ng1) | espeak (default: the first of the two installed; neither: serve refuses to
+    start) | sherpa-onnx (with --tts-model) | tone (test tones, only when asked for).
+  --stt: pocketsphinx (default) | sherpa-onnx | tone.
   --tts-model DIR: a sherpa-onnx voice folder (Piper, VITS, Kokoro); implies --tts sherpa-onnx.
   --stt-model PATH: with --stt sherpa-onnx (or --stt-model-type), a sherpa-onnx model folder (NeMo or
     Zipformer CTC, Whisper, SenseVoice, Paraformer, Moonshine, transducer); else a pocketsphinx
@@ -115,7 +118,8 @@ export const serveCommand: CliSubcommand = {
       throw usage('--workers above 1 needs a shared store (a --data folder or a postgres:// --store), not memory:');
     }
     // Model folders are checked before the store is opened: a refused start leaves no data behind.
-    const tts = await sherpaTts(values);
+    // Before the store is opened: a machine that cannot speak is told so before anything is written.
+    const tts = await chooseTtsEngine(await sherpaTts(values));
     let stt = values.stt;
     const sherpaStt = stt === 'sherpa-onnx' || values['stt-model-type'] !== undefined;
     if (sherpaStt) {
@@ -168,7 +172,7 @@ export const serveCommand: CliSubcommand = {
       logger,
       version: pkg.version,
       processMetrics: true,
-      ...(tts !== undefined ? { tts } : {}),
+      tts,
       ...(stt !== undefined ? { stt } : {}),
       ...(values['core-url'] !== undefined ? { coreUrl: values['core-url'] } : {}),
       ...(values.region !== undefined ? { region: values.region } : {}),

@@ -28,7 +28,8 @@ export interface EspeakWorker {
   set_pitch(pitch: number): void;
   set_range(range: number): void;
   get_samplerate(): number;
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): void;
+  /** Synchronous (the WebAssembly build) or a promise (the system library, off the event loop); the callback's true stops it. */
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): void | Promise<void>;
 }
 
 /** The module object of the emscripten build: its worker class, and its heap (for {@link loadDeterministicEspeak}). */

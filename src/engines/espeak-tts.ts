@@ -29,6 +29,7 @@ import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { loadDeterministicEspeak, loadEspeak, type EspeakDeterministicWorker, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
+import { loadSystemEspeak } from './espeak-system.js';
 import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
 import { rewriteWordWithRules } from './rewrite-rules.js';
 import { parseRewriteRules, type RewriteRuleName } from '../protocol/config.js';
@@ -52,8 +53,14 @@ export interface EspeakTtsOptions {
   maxTextChars?: number;
   /** A sentence longer than this is spoken in pieces cut at a space, to bound latency. Default 300. */
   maxChunkChars?: number;
-  /** The espeak worker (tests). Default: the shared one of {@link loadEspeak}. */
+  /** The espeak worker (tests). Default: the shared one of {@link loadEspeak}, or of {@link loadSystemEspeak} with `library: 'system'`. */
   worker?: EspeakWorker;
+  /**
+   * Which espeak-ng speaks: `wasm`, the WebAssembly build (`@echogarden/espeak-ng-emscripten`), or
+   * `system`, the system library `libespeak-ng.so.1` through koffi (espeak-system.ts; `temp` 0 is
+   * then not bit-identical). Default `wasm`.
+   */
+  library?: 'wasm' | 'system';
 }
 
 const OUT_RATE = 48000;
@@ -125,6 +132,10 @@ export function createEspeakTtsEngine(context: EspeakTtsContext, options: Espeak
   }
   const maxText = options.maxTextChars ?? Infinity;
   const maxChunk = options.maxChunkChars ?? 300;
+  if (options.library !== undefined && options.library !== 'wasm' && options.library !== 'system') {
+    throw new VoicewireError('INVALID_ARGUMENT', `createEspeakTtsEngine: library must be 'wasm' or 'system', got ${describeValue(options.library)}`);
+  }
+  const system = options.library === 'system';
   const worker = options.worker;
   const modelName = options.modelName ?? 'espeak-ng';
   return {
@@ -138,7 +149,7 @@ export function createEspeakTtsEngine(context: EspeakTtsContext, options: Espeak
       }
       // temp 0 is deterministic (§2.8): its own instance, restored before every sentence.
       const deterministic = jsonConfig.temp === 0;
-      const w = worker ?? (deterministic ? await loadDeterministicEspeak() : await loadEspeak());
+      const w = worker ?? (system ? await loadSystemEspeak() : deterministic ? await loadDeterministicEspeak() : await loadEspeak());
       // No voice_id: the context's default, else the first catalog voice (English).
       const voiceRecord = (await context.resolveVoice(config.voiceId ?? null)) ?? (config.voiceId ? undefined : { uid: 'default', language: 'en', params: {} });
       if (voiceRecord === undefined) {
@@ -280,13 +291,13 @@ class EspeakStream implements TtsEngineStream {
     const pieces = splitSentences(text, this.maxChunk);
     for (let i = 0; i < pieces.length; i++) {
       if (this.closed) return;
-      this.speakOne(pieces[i]!, trimTail && i === pieces.length - 1);
+      await this.speakOne(pieces[i]!, trimTail && i === pieces.length - 1);
       // Let the frames of this sentence leave (and other streams run) before the next one.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
-  private speakOne(text: string, trimTail: boolean): void {
+  private async speakOne(text: string, trimTail: boolean): Promise<void> {
     const segments: Segment[] = [];
     let spoken = '';
     for (const word of text.split(/\s+/)) {
@@ -315,12 +326,14 @@ class EspeakStream implements TtsEngineStream {
     const chunks: Int16Array[] = [];
     const events: EspeakEvent[] = [];
     let total = 0;
-    w.synthesize(spoken, (samples, evs) => {
+    // The system library synthesizes off the event loop (a promise); a closed stream stops it.
+    await w.synthesize(spoken, (samples, evs) => {
       chunks.push(samples);
       total += samples.length;
       for (const e of evs) if (e.type === 'word') events.push(e);
-      return false;
+      return this.closed;
     });
+    if (this.closed) return;
     let pcm = new Int16Array(total);
     let o = 0;
     for (const c of chunks) {

@@ -9,8 +9,11 @@
  *
  * Engines get an {@link EngineContext} (context.ts).
  *
- * `tone` is built in (deterministic, model-free: see tone.ts); `espeak` (TTS, five languages) and
- * `pocketsphinx` (STT, English) are the real engines (README "Engines").
+ * `tone` is built in (deterministic, model-free: see tone.ts); espeak-ng (TTS, five languages) and
+ * `pocketsphinx` (STT, English) are the real engines (docs/engines.md). espeak-ng comes two ways:
+ * `espeak-wasm`, the WebAssembly build (npm `@echogarden/espeak-ng-emscripten`), and
+ * `espeak-system`, the system library (Debian `libespeak-ng1`, through koffi); `espeak` names the
+ * first of the two installed here ({@link chooseTtsEngine}).
  */
 import type { SttEngine, TtsEngine } from '../sessions/engine.js';
 import { createRequire } from 'node:module';
@@ -19,6 +22,8 @@ import type { EngineContext, EngineVoice } from './context.js';
 import { createToneSttEngine, createToneTtsEngine } from './tone.js';
 import { createEspeakTtsEngine } from './espeak-tts.js';
 import { ESPEAK_PACKAGE, loadEspeak } from './espeak-module.js';
+import { ESPEAK_SYSTEM_INSTALL, loadSystemEspeak, systemEspeakAvailable } from './espeak-system.js';
+import { VoicewireError } from '../util/errors.js';
 import { catalogVoices as espeakCatalog } from './espeak-voices.js';
 import { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
 import { pocketsphinxModelFromDir } from './pocketsphinx-ffi.js';
@@ -98,7 +103,8 @@ function toneCatalog(): CatalogVoice[] {
 
 /** TTS engines by name. */
 export const TTS_ENGINES: Record<string, TtsEngineEntry> = {
-  espeak: { create: (context) => createEspeakTtsEngine(context), catalogVoices: espeakCatalog, warm: loadEspeak },
+  'espeak-wasm': { create: (context) => createEspeakTtsEngine(context), catalogVoices: espeakCatalog, warm: loadEspeak },
+  'espeak-system': { create: (context) => createEspeakTtsEngine(context, { library: 'system' }), catalogVoices: espeakCatalog, warm: loadSystemEspeak },
   tone: { create: createToneTtsEngine, catalogVoices: toneCatalog },
 };
 
@@ -113,6 +119,8 @@ export const STT_ENGINES: Record<string, SttEngineEntry> = {
  * objects, and `constructor` or `toString` would otherwise name Object's members as engines.
  */
 export function ttsEngineEntry(name: string): TtsEngineEntry | undefined {
+  // `espeak`: the espeak-ng installed here (chooseTtsEngine names it at start).
+  if (name === 'espeak') name = defaultEngineName('tts');
   return Object.prototype.hasOwnProperty.call(TTS_ENGINES, name) ? TTS_ENGINES[name] : undefined;
 }
 
@@ -209,13 +217,45 @@ function espeakInstalled(): boolean {
   }
 }
 
+/** The two installs that give real speech, as the refusal to start names them. */
+export const SPEECH_INSTALLS = `\`npm install ${ESPEAK_PACKAGE}\` (WebAssembly) or \`${ESPEAK_SYSTEM_INSTALL}\` (the system library)`;
+
 /**
- * The engine `serve` picks when none is named: TTS `espeak` when its package is installed, else
- * `tone`; STT `pocketsphinx`, whose routes answer ENGINE_UNAVAILABLE naming the Debian packages
- * when it is not installed (a real recognizer or a clear error, never tones read as words).
+ * The TTS engine a server runs (issue 23: real speech wherever the machine can speak, never tones
+ * by surprise). None named, or `espeak`: `espeak-wasm` when its npm package is installed, else
+ * `espeak-system` when the system library loads, else `ENGINE_UNAVAILABLE` naming both installs.
+ * `tone` only when asked for. `espeak-wasm` or `espeak-system` named but not installed:
+ * `ENGINE_UNAVAILABLE` naming what to install. Another name is returned as it is (the caller
+ * reports an unknown one).
+ */
+export async function chooseTtsEngine(requested?: string): Promise<string> {
+  if (requested !== undefined) stringArg(requested, 'chooseTtsEngine: requested');
+  const wasm = espeakInstalled();
+  if (requested === undefined || requested === 'espeak') {
+    if (wasm) return 'espeak-wasm';
+    const why = await systemEspeakAvailable();
+    if (why === undefined) return 'espeak-system';
+    throw new VoicewireError(
+      'ENGINE_UNAVAILABLE',
+      `no speech engine here: install espeak-ng with ${SPEECH_INSTALLS}, or ask for test tones with --tts tone (${why})`,
+    );
+  }
+  if (requested === 'espeak-wasm' && !wasm) throw new VoicewireError('ENGINE_UNAVAILABLE', `--tts espeak-wasm: the WebAssembly espeak-ng is not installed: run \`npm install ${ESPEAK_PACKAGE}\``);
+  if (requested === 'espeak-system') {
+    const why = await systemEspeakAvailable();
+    if (why !== undefined) throw new VoicewireError('ENGINE_UNAVAILABLE', `--tts espeak-system: ${why}`);
+  }
+  return requested;
+}
+
+/**
+ * The STT engine `serve` picks when none is named: `pocketsphinx`, whose routes answer
+ * ENGINE_UNAVAILABLE naming the Debian packages when it is not installed (a real recognizer or a
+ * clear error, never tones read as words). TTS: {@link chooseTtsEngine}; this answers its
+ * synchronous best guess (`espeak-wasm` when installed, else `espeak-system`).
  */
 export function defaultEngineName(kind: 'tts' | 'stt'): string {
-  if (kind === 'tts') return espeakInstalled() ? 'espeak' : 'tone';
+  if (kind === 'tts') return espeakInstalled() ? 'espeak-wasm' : 'espeak-system';
   return 'pocketsphinx';
 }
 

@@ -9,4 +9,4 @@ export { createKey, generateApiKey, hashSecret } from './keys.js';
 export { MemoryStore } from './store/memory-store.js';
 export { openStore, type OpenStoreOptions } from './store/open.js';
 export type * from './store/store.js';
-export { TTS_ENGINES, STT_ENGINES, catalogVoices, type EngineContext, type CatalogVoice } from '../engines/registry.js';
+export { TTS_ENGINES, STT_ENGINES, catalogVoices, chooseTtsEngine, type EngineContext, type CatalogVoice } from '../engines/registry.js';

@@ -13,7 +13,7 @@ import { pino, type Logger, type DestinationStream } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
-import { STT_ENGINES, TTS_ENGINES, catalogVoices, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
+import { STT_ENGINES, TTS_ENGINES, catalogVoices, chooseTtsEngine, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
 import { KeyedBudget, STT_DECODER_BUDGET, limitSttStreams } from '../engines/budget.js';
 import type { SttEngine } from '../sessions/engine.js';
 import type { Principal } from './auth.js';
@@ -38,6 +38,7 @@ import { accountRoutes, usageSummaryRoutes } from './routes/account.js';
 import { voiceRoutes, coreVoiceRoutes } from './routes/voices.js';
 import { withLibraryVoices } from '../engines/library-voices.js';
 import { findVoice } from './voice-lookup.js';
+import { withCatalogVoices } from './catalog-voices.js';
 import { voiceDesignRoutes } from './routes/voice-design.js';
 import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronunciations.js';
 import { createForwarder } from './routes/forward.js';
@@ -141,7 +142,10 @@ function checkServerOptions(options: VoiceServerOptions): void {
 /** Creates the server (nothing is bound until `listen`). Seeds the engine's catalog voices into the store. */
 export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
   objectArg(options, 'createVoiceServer: options');
-  const config = resolveServerConfig(options, { tts: defaultEngineName('tts'), stt: defaultEngineName('stt') });
+  // The TTS engine actually run, named (issue 23): espeak-ng wasm, else the system library, else a
+  // refusal naming both installs; `tone` only when asked for.
+  const tts0 = options.tts === undefined || typeof options.tts === 'string' ? await chooseTtsEngine(options.tts) : options.tts;
+  const config = resolveServerConfig({ ...options, tts: tts0 }, { tts: tts0, stt: defaultEngineName('stt') });
   checkServerOptions(options);
   const tts = ttsEngineEntry(config.tts);
   const stt = sttEngineEntry(config.stt);
@@ -155,7 +159,16 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   } catch (err) {
     throw new VoicewireError('INVALID_ARGUMENT', `createVoiceServer: pageDir ${JSON.stringify(pageDir)} cannot be read: ${(err as Error).message}`, { cause: err });
   }
-  const store = options.store;
+  // The catalog (the engine's voices and the library's mapped onto them) is derived at every start
+  // and served from memory, never stored: no voice outlives its engine (issue 23).
+  const catalogCreatedAt = new Date().toISOString();
+  const store = withCatalogVoices(
+    options.store,
+    withLibraryVoices(catalogVoices(config.tts))
+      .map((v) => ({ ...v, orgId: null, createdAt: catalogCreatedAt }))
+      // The order the listing had when they were stored with one creation time: by uid.
+      .sort((a, b) => a.uid.localeCompare(b.uid)),
+  );
   // Never a key or a token in a log line: the only request data logged is the path, ids and counts.
   const log =
     options.logger ??
@@ -176,10 +189,6 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   stt.configure?.(config.limits);
   // A missing model is not fatal: its routes answer ENGINE_UNAVAILABLE naming what to install.
   await tts.warm?.().catch((err: unknown) => log.warn({ engine: config.tts, err: (err as Error)?.message }, 'TTS engine unavailable'));
-
-  const now = new Date().toISOString();
-  // The service's library ids (library-voices.ts) are derived from the engine's catalog at every start.
-  for (const v of withLibraryVoices(catalogVoices(config.tts))) await store.putVoice({ ...v, orgId: null, createdAt: now });
 
   // Issue 20: the STT engine is made once and owns its decoders; a heavy one's streams are bounded
   // per process (its budget), per socket (each ctx.sttEngine call) and per API key.

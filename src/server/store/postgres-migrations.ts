@@ -23,4 +23,14 @@ UPDATE api_keys SET org_id = NULL WHERE admin;
 ALTER TABLE api_keys ADD CONSTRAINT api_keys_admin_has_no_org CHECK (admin = (org_id IS NULL));
 `,
   },
+  {
+    // Issue 23: the catalog voices (orgId NULL) are derived from the engines at every start and
+    // served from memory (src/server/catalog-voices.ts). The rows earlier versions seeded are stale
+    // (tone-* voices outlived a change to espeak-ng): deleted.
+    version: 3,
+    name: 'catalog voices are derived at start, not stored',
+    sql: `
+DELETE FROM voices WHERE org_id IS NULL;
+`,
+  },
 ];

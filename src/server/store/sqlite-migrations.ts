@@ -48,4 +48,14 @@ INSERT INTO tokens SELECT * FROM tokens_kept;
 DROP TABLE tokens_kept;
 `,
   },
+  {
+    // Issue 23: the catalog voices (orgId NULL) are derived from the engines at every start and
+    // served from memory (src/server/catalog-voices.ts). The rows earlier versions seeded are stale
+    // (tone-* voices outlived a change to espeak-ng): deleted.
+    version: 3,
+    name: 'catalog voices are derived at start, not stored',
+    sql: `
+DELETE FROM voices WHERE org_id IS NULL;
+`,
+  },
 ];
