@@ -44,6 +44,8 @@ import { createForwarder } from './routes/forward.js';
 import { isOpenAIPath, serveOpenAI } from './routes/openai.js';
 import { s2sRoutes } from './routes/s2s.js';
 import { openApiRoutes } from './routes/openapi.js';
+import { registerNativeBase64 } from '../node/base64.js';
+import { registerNativeOpus } from '../node/opus-native.js';
 
 /** Options of {@link createVoiceServer}. */
 export interface VoiceServerOptions extends ServerConfigInput {
@@ -147,6 +149,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const stt = sttEngineEntry(config.stt);
   if (tts === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown TTS engine ${config.tts}; known: ${Object.keys(TTS_ENGINES).join(', ')}`);
   if (stt === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown STT engine ${config.stt}; known: ${Object.keys(STT_ENGINES).join(', ')}`);
+  // Node's native paths, whoever creates the server (issue 22: `voicewire serve` built every audio
+  // line with the JS base64 and encoded Opus in wasm, as nothing had imported voicewire/node).
+  registerNativeBase64();
+  registerNativeOpus();
   // Read before the store is written to (the catalog seeding below): a bad folder changes nothing.
   const pageDir = options.pageDir === undefined ? defaultPageDir() : options.pageDir;
   let page: ReturnType<typeof createPageHandler>;
