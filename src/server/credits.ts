@@ -31,7 +31,7 @@ import type { Principal } from './auth.js';
 import type { ServerContext } from './context.js';
 
 /** Units (TTS characters, STT seconds) a growing hold takes at least beyond what is needed. */
-export const HOLD_AHEAD_MIN = { tts: 64, stt: 5 } as const;
+export const HOLD_AHEAD_MIN = { tts: 256, stt: 5 } as const;
 /** Units a growing hold takes at most beyond what is needed. */
 export const HOLD_AHEAD_MAX = { tts: 1024, stt: 60 } as const;
 
