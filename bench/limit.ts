@@ -19,6 +19,9 @@
  *   session: `sessions` sockets opened, set up and left idle.
  *
  * The client shares the machine: its own CPU is printed beside the server's.
+ *
+ * `LIMIT_BASE_CLI=/other/checkout/dist/cli.js` adds a third server to every round, another build
+ * of voicewire (e.g. before a change), so before/after ratios come from the same interleaved rounds.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -80,16 +83,16 @@ for (let i = 0; i < Math.ceil(Math.max(...LEVELS) / 25); i++) {
 await store.close();
 
 interface Server {
-  name: 'voicewire' | 'bare';
+  name: string;
   child: ChildProcess;
   url: string;
   keys: string[];
 }
 
-function start(name: Server['name']): Promise<Server> {
+function start(name: string, cli = cliJs): Promise<Server> {
   const args =
-    name === 'voicewire'
-      ? [cliJs, 'serve', '--data', join(dir, 'data'), '--tts', 'tone', '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000']
+    name !== 'bare'
+      ? [cli, 'serve', '--data', join(dir, 'data'), '--tts', 'tone', '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000']
       : ['--import', 'tsx', join(root, 'bench/bare-ws-server.ts')];
   const child = spawn(process.execPath, [...(process.env.LIMIT_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -102,7 +105,7 @@ function start(name: Server['name']): Promise<Server> {
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (\S+)\n/.exec(out);
-      if (m) resolve({ name, child, url: `${m[1]!.replace(/^http/, 'ws')}/speech/tts`, keys: name === 'voicewire' ? keys : [] });
+      if (m) resolve({ name, child, url: `${m[1]!.replace(/^http/, 'ws')}/speech/tts`, keys: name !== 'bare' ? keys : [] });
     });
   });
 }
@@ -133,13 +136,21 @@ const firstLine = (c: ChildProcess): Promise<string> =>
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** RSS per idle session: `n` sockets set up and left idle, RSS above the server's before. */
+/** The lowest RSS of five samples 300 ms apart (the least garbage not yet collected). */
+async function settledRss(pid: number): Promise<number> {
+  let low = Infinity;
+  for (let i = 0; i < 5; i++) {
+    await sleep(300);
+    low = Math.min(low, procStat(pid).rss);
+  }
+  return low;
+}
+
 async function idleKiB(s: Server, n: number): Promise<number> {
-  await sleep(500);
-  const before = procStat(s.child.pid!).rss;
+  const before = await settledRss(s.child.pid!);
   const c = client({ mode: 'idle', url: s.url, keys: s.keys, sessions: n });
   await firstLine(c);
-  await sleep(1000);
-  const after = procStat(s.child.pid!).rss;
+  const after = await settledRss(s.child.pid!);
   c.stdin!.end('stop\n');
   await new Promise((r) => c.once('exit', r));
   return (after - before) / 1024 / n;
@@ -193,7 +204,11 @@ async function run(s: Server, sessions: number): Promise<RunFigures> {
 
 console.log(`voicewire vs bare ws (TTS WebSocket, tone, PCM, 12 words at 150 wpm) on ${machine()}; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 console.log(`levels ${LEVELS.join(', ')} concurrent sessions, ${ROUNDS} alternating round(s) of ${RUN_S} s each; ulimit -n ${fdLimit}`);
-const servers = [await start('bare'), await start('voicewire')];
+const baseCli = process.env.LIMIT_BASE_CLI;
+const servers = [await start('bare'), await start('voicewire'), ...(baseCli ? [await start('voicewire-base', baseCli)] : [])];
+const names = servers.map((s) => s.name);
+const vws = names.filter((n) => n !== 'bare');
+if (baseCli) console.log(`voicewire-base: ${baseCli}`);
 // Warm-up: JIT, the store's first statements, the sockets' first buffers.
 for (const s of servers) await run(s, 50);
 await sleep(1000);
@@ -207,9 +222,10 @@ for (const s of servers) {
 
 const results: Record<number, Record<string, RunFigures[]>> = {};
 for (const n of LEVELS) {
-  results[n] = { bare: [], voicewire: [] };
+  results[n] = Object.fromEntries(names.map((x) => [x, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? servers : [...servers].reverse();
+    // Rotated each round: every server goes first, and last, as often as the others.
+    const order = servers.map((_, i) => servers[(i + round) % servers.length]!);
     for (const s of order) {
       const f = await run(s, n);
       results[n]![s.name]!.push(f);
@@ -224,16 +240,19 @@ for (const n of LEVELS) {
 for (const s of servers) await stop(s);
 
 const fmt = (x: number, d = 0): string => (Number.isFinite(x) ? x.toFixed(d) : '–');
-const ratioOf = (n: number, pick: (f: RunFigures) => number): number =>
-  median(results[n]!.voicewire!.map((v, i) => pick(v) / pick(results[n]!.bare![i]!)));
+const ratioOf = (n: number, name: string, pick: (f: RunFigures) => number): number =>
+  median(results[n]![name]!.map((v, i) => pick(v) / pick(results[n]!.bare![i]!)));
 const med = (n: number, name: string, pick: (f: RunFigures) => number): number => median(results[n]![name]!.map(pick));
-console.log(`\nidle session RSS: voicewire ${fmt(idleFig.voicewire!, 1)} KiB, bare ${fmt(idleFig.bare!, 1)} KiB (${fmt(idleFig.voicewire! / idleFig.bare!, 1)}×)\n`);
-console.log('| sessions | CPU ms/session vw / bare (×) | real time vw / bare | connect p99 ms vw / bare | ready p99 ms vw / bare | TTFA p99 ms vw / bare | KiB/active session vw / bare |');
-console.log('|---|---|---|---|---|---|---|');
+for (const v of vws) console.log(`\nidle session RSS: ${v} ${fmt(idleFig[v]!, 1)} KiB, bare ${fmt(idleFig.bare!, 1)} KiB (${fmt(idleFig[v]! / idleFig.bare!, 1)}×)`);
+console.log('\n| sessions | server | CPU ms/session (× bare, median of per-round ratios) | real time | connect p99 ms | ready p99 ms | TTFA p99 ms | KiB/active session |');
+console.log('|---|---|---|---|---|---|---|---|');
 for (const n of LEVELS) {
-  const pair = (pick: (f: RunFigures) => number, d = 0): string => `${fmt(med(n, 'voicewire', pick), d)} / ${fmt(med(n, 'bare', pick), d)}`;
-  console.log(
-    `| ${n} | ${pair((f) => f.cpuMsPerSession, 2)} (**${fmt(ratioOf(n, (f) => f.cpuMsPerSession), 2)}×**) | ${pair((f) => f.realTimePct, 1)} % | ${pair((f) => f.connectP99)} | ${pair((f) => f.readyP99)} | ${pair((f) => f.ttfaP99)} | ${pair((f) => f.activeKiB, 1)} |`,
-  );
+  for (const name of names) {
+    const m = (pick: (f: RunFigures) => number, d = 0): string => fmt(med(n, name, pick), d);
+    const ratio = name === 'bare' ? '' : ` (**${fmt(ratioOf(n, name, (f) => f.cpuMsPerSession), 2)}×**)`;
+    console.log(
+      `| ${n} | ${name} | ${m((f) => f.cpuMsPerSession, 2)}${ratio} | ${m((f) => f.realTimePct, 1)} % | ${m((f) => f.connectP99)} | ${m((f) => f.readyP99)} | ${m((f) => f.ttfaP99)} | ${m((f) => f.activeKiB, 1)} |`,
+    );
+  }
 }
 saveFile('limit.json', JSON.stringify({ machine: machine(), date: new Date().toISOString(), rounds: ROUNDS, runSeconds: RUN_S, idleKiB: idleFig, results }, null, 2) + '\n');
