@@ -140,6 +140,15 @@ function checkServerOptions(options: VoiceServerOptions): void {
   if (options.metricsText !== undefined) functionArg(options.metricsText, 'createVoiceServer: metricsText');
 }
 
+/**
+ * A socket's error listener, made outside the upgrade handler: a closure made inside it would
+ * keep the upgrade's request (headers and all) alive as long as the socket (issue 22: an idle
+ * session's memory).
+ */
+function logWsError(log: Logger): (err: Error) => void {
+  return (err) => log.info({ error: err.message }, 'websocket error');
+}
+
 /** Creates the server (nothing is bound until `listen`). Seeds the engine's catalog voices into the store. */
 export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
   objectArg(options, 'createVoiceServer: options');
@@ -358,7 +367,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         try {
           const scope = scopeOf(req, path ?? url.pathname, m?.params ?? {});
           if (m === undefined) return failSocket(ws, new VoicewireError('NOT_FOUND', `no WebSocket route ${url.pathname}`, { closeCode: 1008 }));
-          ws.on('error', (err) => scope.log.info({ error: err.message }, 'websocket error'));
+          ws.on('error', logWsError(scope.log));
           Promise.resolve(m.route.handle(scope, ws, req)).catch((err: unknown) => wsLastResort(ws, err));
         } catch (err) {
           wsLastResort(ws, err);
