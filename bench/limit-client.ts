@@ -12,7 +12,7 @@
  *   not asked for yet is not late); a frame after its due time is an underrun (playback resumes
  *   when it arrives). A session is real-time when none of its frames was late.
  *   Prints one JSON {@link LimitRunReport} line at the end.
- * - `idle`: opens `sessions` sockets, sends `setup`, waits for every `ready`, prints `ready`,
+ * - `idle`: opens `sessions` sockets (50 at a time), sends `setup`, waits for each `ready`, prints `ready N` (N set up),
  *   and holds them (pinging nothing) until stdin closes or says `stop`.
  *
  * Messages are told apart by their first bytes (no decode of 10 kB audio lines): the client's
@@ -172,19 +172,28 @@ async function run(): Promise<void> {
 }
 
 async function idle(): Promise<void> {
-  let readyCount = 0;
-  await new Promise<void>((resolve, reject) => {
-    for (let i = 0; i < cfg.sessions; i++) {
-      const ws = new WebSocket(cfg.url, { headers: nextKey(), skipUTF8Validation: true, perMessageDeflate: false });
-      sockets.add(ws);
-      ws.on('open', () => ws.send('{"type":"setup","output_format":"pcm"}'));
-      ws.on('message', (data: Buffer) => {
-        if (kind(data) === 'r' && ++readyCount === cfg.sessions) resolve();
-      });
-      ws.on('error', (e) => reject(e));
-    }
-  });
-  process.stdout.write('ready\n');
+  // In batches of 50 (the figure is memory, not admission); a socket that fails is left out.
+  let opened = 0;
+  for (let i = 0; i < cfg.sessions; i += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, cfg.sessions - i) }, () =>
+        new Promise<void>((resolve) => {
+          const ws = new WebSocket(cfg.url, { headers: nextKey(), skipUTF8Validation: true, perMessageDeflate: false });
+          sockets.add(ws);
+          ws.on('open', () => ws.send('{"type":"setup","output_format":"pcm"}'));
+          ws.on('message', (data: Buffer) => {
+            if (kind(data) === 'r') {
+              opened++;
+              resolve();
+            }
+          });
+          ws.on('error', () => resolve());
+          ws.on('close', () => resolve());
+        }),
+      ),
+    );
+  }
+  process.stdout.write(`ready ${opened}\n`);
   await new Promise<void>((resolve) => {
     process.stdin.on('data', (d) => String(d).includes('stop') && resolve());
     process.stdin.on('end', () => resolve());

@@ -99,6 +99,7 @@ function start(name: string, cli = cliJs): Promise<Server> {
     env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
   });
   stopWithBench(child);
+  started.push(child);
   return new Promise((resolve, reject) => {
     let out = '';
     child.once('exit', (c) => reject(new Error(`${name} exited ${c}`)));
@@ -117,6 +118,12 @@ async function stop(s: Server): Promise<void> {
   await exited;
   clearTimeout(t);
 }
+
+const started: ChildProcess[] = [];
+// A failed run must not leave its servers running (they hold ports and memory).
+process.on('exit', () => {
+  for (const c of started) if (c.exitCode === null) c.kill('SIGKILL');
+});
 
 function client(cfg: LimitClientConfig): ChildProcess {
   const c = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/limit-client.ts'), JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -149,11 +156,12 @@ async function settledRss(pid: number): Promise<number> {
 async function idleKiB(s: Server, n: number): Promise<number> {
   const before = await settledRss(s.child.pid!);
   const c = client({ mode: 'idle', url: s.url, keys: s.keys, sessions: n });
-  await firstLine(c);
+  const opened = Number((await firstLine(c)).split(' ')[1]);
   const after = await settledRss(s.child.pid!);
   c.stdin!.end('stop\n');
   await new Promise((r) => c.once('exit', r));
-  return (after - before) / 1024 / n;
+  if (opened < n) console.log(`  ${s.name}: ${n - opened} of ${n} idle sessions failed to open`);
+  return (after - before) / 1024 / Math.max(1, opened);
 }
 
 interface RunFigures {
