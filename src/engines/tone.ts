@@ -42,13 +42,30 @@ function respell(word: string, rules: ReadonlyMap<string, string>): string {
   return rules.get(word.toLowerCase()) ?? word;
 }
 
+/**
+ * A frame of 80 ms of any tone is 24 + 6.4·i whole cycles: its phase repeats every
+ * {@link PHASES} frames. The frames are computed once per character and phase and shared by every
+ * request (issue 22: the sine per sample and an array per frame were 45 % of a loaded server's
+ * CPU). They are read-only to receivers (TtsEngineEvent).
+ */
+const PHASES = 5;
+const toneTables: Array<Array<Int16Array | undefined>> = [];
+/** The one silent frame, shared. */
+const SILENCE = new Int16Array(TTS_FRAME);
+
 function toneFrame(index: number, frameNo: number): Int16Array {
-  const f = TONE_BASE_HZ + index * TONE_STEP_HZ;
-  const out = new Int16Array(TTS_FRAME);
-  const w = (2 * Math.PI * f) / TTS_RATE;
-  // Phase continues across frames of the request, so there is no click at a frame edge.
-  const offset = frameNo * TTS_FRAME;
-  for (let n = 0; n < TTS_FRAME; n++) out[n] = Math.round(AMPLITUDE * Math.sin(w * (offset + n)));
+  const phase = frameNo % PHASES;
+  const perChar = (toneTables[index] ??= []);
+  let out = perChar[phase];
+  if (out === undefined) {
+    const f = TONE_BASE_HZ + index * TONE_STEP_HZ;
+    out = new Int16Array(TTS_FRAME);
+    const w = (2 * Math.PI * f) / TTS_RATE;
+    // Phase continues across frames of the request, so there is no click at a frame edge.
+    const offset = phase * TTS_FRAME;
+    for (let n = 0; n < TTS_FRAME; n++) out[n] = Math.round(AMPLITUDE * Math.sin(w * (offset + n)));
+    perChar[phase] = out;
+  }
   return out;
 }
 
@@ -79,7 +96,7 @@ export function createToneTtsEngine(context: EngineContext): TtsEngine {
       let pending = '';
       let closed = false;
       const silence = (n: number): void => {
-        for (let i = 0; i < n; i++) emit({ type: 'audio', pcm: new Int16Array(TTS_FRAME) });
+        for (let i = 0; i < n; i++) emit({ type: 'audio', pcm: SILENCE });
         frames += n;
       };
       const say = (word: string): void => {

@@ -45,6 +45,8 @@ import { createForwarder } from './routes/forward.js';
 import { isOpenAIPath, serveOpenAI } from './routes/openai.js';
 import { s2sRoutes } from './routes/s2s.js';
 import { openApiRoutes } from './routes/openapi.js';
+import { registerNativeBase64 } from '../node/base64.js';
+import { registerNativeOpus } from '../node/opus-native.js';
 
 /** Options of {@link createVoiceServer}. */
 export interface VoiceServerOptions extends ServerConfigInput {
@@ -139,6 +141,15 @@ function checkServerOptions(options: VoiceServerOptions): void {
   if (options.metricsText !== undefined) functionArg(options.metricsText, 'createVoiceServer: metricsText');
 }
 
+/**
+ * A socket's error listener, made outside the upgrade handler: a closure made inside it would
+ * keep the upgrade's request (headers and all) alive as long as the socket (issue 22: an idle
+ * session's memory).
+ */
+function logWsError(log: Logger): (err: Error) => void {
+  return (err) => log.info({ error: err.message }, 'websocket error');
+}
+
 /** Creates the server (nothing is bound until `listen`). Seeds the engine's catalog voices into the store. */
 export async function createVoiceServer(options: VoiceServerOptions): Promise<VoiceServer> {
   objectArg(options, 'createVoiceServer: options');
@@ -151,6 +162,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const stt = sttEngineEntry(config.stt);
   if (tts === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown TTS engine ${config.tts}; known: ${Object.keys(TTS_ENGINES).join(', ')}`);
   if (stt === undefined) throw new VoicewireError('INVALID_ARGUMENT', `unknown STT engine ${config.stt}; known: ${Object.keys(STT_ENGINES).join(', ')}`);
+  // Node's native paths, whoever creates the server (issue 22: `voicewire serve` built every audio
+  // line with the JS base64 and encoded Opus in wasm, as nothing had imported voicewire/node).
+  registerNativeBase64();
+  registerNativeOpus();
   // Read before the store is written to (the catalog seeding below): a bad folder changes nothing.
   const pageDir = options.pageDir === undefined ? defaultPageDir() : options.pageDir;
   let page: ReturnType<typeof createPageHandler>;
@@ -364,7 +379,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
         try {
           const scope = scopeOf(req, path ?? url.pathname, m?.params ?? {});
           if (m === undefined) return failSocket(ws, new VoicewireError('NOT_FOUND', `no WebSocket route ${url.pathname}`, { closeCode: 1008 }));
-          ws.on('error', (err) => scope.log.info({ error: err.message }, 'websocket error'));
+          ws.on('error', logWsError(scope.log));
           Promise.resolve(m.route.handle(scope, ws, req)).catch((err: unknown) => wsLastResort(ws, err));
         } catch (err) {
           wsLastResort(ws, err);

@@ -101,7 +101,9 @@ export interface TtsEngineConfig {
  * What a TTS stream emits: model frames (s16 mono at `info.sampleRate`, normally 3840 samples =
  * 80 ms; the runner stamps `start_s`/`stop_s` from the running sample count and encodes them to
  * the requested format), word timestamps (seconds from the start of the request, on the 80 ms
- * grid), and `need_more_text` when the model waits for look-ahead words.
+ * grid), and `need_more_text` when the model waits for look-ahead words. An `audio` event's `pcm`
+ * is read-only to its receivers: an engine may hand out the same array again (the tone engine
+ * shares its precomputed frames); copy it to change it.
  */
 export type TtsEngineEvent =
   | { type: 'audio'; pcm: Int16Array; stream_id?: number | null }

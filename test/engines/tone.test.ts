@@ -60,6 +60,27 @@ describe('tone TTS', () => {
   });
 });
 
+describe('tone TTS frames (issue 22: no sine per sample, no array per frame)', () => {
+  it('are the continuous-phase tone, and a character at the same phase is the same shared array', async () => {
+    const { frames } = await speak('aaaaaaaaaaaa bb');
+    expect(frames).toHaveLength(12 + 2 + 2);
+    // Phase continues across frames: sample n of frame k is the tone at k·3840 + n.
+    const w = (2 * Math.PI * 300) / 48000;
+    for (let k = 0; k < 12; k++) {
+      let worst = 0;
+      for (let n = 0; n < 3840; n++) worst = Math.max(worst, Math.abs(frames[k]![n]! - Math.round(8000 * Math.sin(w * (k * 3840 + n)))));
+      expect(worst).toBeLessThanOrEqual(1);
+    }
+    // 0.08 s of any tone is a whole number of cycles plus a multiple of 0.4 of one: five phases.
+    expect(frames[5]).toBe(frames[0]);
+    expect(frames[11]).toBe(frames[6]);
+    expect(frames[1]).not.toBe(frames[0]);
+    // Silence is one zero frame.
+    expect(frames[12]).toBe(frames[13]);
+    expect(frames[12]!.every((x) => x === 0)).toBe(true);
+  });
+});
+
 describe('tone STT hears tone TTS', () => {
   const formats: AudioFormatName[] = ['pcm_24000', 'pcm_16000', 'pcm_8000', 'ulaw_8000', 'alaw_8000', 'opus', 'wav'];
   it.each(formats)('through %s', async (format) => {

@@ -110,6 +110,44 @@ describe('TTS billing', () => {
     expect((await h.store.usageSummary(orgId, since)).tts).toEqual({ units: 11, credits: 11, requests: 1 });
   });
 
+  it('a 12-word WebSocket request takes its credits in a few store writes, not one per word, and pays exactly its text (issue 22)', async () => {
+    h = await startServer();
+    const orgId = await setCredits(h, 1000);
+    let holds = 0;
+    const reserve = h.store.reserveCredits.bind(h.store);
+    h.store.reserveCredits = (...a: Parameters<typeof reserve>) => {
+      holds++;
+      return reserve(...a);
+    };
+    const words = 'the quick brown fox jumps over a lazy dog while seven stars'.split(' ');
+    const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', output_format: 'pcm' });
+    for (const w of words) c.send({ type: 'text', text: `${w} ` });
+    c.send({ type: 'end_of_stream' });
+    expect((await c.closed).code).toBe(1000);
+    await settled(h);
+    // Each `word ` message, and the one space that joins consecutive messages (TtsEngineStream.text).
+    const chars = words.reduce((n, w) => n + w.length + 1, 0) + words.length - 1;
+    expect(await balance(h, orgId)).toBe(1000 - chars);
+    expect((await h.store.usageSummary(orgId, since)).tts).toEqual({ units: chars, credits: chars, requests: 1 });
+    expect(holds).toBeLessThanOrEqual(3);
+  });
+
+  it('holding ahead never refuses what the balance covers exactly: 71 credits pay for 71 characters sent word by word', async () => {
+    h = await startServer();
+    const words = 'the quick brown fox jumps over a lazy dog while seven stars'.split(' ');
+    const chars = words.reduce((n, w) => n + w.length + 1, 0) + words.length - 1;
+    const orgId = await setCredits(h, chars);
+    const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', output_format: 'pcm' });
+    for (const w of words) c.send({ type: 'text', text: `${w} ` });
+    c.send({ type: 'end_of_stream' });
+    expect((await c.closed).code).toBe(1000);
+    expect(c.messages.filter((m) => m['type'] === 'text')).toHaveLength(12);
+    await settled(h);
+    expect(await balance(h, orgId)).toBe(0);
+  });
+
   it('multiplexed: each request settles on its own; the one out of credits hears its paid words, the other completes', async () => {
     h = await startServer();
     const orgId = await setCredits(h, 20);
