@@ -103,11 +103,14 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
         resolve(first);
       });
       ws.on('error', reject);
-      setTimeout(() => (ws.terminate(), resolve(first)), 240_000);
+      // Requests past the budget are refused at once, but the socket's messages are taken in order
+      // and the admitted ones decode first: on a loaded machine the 300th answer came after 238 s
+      // with nothing wrong (issue 25), so the bound is for a hang, not for speed.
+      setTimeout(() => (ws.terminate(), resolve(first)), 540_000);
     });
     expect(answered.size).toBe(300);
     await alive();
-  }, 300_000);
+  }, 600_000);
 
   it('connections that never send a byte are closed', async () => {
     const sockets: Socket[] = [];
