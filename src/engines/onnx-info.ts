@@ -10,6 +10,7 @@
  * would end the process on it.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The metadata and graph signature of one ONNX file. */
@@ -100,6 +101,7 @@ function readStrings(r: FileReader, end: number): { 1?: string; 2?: string } {
  * @throws VoicewireError `MODEL_INVALID` when the file is truncated or not protobuf.
  */
 export function readOnnxInfo(path: string): OnnxInfo {
+  stringArg(path, 'readOnnxInfo: path');
   let fd: number;
   try {
     fd = openSync(path, 'r');

@@ -24,6 +24,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, join, resolve } from 'node:path';
+import { describeValue, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { readOnnxInfo as readOnnx, type OnnxInfo } from './onnx-info.js';
 
@@ -54,6 +55,22 @@ export interface SherpaModel {
   languages: string[];
   /** A name for `ready` and logs: the folder's name. */
   name: string;
+}
+
+/** `model` is a {@link SherpaModel} (as resolved here), else INVALID_ARGUMENT naming `what`. */
+export function sherpaModelArg(model: SherpaModel, what: string): SherpaModel {
+  objectArg(model, what);
+  const ok =
+    (model.kind === 'tts' || model.kind === 'stt') &&
+    typeof model.dir === 'string' &&
+    typeof model.name === 'string' &&
+    typeof model.type === 'string' &&
+    Array.isArray(model.languages) &&
+    model.languages.every((l) => typeof l === 'string') &&
+    model.config !== null &&
+    typeof model.config === 'object';
+  if (!ok) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a model resolved by resolveSherpaTtsModel or resolveSherpaSttModel, got ${describeValue(model)}`);
+  return model;
 }
 
 /** The resolved path of the sherpa-onnx-node package, or a reason it cannot be used. */
@@ -162,7 +179,8 @@ function languageCode(value: string | undefined): string {
  * @throws VoicewireError `MODEL_INVALID` naming the folder and what is wrong.
  */
 export function resolveSherpaTtsModel(dir: string, type?: SherpaTtsType): SherpaModel {
-  dir = resolve(dir);
+  dir = resolve(stringArg(dir, 'resolveSherpaTtsModel: dir'));
+  if (type !== undefined) stringArg(type, 'resolveSherpaTtsModel: type');
   const names = files(dir);
   if (type !== undefined && !SHERPA_TTS_TYPES.includes(type)) invalid(dir, `unknown TTS model type "${type}" (one of ${SHERPA_TTS_TYPES.join(', ')})`);
   const model = singleOnnx(dir, names);
@@ -195,7 +213,8 @@ export function resolveSherpaTtsModel(dir: string, type?: SherpaTtsType): Sherpa
  * @throws VoicewireError `MODEL_INVALID` naming the folder and what is wrong.
  */
 export function resolveSherpaSttModel(dir: string, type?: SherpaSttType): SherpaModel {
-  dir = resolve(dir);
+  dir = resolve(stringArg(dir, 'resolveSherpaSttModel: dir'));
+  if (type !== undefined) stringArg(type, 'resolveSherpaSttModel: type');
   const names = files(dir);
   if (type !== undefined && !SHERPA_STT_TYPES.includes(type)) invalid(dir, `unknown STT model type "${type}" (one of ${SHERPA_STT_TYPES.join(', ')})`);
   const find = (re: RegExp): string | undefined => {
@@ -302,6 +321,8 @@ function lastWords(stderr: string): string {
  * ended). The server's process never loads a model this check has not passed.
  */
 export function validateSherpaModel(model: SherpaModel, timeoutMs: number = MODEL_CHECK_TIMEOUT_MS): Promise<SherpaModelFacts> {
+  sherpaModelArg(model, 'validateSherpaModel: model');
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= 3_600_000)) throw new VoicewireError('INVALID_ARGUMENT', `validateSherpaModel: timeoutMs must be a number in (0, 3600000], got ${describeValue(timeoutMs)}`);
   const pkg = sherpaPackagePath();
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, ['-e', CHECK_SCRIPT, pkg, model.kind, JSON.stringify(model.config)], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -17,11 +17,13 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { describeValue, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import { sherpaPackagePath, type SherpaModel } from './sherpa-model.js';
+import { sherpaModelArg, sherpaPackagePath, type SherpaModel } from './sherpa-model.js';
 
 /** Default workers: the machine's cores, at most 3 (libuv's default pool of 4 keeps one for I/O), at least 1. */
 export function defaultSherpaWorkers(cores: number = availableParallelism()): number {
+  if (!Number.isInteger(cores) || cores < 1) throw new VoicewireError('INVALID_ARGUMENT', `defaultSherpaWorkers: cores must be an integer ≥ 1, got ${describeValue(cores)}`);
   return Math.max(1, Math.min(3, cores));
 }
 
@@ -131,8 +133,14 @@ export class SherpaPool {
     readonly model: SherpaModel,
     options: SherpaPoolOptions = {},
   ) {
+    // Checked before any worker starts (each loads a model: seconds of CPU).
+    sherpaModelArg(model, 'SherpaPool: model');
+    options = optionsArg(options, 'SherpaPool: options');
     this.size = options.workers ?? defaultSherpaWorkers();
     this.maxQueued = options.maxQueued ?? DEFAULT_SHERPA_QUEUE;
+    for (const [name, v] of [['workers', this.size], ['maxQueued', this.maxQueued]] as const) {
+      if (!Number.isInteger(v) || v < 1 || v > 256) throw new VoicewireError('INVALID_ARGUMENT', `SherpaPool: ${name} must be an integer in [1, 256], got ${describeValue(v)}`);
+    }
     this.pkg = sherpaPackagePath();
     this.ready = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }));
     this.ready.catch(() => undefined);

@@ -19,7 +19,7 @@ import { createInt16Resampler, type Resampler } from '../audio/resampler.js';
 import type { SttEngine, SttEngineEvent, SttEngineStream } from '../sessions/engine.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import type { SherpaPool, SttJobResult } from './sherpa-pool.js';
+import { SherpaPool, type SttJobResult } from './sherpa-pool.js';
 import { loadVad, VoiceActivity } from './vad.js';
 
 /** Options of {@link createSherpaSttEngine}. */
@@ -33,6 +33,7 @@ const PREROLL = 3 * 1280; // three 80 ms frames at 16 kHz
 
 /** The sherpa-onnx STT engine over `pool` (one per process: it serves every request). */
 export function createSherpaSttEngine(pool: SherpaPool, options: SherpaSttOptions = {}): SttEngine {
+  if (!(pool instanceof SherpaPool)) throw new VoicewireError('INVALID_ARGUMENT', `createSherpaSttEngine: pool must be a SherpaPool, got ${describeValue(pool)}`);
   options = optionsArg(options, 'createSherpaSttEngine: options');
   const maxSeconds = options.maxSegmentSeconds ?? 20;
   if (typeof maxSeconds !== 'number' || !(maxSeconds > 0 && maxSeconds <= 600)) throw new VoicewireError('INVALID_ARGUMENT', `createSherpaSttEngine: maxSegmentSeconds must be a number in (0, 600], got ${describeValue(maxSeconds)}`);

@@ -27,7 +27,7 @@ import { VoicewireError } from '../util/errors.js';
 import type { EngineContext, EngineVoice } from './context.js';
 import { phraseCut } from './espeak-tts.js';
 import type { CatalogVoice } from './registry.js';
-import type { SherpaModel } from './sherpa-model.js';
+import { sherpaModelArg, type SherpaModel } from './sherpa-model.js';
 import type { SherpaPool } from './sherpa-pool.js';
 
 /** Options of {@link createSherpaTtsEngine}. */
@@ -46,12 +46,15 @@ const FRAME = 3840;
 
 /** The speed of `padding_bonus` p: `2^(−p/4)`, within 0.25 to 4. */
 export function speedFromPaddingBonus(p: number | undefined | null): number {
+  if (p !== undefined && p !== null && (typeof p !== 'number' || !Number.isFinite(p))) throw new VoicewireError('INVALID_ARGUMENT', `padding_bonus must be a finite number, got ${describeValue(p)}`);
   const s = 2 ** (-(p ?? 0) / 4);
   return Math.min(4, Math.max(0.25, s));
 }
 
 /** The catalog voices of a model: one per speaker (at most 256), uid `sherpa-<folder>-<sid>`. */
 export function sherpaCatalogVoices(model: SherpaModel, numSpeakers: number): CatalogVoice[] {
+  sherpaModelArg(model, 'sherpaCatalogVoices: model');
+  if (!Number.isInteger(numSpeakers) || numSpeakers < 1) throw new VoicewireError('INVALID_ARGUMENT', `sherpaCatalogVoices: numSpeakers must be an integer ≥ 1, got ${describeValue(numSpeakers)}`);
   const slug = model.name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'model';
   const language = model.languages[0] ?? 'en';
   const n = Math.max(1, Math.min(256, numSpeakers));
