@@ -7,7 +7,7 @@
  * names both installs, unless `--tts tone` is asked for. Then the README's main job runs there.
  */
 import { describe, expect, it } from 'vitest';
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -134,7 +134,13 @@ describe.skipIf(!ready)('the packed tarball, installed without the WebAssembly e
       // `stt` of the LibriVox clip at the path the README gives an installed copy (it ships in the
       // package); pocketsphinx takes over a minute on a busy machine, hence its own bound.
       const clip = 'node_modules/voicewire/fixtures/speech/librivox-0880.wav';
-      const heard = spawnSync(process.execPath, [pkg.cli, 'stt', clip, ...baseUrl], { cwd: pkg.app, encoding: 'utf8', timeout: 150_000, env });
+      // Not spawnSync: the test must keep reading the server's output meanwhile (its logs of a
+      // decoding fill a pipe, and a server blocked on it never answers).
+      const heard = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) =>
+        execFile(process.execPath, [pkg.cli, 'stt', clip, ...baseUrl], { cwd: pkg.app, encoding: 'utf8', timeout: 150_000, env }, (err, stdout, stderr) =>
+          resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+        ),
+      );
       expect(heard.status, heard.stderr).toBe(0);
       expect(heard.stdout).toMatch(/young man/); // the reading: "he was not an ill disposed young man"
       expect(await stop(served)).toBe(0);

@@ -144,7 +144,10 @@ describe.skipIf(missing !== undefined)(missing ? `engine memory [SKIPPED: ${miss
     expect(answered.size).toBe(300);
     const perSocket = DEFAULT_LIMITS.sttDecodersPerSocket;
     expect(readies.length).toBe(perSocket);
-    expect(errors[0]).toMatchObject({ type: 'error', code: 1008, message: expect.stringMatching(/STT requests? .*limit/) });
+    // Refusals: the socket's decoder limit, or (for setups read before the refused ones were
+    // cleared) its limit of open requests; the order they arrive in depends on timing.
+    for (const e of errors) expect(e).toMatchObject({ type: 'error', code: 1008, message: expect.stringMatching(/STT requests? .*limit|requests open, the most it takes/) });
+    expect(errors.some((e) => /STT requests? .*limit/.test(String(e['message'])))).toBe(true);
     // At most the socket's own decoders (~95 MB each) were added.
     expect(peak).toBeLessThan(perSocket * 110 + 50);
     // The requests that got a decoder still recognize speech, on the same socket.
