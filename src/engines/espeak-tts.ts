@@ -24,6 +24,7 @@
  * `rewrite_rules` applies the named rules and language aliases (rewrite-rules.ts
  * {@link rewriteWordWithRules}).
  */
+import { ENGINE_FRAME, FramePacker } from './frame-packer.js';
 import { resampleInt16 } from '../audio/resampler.js';
 import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
@@ -64,7 +65,7 @@ export interface EspeakTtsOptions {
 }
 
 const OUT_RATE = 48000;
-const FRAME = 3840;
+const FRAME = ENGINE_FRAME;
 /**
  * A 5 ms window whose peak is below 1.5 % of the sentence's peak (−36 dB; espeak's pauses and
  * stop closures sit there, not at zero) counts as silence when placing word edges.
@@ -213,10 +214,10 @@ class EspeakStream implements TtsEngineStream {
   private pending = '';
   private received = 0;
   private closed = false;
-  private frame = new Int16Array(FRAME);
-  private fill = 0;
-  /** Output samples produced so far (the timeline of word timestamps). */
-  private out = 0;
+  /** The 80 ms frames; its `out` is the timeline of word timestamps. */
+  private readonly packer = new FramePacker((pcm) => {
+    if (!this.closed) this.emit({ type: 'audio', pcm });
+  });
 
   constructor(
     private readonly worker: EspeakWorker,
@@ -250,7 +251,7 @@ class EspeakStream implements TtsEngineStream {
     // After the last sentence end: past a few complete words the phrase so far is spoken (§4.5:
     // audio lags a few words behind the text), its tail silence trimmed as it is mid-sentence.
     // The first audio of a request waits for one word only: first audio is the latency promised.
-    const spokeNothing = this.out === 0 && this.fill === 0;
+    const spokeNothing = this.packer.out === 0 && this.packer.fill === 0;
     const phrase = phraseCut(this.pending, spokeNothing ? 1 : ESPEAK_LAG_WORDS);
     if (phrase > 0) await this.speakPendingTo(phrase, true);
   }
@@ -265,17 +266,17 @@ class EspeakStream implements TtsEngineStream {
   async pause(seconds: number): Promise<void> {
     await this.speakPending(true);
     // A <break> is exact silence of its length (§4.5), after the speech's own trailing silence was trimmed.
-    this.push(new Int16Array(Math.round(seconds * OUT_RATE)));
+    this.packer.push(new Int16Array(Math.round(seconds * OUT_RATE)));
   }
 
   async flush(): Promise<void> {
     await this.speakPending(false);
-    this.padFrame();
+    this.packer.pad();
   }
 
   async end(): Promise<void> {
     await this.speakPending(false);
-    this.padFrame();
+    this.packer.pad();
   }
 
   close(): void {
@@ -359,16 +360,16 @@ class EspeakStream implements TtsEngineStream {
       const start = firstSound(audio, starts[i]!.at, next, level);
       const stop = Math.min(next, lastSound(audio, start, next, level) + EDGE_WINDOW);
       if (stop <= start) continue; // no sound: dropped
-      words.push({ type: 'word', text: segments[starts[i]!.seg]!.text, start_s: round((this.out + start) / OUT_RATE), stop_s: round((this.out + stop) / OUT_RATE) });
+      words.push({ type: 'word', text: segments[starts[i]!.seg]!.text, start_s: round((this.packer.out + start) / OUT_RATE), stop_s: round((this.packer.out + stop) / OUT_RATE) });
     }
     // Each word timestamp goes out just before the frame its start falls in.
     let wi = 0;
     for (let s = 0; s < audio.length; ) {
-      const room = FRAME - this.fill;
-      const frameEnd = this.out + room;
+      const room = this.packer.room;
+      const frameEnd = this.packer.out + room;
       while (wi < words.length && (words[wi] as { start_s: number }).start_s * OUT_RATE < frameEnd) this.emit(words[wi++]!);
       const n = Math.min(room, audio.length - s);
-      this.push(audio.subarray(s, s + n));
+      this.packer.push(audio.subarray(s, s + n));
       s += n;
     }
     while (wi < words.length) this.emit(words[wi++]!);
@@ -386,28 +387,6 @@ class EspeakStream implements TtsEngineStream {
     // `[[`/`]]` would switch espeak to phoneme input: only dictionary rules may do that.
     const plain = word.replace(/\[\[|\]\]/g, '');
     return this.rewriteRules.length > 0 ? rewriteWordWithRules(plain, this.rewriteRules) : plain;
-  }
-
-  /** Appends samples to the frame being filled; emits each full frame. */
-  private push(samples: Int16Array): void {
-    let s = 0;
-    while (s < samples.length) {
-      const n = Math.min(FRAME - this.fill, samples.length - s);
-      this.frame.set(samples.subarray(s, s + n), this.fill);
-      this.fill += n;
-      this.out += n;
-      s += n;
-      if (this.fill === FRAME) {
-        if (!this.closed) this.emit({ type: 'audio', pcm: this.frame });
-        this.frame = new Int16Array(FRAME);
-        this.fill = 0;
-      }
-    }
-  }
-
-  /** Completes the frame being filled with silence, so everything said so far leaves. */
-  private padFrame(): void {
-    if (this.fill > 0) this.push(new Int16Array(FRAME - this.fill));
   }
 }
 

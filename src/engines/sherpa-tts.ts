@@ -20,6 +20,7 @@
  * The voice is a speaker of the model: a catalog voice `params.sid`; any other voice (a design or
  * clone made with another engine) speaks as speaker 0.
  */
+import { ENGINE_FRAME, FramePacker } from './frame-packer.js';
 import { resampleInt16 } from '../audio/resampler.js';
 import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
@@ -42,7 +43,7 @@ export interface SherpaTtsOptions {
 export const SHERPA_LAG_WORDS = 8;
 
 const OUT_RATE = 48000;
-const FRAME = 3840;
+const FRAME = ENGINE_FRAME;
 
 /** The speed of `padding_bonus` p: `2^(−p/4)`, within 0.25 to 4. */
 export function speedFromPaddingBonus(p: number | undefined | null): number {
@@ -115,9 +116,10 @@ class SherpaTtsStream implements TtsEngineStream {
   readonly info;
   private pending = '';
   private closed = false;
-  private frame = new Int16Array(FRAME);
-  private fill = 0;
-  private out = 0;
+  /** The 80 ms frames; its `out` is the timeline of word timestamps. */
+  private readonly packer = new FramePacker((pcm) => {
+    if (!this.closed) this.emit({ type: 'audio', pcm });
+  });
 
   constructor(
     private readonly pool: SherpaPool,
@@ -144,17 +146,17 @@ class SherpaTtsStream implements TtsEngineStream {
 
   async pause(seconds: number): Promise<void> {
     await this.speakTo(this.pending.length);
-    this.push(new Int16Array(Math.round(seconds * OUT_RATE)));
+    this.packer.push(new Int16Array(Math.round(seconds * OUT_RATE)));
   }
 
   async flush(): Promise<void> {
     await this.speakTo(this.pending.length);
-    this.padFrame();
+    this.packer.pad();
   }
 
   async end(): Promise<void> {
     await this.speakTo(this.pending.length);
-    this.padFrame();
+    this.packer.pad();
   }
 
   close(): void {
@@ -191,38 +193,18 @@ class SherpaTtsStream implements TtsEngineStream {
       const start = Math.floor((audio.length * acc) / total);
       acc += w.length;
       const stop = Math.floor((audio.length * acc) / total);
-      events.push({ type: 'word', text: w, start_s: round((this.out + start) / OUT_RATE), stop_s: round((this.out + stop) / OUT_RATE) });
+      events.push({ type: 'word', text: w, start_s: round((this.packer.out + start) / OUT_RATE), stop_s: round((this.packer.out + stop) / OUT_RATE) });
     }
     let wi = 0;
     for (let s = 0; s < audio.length; ) {
-      const room = FRAME - this.fill;
-      const frameEnd = this.out + room;
+      const room = this.packer.room;
+      const frameEnd = this.packer.out + room;
       while (wi < events.length && events[wi]!.start_s * OUT_RATE < frameEnd) this.emit(events[wi++]!);
       const n = Math.min(room, audio.length - s);
-      this.push(audio.subarray(s, s + n));
+      this.packer.push(audio.subarray(s, s + n));
       s += n;
     }
     while (wi < events.length) this.emit(events[wi++]!);
-  }
-
-  private push(samples: Int16Array): void {
-    let s = 0;
-    while (s < samples.length) {
-      const n = Math.min(FRAME - this.fill, samples.length - s);
-      this.frame.set(samples.subarray(s, s + n), this.fill);
-      this.fill += n;
-      this.out += n;
-      s += n;
-      if (this.fill === FRAME) {
-        if (!this.closed) this.emit({ type: 'audio', pcm: this.frame });
-        this.frame = new Int16Array(FRAME);
-        this.fill = 0;
-      }
-    }
-  }
-
-  private padFrame(): void {
-    if (this.fill > 0) this.push(new Int16Array(FRAME - this.fill));
   }
 }
 

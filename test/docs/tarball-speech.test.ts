@@ -6,6 +6,7 @@
  * text and voice, not against a stored result. Without any espeak-ng, serve refuses to start and
  * names both installs, unless `--tts tone` is asked for. Then the README's main job runs there.
  */
+import { correlation, envelope } from '../helpers/envelope.js';
 import { describe, expect, it } from 'vitest';
 import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -51,32 +52,6 @@ async function stop(s: Served): Promise<number | null> {
   const exited = new Promise<number | null>((r) => s.child.once('exit', (code) => r(code)));
   s.child.kill('SIGTERM');
   return exited;
-}
-
-/** 25 ms RMS envelope of the sound, pauses left out (windows below 3 % of the loudest). */
-function envelope(pcm: Int16Array, rate: number): number[] {
-  const win = Math.round(rate / 40);
-  const env: number[] = [];
-  for (let i = 0; i + win <= pcm.length; i += win) {
-    let s = 0;
-    for (let j = i; j < i + win; j++) s += pcm[j]! * pcm[j]!;
-    env.push(Math.sqrt(s / win));
-  }
-  const max = Math.max(...env);
-  return env.filter((e) => e > max * 0.03);
-}
-
-function correlation(a: number[], b: number[]): number {
-  const bs = a.map((_, i) => b[Math.min(b.length - 1, Math.round((i * (b.length - 1)) / Math.max(1, a.length - 1)))]!);
-  const mean = (x: number[]) => x.reduce((p, q) => p + q, 0) / x.length;
-  const [ma, mb] = [mean(a), mean(bs)];
-  let [num, da, db] = [0, 0, 0];
-  for (let i = 0; i < a.length; i++) {
-    num += (a[i]! - ma) * (bs[i]! - mb);
-    da += (a[i]! - ma) ** 2;
-    db += (bs[i]! - mb) ** 2;
-  }
-  return num / Math.sqrt(da * db);
 }
 
 /** The samples of a 16-bit mono WAV (its `data` chunk) and its rate. */

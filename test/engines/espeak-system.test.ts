@@ -3,6 +3,7 @@
  * judged by oracles nobody here wrote: the `espeak-ng` command (Debian's, the same library) for the
  * audio, and the WebAssembly engine for the word timestamps it gives.
  */
+import { correlation, envelope } from '../helpers/envelope.js';
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { createEspeakTtsEngine } from '../../src/engines/espeak-tts.js';
@@ -32,39 +33,6 @@ const ONE_CALL: Record<string, string> = {
 
 const words = (s: string) => s.split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w));
 const SYSTEM = { library: 'system' } as const;
-
-/**
- * 25 ms RMS envelope of the sound, pauses left out (windows below 3 % of the loudest): the engine
- * speaks a text in pieces (sentences, clauses) whose pauses differ from one continuous call's.
- */
-function envelope(pcm: Int16Array, rate: number): number[] {
-  const win = Math.round(rate / 40);
-  const env: number[] = [];
-  for (let i = 0; i + win <= pcm.length; i += win) {
-    let s = 0;
-    for (let j = i; j < i + win; j++) s += pcm[j]! * pcm[j]!;
-    env.push(Math.sqrt(s / win));
-  }
-  const max = Math.max(...env);
-  return env.filter((e) => e > max * 0.03);
-}
-
-/** Pearson correlation of two envelopes, the second stretched to the first's length. */
-function correlation(a: number[], b: number[]): number {
-  const bs = a.map((_, i) => b[Math.min(b.length - 1, Math.round((i * (b.length - 1)) / Math.max(1, a.length - 1)))]!);
-  const mean = (x: number[]) => x.reduce((p, q) => p + q, 0) / x.length;
-  const ma = mean(a);
-  const mb = mean(bs);
-  let num = 0;
-  let da = 0;
-  let db = 0;
-  for (let i = 0; i < a.length; i++) {
-    num += (a[i]! - ma) * (bs[i]! - mb);
-    da += (a[i]! - ma) ** 2;
-    db += (bs[i]! - mb) ** 2;
-  }
-  return num / Math.sqrt(da * db);
-}
 
 /** The `espeak-ng` command's audio for a catalog voice (same voice, variant, rate, pitch). */
 function cliSpeech(uid: string, text: string): Int16Array {
