@@ -2,6 +2,13 @@
  * Debian's pocketsphinx (`libpocketsphinx3`, 5prealpha API) through koffi. Only the calls the
  * engine needs; every pointer stays inside {@link PocketsphinxDecoder}.
  *
+ * The calls that take CPU (loading a model, decoding audio, an utterance's final passes) run as
+ * koffi async calls on libuv's thread pool, so the event loop stays free for every other request
+ * (issue 25: a loop held for seconds answered 408 to requests whose headers had arrived). A decoder
+ * is used by one call at a time; different decoders run in parallel. sphinxbase's log is one
+ * global FILE that `ps_init -logfn` would reopen under a decoder logging on another thread: it is
+ * switched off once, at load, instead.
+ *
  * Install on Debian/Ubuntu: `apt-get install pocketsphinx pocketsphinx-en-us`.
  */
 import { existsSync } from 'node:fs';
@@ -45,7 +52,8 @@ export interface PsWord {
   endFrame: number;
 }
 
-type Fn = (...args: unknown[]) => unknown;
+/** A koffi function: called at once, or with `.async(...args, callback)` on libuv's thread pool. */
+type Fn = ((...args: unknown[]) => unknown) & { async(...args: unknown[]): void };
 
 interface Lib {
   ps_args: Fn;
@@ -113,6 +121,8 @@ function load(): Lib {
       ps_start_stream: ps.func('ps_start_stream', 'int', ['void *']),
       koffi,
     };
+    // No log at all (NULL disables it): never a log file reopened while another thread writes to it.
+    sb.func('err_set_logfp', 'void', ['void *'])(null);
     return lib;
   } catch (err) {
     libError = `pocketsphinx is not installed: install the Debian packages \`${POCKETSPHINX_PACKAGES}\` (and the npm package koffi): ${err instanceof Error ? err.message : String(err)}`;
@@ -177,22 +187,38 @@ export interface DecoderOptions {
   jsgf?: string;
 }
 
-/** One pocketsphinx decoder at 16 kHz. Not thread-safe; one per stream. */
+/** Calls `fn` on libuv's thread pool. */
+function callAsync(fn: Fn, ...args: unknown[]): Promise<unknown> {
+  return new Promise((resolve, reject) => fn.async(...args, (err: unknown, result: unknown) => (err ? reject(err) : resolve(result))));
+}
+
+/** One pocketsphinx decoder at 16 kHz. Not thread-safe: one call at a time; one per stream. */
 export class PocketsphinxDecoder {
   private ps: unknown;
   private readonly lib: Lib;
   private readonly cmn: CmnState | undefined;
 
-  constructor(options: DecoderOptions) {
-    this.lib = load();
+  /** Loads the model (0.3–0.7 s of CPU) off the event loop. */
+  static async create(options: DecoderOptions): Promise<PocketsphinxDecoder> {
+    const lib = load();
     const m = options.model;
-    const argv = ['-hmm', m.hmm, '-lm', m.lm, '-dict', m.dict, '-logfn', '/dev/null', '-samprate', '16000'];
-    const config = this.lib.cmd_ln_parse_r(null, this.lib.ps_args(), argv.length, argv, 1);
+    const argv = ['-hmm', m.hmm, '-lm', m.lm, '-dict', m.dict, '-samprate', '16000'];
+    const config = lib.cmd_ln_parse_r(null, lib.ps_args(), argv.length, argv, 1);
     if (!config) throw new VoicewireError('ENGINE_UNAVAILABLE', `pocketsphinx rejected its configuration (model ${m.hmm})`);
-    this.ps = this.lib.ps_init(config);
-    // ps_init keeps its own reference to the configuration.
-    this.lib.cmd_ln_free_r(config);
-    if (!this.ps) throw new VoicewireError('ENGINE_UNAVAILABLE', `pocketsphinx could not load the model in ${m.hmm}`);
+    let ps: unknown;
+    try {
+      ps = await callAsync(lib.ps_init, config);
+    } finally {
+      // ps_init keeps its own reference to the configuration.
+      lib.cmd_ln_free_r(config);
+    }
+    if (!ps) throw new VoicewireError('ENGINE_UNAVAILABLE', `pocketsphinx could not load the model in ${m.hmm}`);
+    return new PocketsphinxDecoder(lib, ps, options);
+  }
+
+  private constructor(lib: Lib, ps: unknown, options: DecoderOptions) {
+    this.lib = lib;
+    this.ps = ps;
     if (options.jsgf !== undefined) {
       if (this.lib.ps_set_jsgf_string(this.ps, 'grammar', options.jsgf) !== 0 || this.lib.ps_set_search(this.ps, 'grammar') !== 0) {
         this.free();
@@ -242,13 +268,14 @@ export class PocketsphinxDecoder {
     this.lib.ps_start_utt(this.ps);
   }
 
-  endUtt(): void {
-    this.lib.ps_end_utt(this.ps);
+  /** Ends the utterance: its final passes run off the event loop. */
+  async endUtt(): Promise<void> {
+    await callAsync(this.lib.ps_end_utt, this.ps);
   }
 
-  /** Decodes 16 kHz samples. */
-  process(samples: Int16Array): void {
-    if (samples.length > 0) this.lib.ps_process_raw(this.ps, samples, samples.length, 0, 0);
+  /** Decodes 16 kHz samples off the event loop (`samples` must not change until it resolves). */
+  async process(samples: Int16Array): Promise<void> {
+    if (samples.length > 0) await callAsync(this.lib.ps_process_raw, this.ps, samples, samples.length, 0, 0);
   }
 
   /** True while pocketsphinx's own voice-activity detector hears speech. */

@@ -105,12 +105,12 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
     free(held);
     return true;
   };
-  const take = (): HeldDecoder => {
+  const take = async (): Promise<HeldDecoder> => {
     const idle = popIdle();
     if (idle !== undefined) return idle;
     const release = budget.acquire();
     try {
-      return { decoder: new PocketsphinxDecoder(decoderOptions), release };
+      return { decoder: await PocketsphinxDecoder.create(decoderOptions), release };
     } catch (err) {
       release();
       throw err;
@@ -147,8 +147,9 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       const reason = pocketsphinxAvailable(model);
       if (reason !== undefined) throw new VoicewireError('ENGINE_UNAVAILABLE', reason);
       const fvad = await loadVad();
-      // From here on nothing is awaited: what was taken is given back on every failure.
-      const held = take();
+      // The slot in the budget is taken before the model loads (off the event loop); from then on
+      // nothing else is awaited: what was taken is given back on every failure.
+      const held = await take();
       let vad: VoiceActivity | undefined;
       try {
         vad = new VoiceActivity(fvad);
@@ -201,6 +202,8 @@ class SphinxStream implements SttEngineStream {
   private held: { word: string; startFrame: number; since: number }[] = [];
   private frames = 0;
   private closed = false;
+  /** The decoder's call running on libuv's thread pool, if any: the decoder is released only after it. */
+  private busy: Promise<unknown> | undefined;
 
   constructor(
     private readonly decoder: PocketsphinxDecoder,
@@ -219,31 +222,50 @@ class SphinxStream implements SttEngineStream {
     this.inUtt = true;
   }
 
-  push(frame: Int16Array): void {
+  async push(frame: Int16Array): Promise<void> {
     const pcm = this.resampler.push(frame);
-    this.decode(pcm);
-    this.emit({ type: 'step', vad: this.vad.frame(pcm) });
+    await this.decode(pcm);
+    if (!this.closed) this.emit({ type: 'step', vad: this.vad.frame(pcm) });
   }
 
-  end(): void {
+  async end(): Promise<void> {
     const rest = this.resampler.flush();
-    this.decode(rest);
-    this.finishUtterance();
+    await this.decode(rest);
+    await this.finishUtterance();
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    try {
-      if (this.inUtt) this.decoder.endUtt();
-    } finally {
-      // The decoder goes back to the pool (or is freed) and the VAD instance is freed, whatever endUtt did.
-      this.release();
-    }
+    const open = this.inUtt;
+    this.inUtt = false;
+    // After `end` (the usual close) nothing runs: the decoder is back at once, for the next request.
+    if (this.busy === undefined && !open) return this.release();
+    // A call still running on the thread pool owns the decoder until it returns; an utterance left
+    // open is ended (ps_start_utt refuses to start one over it). Then the decoder goes back to the
+    // pool (or is freed) and the VAD instance is freed, whatever those calls did.
+    void (this.busy ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => (open ? this.decoder.endUtt() : undefined))
+      .catch(() => undefined)
+      .finally(() => this.release());
   }
 
-  private decode(pcm: Int16Array): void {
-    this.decoder.process(pcm);
+  /** Runs one decoder call off the event loop; nothing after a close. */
+  private async call(f: () => Promise<void>): Promise<boolean> {
+    if (this.closed) return false;
+    const p = f();
+    this.busy = p;
+    try {
+      await p;
+    } finally {
+      this.busy = undefined;
+    }
+    return !this.closed;
+  }
+
+  private async decode(pcm: Int16Array): Promise<void> {
+    if (!(await this.call(() => this.decoder.process(pcm)))) return;
     this.samples += pcm.length;
     this.frames++;
     const words = this.decoder.words();
@@ -269,7 +291,8 @@ class SphinxStream implements SttEngineStream {
     const steady = this.history.length === UTTERANCE_STEADY && this.history.every((h) => h === key);
     // pocketsphinx's VAD says the utterance is over: finish it and start the next.
     if (!this.decoder.inSpeech() && words.length > 0 && steady) {
-      this.finishUtterance();
+      await this.finishUtterance();
+      if (this.closed) return;
       this.decoder.startUtt();
       this.inUtt = true;
       this.uttStart = this.samples;
@@ -290,10 +313,10 @@ class SphinxStream implements SttEngineStream {
     }
   }
 
-  private finishUtterance(): void {
+  private async finishUtterance(): Promise<void> {
     if (!this.inUtt) return;
-    this.decoder.endUtt();
     this.inUtt = false;
+    if (!(await this.call(() => this.decoder.endUtt()))) return;
     this.send(this.decoder.words());
     if (this.openStop !== undefined) this.emit({ type: 'end_text', stop_s: this.openStop });
     this.openStop = undefined;
