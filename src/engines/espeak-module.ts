@@ -272,9 +272,14 @@ class EspeakThread {
       return;
     }
     this.running = undefined;
-    if (m.type === 'done') this.settle(job);
-    else this.settle(job, new VoicewireError('PROTOCOL_INTERNAL', `espeak-ng (WebAssembly) failed to synthesize: ${m.message ?? ''}`));
-    this.pump();
+    if (m.type === 'done') {
+      this.settle(job);
+      this.pump();
+      return;
+    }
+    this.settle(job, new VoicewireError('PROTOCOL_INTERNAL', `espeak-ng (WebAssembly) failed to synthesize: ${m.message ?? ''}`));
+    // After a trap the module's state is unknown: a new thread serves the next request.
+    void this.terminate();
   }
 
   /** Referenced only while it loads or has syntheses: an idle thread never keeps the process alive. */
