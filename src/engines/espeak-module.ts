@@ -73,6 +73,12 @@ export interface EspeakDeterministicWorker extends EspeakAsyncWorker {
 /** The voices loaded once at start, so the first sentence of a language does not pay its dictionary. */
 const WARM_VOICES = ['en-us', 'fr', 'de', 'es', 'pt-br'];
 
+/**
+ * Samples per message from the thread, at least (~90 ms at 22.05 kHz): one message per espeak
+ * piece (~10 ms) cost more than the synthesis for short sentences on a busy machine.
+ */
+const BATCH_SAMPLES = 2048;
+
 type Kind = 'plain' | 'deterministic';
 
 /**
@@ -121,10 +127,24 @@ function run(m) {
   w.set_rate(m.rate);
   w.set_pitch(m.pitch);
   w.set_range(m.range);
-  w.synthesize(inst.str(m.text), (samples, events) => {
+  // espeak's pieces are ~10 ms of audio: posted in batches of at least BATCH samples (one message
+  // each, transferred), while the stop flag is read at every piece.
+  let parts = [], events = [], n = 0;
+  const post = () => {
+    const samples = new Int16Array(n);
+    let o = 0;
+    for (const p of parts) { samples.set(p, o); o += p.length; }
     parentPort.postMessage({ type: 'chunk', id: m.id, samples, events }, [samples.buffer]);
+    parts = []; events = []; n = 0;
+  };
+  w.synthesize(inst.str(m.text), (samples, evs) => {
+    parts.push(samples);
+    for (const e of evs) events.push(e);
+    n += samples.length;
+    if (n >= workerData.batch) post();
     return Atomics.load(stop, 0) === m.id;
   });
+  if (n > 0 || events.length > 0) post();
 }
 let chain = Promise.resolve();
 parentPort.on('message', (m) => {
@@ -179,7 +199,7 @@ class EspeakThread {
     url: string,
     private readonly onDeath: (t: EspeakThread) => void,
   ) {
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { url, warm: WARM_VOICES, stop: this.stop.buffer } });
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { url, warm: WARM_VOICES, stop: this.stop.buffer, batch: BATCH_SAMPLES } });
     this.worker.on('message', (m: { type: string; id?: number; kind?: Kind; op?: string; sampleRate?: number; samples?: Int16Array; events?: EspeakEvent[]; message?: string }) => this.onMessage(m));
     this.worker.on('error', (err) => this.die(err));
     this.worker.on('exit', () => this.die(undefined));
