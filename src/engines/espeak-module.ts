@@ -329,9 +329,9 @@ class EspeakThread {
 }
 
 /** A handle on one of the thread's module instances; the settings travel with each queued job. */
-class WasmEspeak implements EspeakDeterministicWorker {
+class WasmEspeak implements EspeakAsyncWorker {
   private readonly settings = { voice: 'en-us', rate: 175, pitch: 50, range: 50 };
-  private restoreNext = false;
+  protected restoreNext = false;
 
   constructor(
     private readonly thread: EspeakThread,
@@ -360,14 +360,17 @@ class WasmEspeak implements EspeakDeterministicWorker {
     return this.sampleRate;
   }
 
-  restore(): void {
-    this.restoreNext = true;
-  }
-
   synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void> {
     const restore = this.restoreNext;
     this.restoreNext = false;
     return this.thread.enqueue(this.kind, { ...this.settings }, restore, text, callback);
+  }
+}
+
+/** The temp-0 instance's handle: only it can be restored (the engine tests for `restore`). */
+class DeterministicWasmEspeak extends WasmEspeak implements EspeakDeterministicWorker {
+  restore(): void {
+    this.restoreNext = true;
   }
 }
 
@@ -386,11 +389,14 @@ function currentThread(): EspeakThread {
   return thread;
 }
 
-function loadKind(kind: Kind): Promise<WasmEspeak> {
-  return (async () => {
-    const t = currentThread();
-    return new WasmEspeak(t, kind, await t.load(kind));
-  })();
+async function loadPlain(): Promise<WasmEspeak> {
+  const t = currentThread();
+  return new WasmEspeak(t, 'plain', await t.load('plain'));
+}
+
+async function loadRestorable(): Promise<DeterministicWasmEspeak> {
+  const t = currentThread();
+  return new DeterministicWasmEspeak(t, 'deterministic', await t.load('deterministic'));
 }
 
 /**
@@ -399,7 +405,7 @@ function loadKind(kind: Kind): Promise<WasmEspeak> {
  * `ENGINE_UNAVAILABLE` when the package is missing.
  */
 export function loadEspeak(): Promise<EspeakAsyncWorker> {
-  const p = (loading ??= loadKind('plain'));
+  const p = (loading ??= loadPlain());
   p.catch(() => {
     if (loading === p) loading = undefined;
   });
@@ -413,7 +419,7 @@ export function loadEspeak(): Promise<EspeakAsyncWorker> {
  * {@link loadEspeak}.
  */
 export function loadDeterministicEspeak(): Promise<EspeakDeterministicWorker> {
-  const p = (loadingDeterministic ??= loadKind('deterministic'));
+  const p = (loadingDeterministic ??= loadRestorable());
   p.catch(() => {
     if (loadingDeterministic === p) loadingDeterministic = undefined;
   });
