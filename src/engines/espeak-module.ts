@@ -199,7 +199,10 @@ class EspeakThread {
     url: string,
     private readonly onDeath: (t: EspeakThread) => void,
   ) {
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { url, warm: WARM_VOICES, stop: this.stop.buffer, batch: BATCH_SAMPLES } });
+    // The evaluated source is CommonJS: a parent run with `--input-type=module` (node -e) would
+    // hand the flag down and make it ESM.
+    const execArgv = process.execArgv.filter((a) => !/^--(input-type|experimental-default-type)\b/.test(a));
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, execArgv, workerData: { url, warm: WARM_VOICES, stop: this.stop.buffer, batch: BATCH_SAMPLES } });
     this.worker.on('message', (m: { type: string; id?: number; kind?: Kind; op?: string; sampleRate?: number; samples?: Int16Array; events?: EspeakEvent[]; message?: string }) => this.onMessage(m));
     this.worker.on('error', (err) => this.die(err));
     this.worker.on('exit', () => this.die(undefined));

@@ -1,4 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { closeEspeakThread, ESPEAK_WASM_QUEUE, espeakAvailable, loadDeterministicEspeak, loadEspeak, type EspeakAsyncWorker, type EspeakWorker } from '../../src/engines/espeak-module.js';
 import { createEspeakTtsEngine } from '../../src/engines/espeak-tts.js';
 import { VoicewireError } from '../../src/util/errors.js';
@@ -105,6 +107,17 @@ describe('espeak-ng WebAssembly on a worker thread', () => {
     await Promise.all(jobs);
     expect(plain.queued).toBe(0);
   }, 60000);
+
+  it('an idle thread does not keep the process alive (node -e, whose --input-type=module the thread must not inherit)', () => {
+    const module = fileURLToPath(new URL('../../src/engines/espeak-module.ts', import.meta.url));
+    const script = `import { loadEspeak, loadDeterministicEspeak } from ${JSON.stringify(module)};
+      const w = await loadEspeak(); const d = await loadDeterministicEspeak();
+      await w.synthesize('Hi.', () => false); await d.synthesize('Hi.', () => false);
+      console.log('spoke at', w.get_samplerate());`;
+    // A thread kept referenced would hold the process until the timeout: the call would throw.
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { timeout: 60_000, encoding: 'utf8' });
+    expect(out.trim()).toBe('spoke at 22050');
+  }, 90000);
 
   it('a stopped thread fails its running job with a VoicewireError, and the next load makes a new thread', async () => {
     const w = await loadEspeak();
