@@ -19,7 +19,7 @@
  */
 import { createRequire } from 'node:module';
 import { VoicewireError } from '../util/errors.js';
-import type { EspeakEvent, EspeakWorker } from './espeak-module.js';
+import type { EspeakAsyncWorker, EspeakEvent } from './espeak-module.js';
 
 /** The Debian package that holds the system library and its voice data. */
 export const ESPEAK_SYSTEM_PACKAGE = 'libespeak-ng1';
@@ -33,12 +33,7 @@ export const ESPEAK_SYSTEM_LIBRARY = 'libespeak-ng.so.1';
 /** Syntheses that may wait for the library at once (one per speaking stream); more: `ENGINE_BUSY`. */
 export const ESPEAK_SYSTEM_QUEUE = 64;
 
-/** A worker whose synthesis completes later, off the event loop. */
-export interface EspeakAsyncWorker extends EspeakWorker {
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void>;
-  /** Syntheses waiting or running. */
-  readonly queued: number;
-}
+export type { EspeakAsyncWorker };
 
 type Fn = ((...args: unknown[]) => unknown) & { async(...args: unknown[]): void };
 

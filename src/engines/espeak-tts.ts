@@ -327,7 +327,7 @@ class EspeakStream implements TtsEngineStream {
     const chunks: Int16Array[] = [];
     const events: EspeakEvent[] = [];
     let total = 0;
-    // The system library synthesizes off the event loop (a promise); a closed stream stops it.
+    // Both builds synthesize off the event loop (a promise; the settings above travel with it); a closed stream stops it.
     await w.synthesize(spoken, (samples, evs) => {
       chunks.push(samples);
       total += samples.length;

@@ -8,9 +8,9 @@
 export { createEspeakTtsEngine, effectiveVoiceParams } from './espeak-tts.js';
 export type { EspeakTtsContext, EspeakTtsOptions, EspeakVoice } from './espeak-tts.js';
 export type { EngineContext, EngineDictionary, EngineVoice } from './context.js';
-export { espeakAvailable, ESPEAK_PACKAGE } from './espeak-module.js';
+export { closeEspeakThread, espeakAvailable, ESPEAK_PACKAGE, ESPEAK_WASM_QUEUE } from './espeak-module.js';
+export type { EspeakAsyncWorker } from './espeak-module.js';
 export { loadSystemEspeak, systemEspeakAvailable, ESPEAK_SYSTEM_LIBRARY, ESPEAK_SYSTEM_PACKAGE, ESPEAK_SYSTEM_QUEUE } from './espeak-system.js';
-export type { EspeakAsyncWorker } from './espeak-system.js';
 export { catalogVoices, designVoices, voiceParamsFromSample, estimateVoiceFromSample, defaultVoiceParams } from './espeak-voices.js';
 export type { CatalogVoice, DesignVoicesInput, EspeakVoiceParams, SampleVoiceEstimate } from './espeak-voices.js';
 export { applyRewriteRules, rewriteText, rewriteWordWithRules } from './rewrite-rules.js';

@@ -119,7 +119,7 @@ export const ERROR_CODES = {
 
   // --- engines --------------------------------------------------------------------------
   ENGINE_UNAVAILABLE: { description: 'A speech engine is not installed here (the message names the npm or Debian package to install).', closeCode: 1011, httpStatus: 503 },
-  ENGINE_BUSY: { description: 'The process holds its budget of live engine instances (limits.sttDecoders: pocketsphinx decoders, ~95 MB each, in use or idle), or the system espeak-ng has 64 syntheses waiting (ESPEAK_SYSTEM_QUEUE): the server is busy, not the client at fault; retry later (WebSocket error 1011 for that request; POST 503 plain text).', closeCode: 1011, httpStatus: 503 },
+  ENGINE_BUSY: { description: 'The process holds its budget of live engine instances (limits.sttDecoders: pocketsphinx decoders, ~95 MB each, in use or idle), or an espeak-ng has 64 syntheses waiting (ESPEAK_SYSTEM_QUEUE, ESPEAK_WASM_QUEUE): the server is busy, not the client at fault; retry later (WebSocket error 1011 for that request; POST 503 plain text).', closeCode: 1011, httpStatus: 503 },
   MODEL_INVALID: { description: 'A model folder given to the server (--tts-model, --stt-model) cannot be loaded: a file or metadata key is missing, tokens.txt is malformed, or the ONNX file is corrupt; the message names the folder and the cause, and the server does not start.' },
   TTS_UNKNOWN_VOICE: { description: 'The TTS setup names a voice_id that does not exist for the caller (docs/api.md §7).', closeCode: 1008 },
   TTS_UNKNOWN_PRONUNCIATION: { description: 'The TTS setup names a pronunciation_id that is unknown or belongs to another organization.', closeCode: 1008 },
