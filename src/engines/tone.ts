@@ -188,7 +188,10 @@ export function createToneSttEngine(_context?: EngineContext): SttEngine {
           samples.set(b, o);
           o += BLOCK;
         }
-        const slots = Math.max(1, Math.round(voicedBlocks / BLOCKS_PER_SLOT));
+        // Whole slots, a partial last one only from 60 ms on: a microphone path (Chromium's echo
+        // cancellation and noise suppression, under load) can lengthen the last tone by 40 ms,
+        // which rounding read as one letter more ("worldd", "helloo": issue 25).
+        const slots = Math.max(1, Math.floor((voicedBlocks + 1) / BLOCKS_PER_SLOT));
         let text = '';
         for (let s = 0; s < slots; s++) {
           const from = Math.min(samples.length - 2 * BLOCK, s * BLOCKS_PER_SLOT * BLOCK + BLOCK);
