@@ -12,7 +12,8 @@
  *   + `joiner*` → `transducer`; `preprocess.onnx` + `encode.onnx` → `moonshine`; one model with an
  *   `audio_signal` input or NeMo's metadata (`subsampling_factor`, `normalize_type`) → `nemo-ctc`; with
  *   `lfr_window_size` and "sense" in `model_type`/`comment` → `sense-voice`, else `paraformer`; one
- *   model with no such metadata → `zipformer2-ctc`.
+ *   model with no such metadata → `zipformer2-ctc` (it declares nothing: its graph's shapes are
+ *   checked instead, features `[N, T, 80]` and log-probs `[N, T', V]` with V fixed and ≤ the tokens).
  *
  * sherpa-onnx ends the process (`_Exit`, SIGABRT) on a missing metadata key, a malformed
  * `tokens.txt` or a corrupt model, so a folder is checked twice before the server touches it:
@@ -26,7 +27,7 @@ import { createRequire } from 'node:module';
 import { basename, join, resolve } from 'node:path';
 import { describeValue, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import { readOnnxInfo as readOnnx, type OnnxInfo } from './onnx-info.js';
+import { readOnnxInfo as readOnnx, type OnnxInfo, type OnnxShape } from './onnx-info.js';
 
 /** The npm package of sherpa-onnx's Node binding (its native binary is `sherpa-onnx-linux-x64` etc.). */
 export const SHERPA_PACKAGE = 'sherpa-onnx-node';
@@ -161,6 +162,26 @@ function checkCtcTokens(dir: string, path: string): void {
   if (!lines.some((l) => /^(<blk>|<blank>|<eps>)\s/.test(l))) invalid(dir, 'tokens.txt has no blank token (<blk>, <blank> or <eps>) a CTC model needs');
 }
 
+const showShape = (s: OnnxShape): string => (s === null ? 'of undeclared shape' : `[${s.join(', ')}]`);
+
+/**
+ * Checks a Zipformer CTC graph as sherpa-onnx uses it (offline-zipformer-ctc-model.cc,
+ * offline-recognizer-ctc-impl.h): inputs by position, fbank features `[N, T, 80]` then lengths;
+ * the vocabulary is output 0's declared dim 2 (`[N, T', V]`), so it must be a number, and every
+ * id below it must be in tokens.txt (an id past the table ends the process).
+ */
+function checkZipformerCtc(dir: string, model: string, info: OnnxInfo, tokens: string): void {
+  const name = basename(model);
+  if (info.inputs.length !== 2) invalid(dir, `${name} has ${info.inputs.length} inputs (${info.inputs.join(', ')}): a Zipformer CTC model takes features and their lengths`);
+  const x = info.inputShapes[0] ?? null;
+  if (x !== null && (x.length !== 3 || x[2] !== 80)) invalid(dir, `${name} input 0 is ${showShape(x)}: a Zipformer CTC model takes fbank features [N, T, 80]`);
+  const out = info.outputShapes[0] ?? null;
+  const vocab = out?.[2];
+  if (out === null || out.length !== 3 || typeof vocab !== 'number' || vocab < 1) invalid(dir, `${name} output 0 is ${showShape(out)}: a Zipformer CTC model gives log-probs [N, T', V] with V a fixed number (sherpa-onnx reads the vocabulary from it)`);
+  const count = readFileSync(tokens, 'utf8').split('\n').filter((l) => l.trim() !== '').length;
+  if (count < vocab) invalid(dir, `${basename(tokens)} holds ${count} tokens, the model's vocabulary is ${vocab} (an id past the table would end the process)`);
+}
+
 /** The system's espeak-ng-data, or undefined. */
 function systemEspeakData(): string | undefined {
   return SYSTEM_ESPEAK_DATA.find((d) => existsSync(join(d, 'phontab')));
@@ -264,6 +285,7 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType): Sherpa
   }
   if (family === 'zipformer2-ctc') {
     checkCtcTokens(dir, tokens);
+    checkZipformerCtc(dir, model, info, tokens);
     return { ...base, type: family, languages: ['en'], config: modelConfig({ zipformerCtc: { model } }) };
   }
   if (family === 'sense-voice') return { ...base, type: family, languages: ['en'], config: modelConfig({ senseVoice: { model, language: '', useInverseTextNormalization: 1 } }) };

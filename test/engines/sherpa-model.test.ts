@@ -28,6 +28,14 @@ describe('ONNX metadata without a runtime', () => {
     const ctc = readOnnxInfo(join(folders.make('nemo-ctc'), 'model.onnx'));
     expect(ctc.metadata).toMatchObject({ subsampling_factor: '4', normalize_type: 'per_feature' });
     expect(ctc.inputs).toEqual(['audio_signal', 'length']);
+    expect(ctc.inputShapes).toEqual([['N', 80, 'T'], ['N']]);
+    // A Zipformer CTC model declares nothing: sherpa-onnx takes its vocabulary from output 0's dim 2.
+    const zip = readOnnxInfo(join(folders.make('zipformer2-ctc'), 'model.onnx'));
+    expect(zip.metadata).toEqual({});
+    expect(zip.inputs).toEqual(['x', 'x_lens']);
+    expect(zip.inputShapes).toEqual([['N', 'T', 80], ['N']]);
+    expect(zip.outputs).toEqual(['log_probs', 'log_probs_len']);
+    expect(zip.outputShapes).toEqual([['N', 'T2', 35], ['N']]);
   }, 180_000);
 });
 
@@ -80,6 +88,27 @@ describe('sherpa-onnx model folders', () => {
     const ctc: SherpaModel = { kind: 'stt', dir: ctcDir, type: 'nemo-ctc', name: 'y', languages: ['en'], config: { featConfig: { sampleRate: 16000, featureDim: 80 }, modelConfig: { nemoCtc: { model: join(ctcDir, 'model.onnx') }, tokens: join(ctcDir, 'tokens.txt'), numThreads: 1 } } };
     const e2 = await refusal(() => validateSherpaModel(ctc));
     expect(e2.message).toMatch(/Protobuf parsing failed/);
+  }, 180_000);
+
+  it('detects a Zipformer CTC folder (no metadata), which loads and runs in a child process', async () => {
+    const stt = resolveSherpaSttModel(folders.make('zipformer2-ctc'));
+    expect(stt.type).toBe('zipformer2-ctc');
+    expect(stt.config).toMatchObject({ modelConfig: { zipformerCtc: { model: join(stt.dir, 'model.onnx') } } });
+    await expect(validateSherpaModel(stt)).resolves.toEqual({});
+  }, 180_000);
+
+  it('refuses a Zipformer CTC folder sherpa-onnx would misread, from the graph\'s declared shapes', async () => {
+    const { writeFileSync } = await import('node:fs');
+    // NeMo's graph forced as Zipformer: features are [N, 80, T] there, sherpa-onnx feeds [N, T, 80].
+    const nemo = folders.make('nemo-ctc');
+    const e1 = await refusal(() => resolveSherpaSttModel(nemo, 'zipformer2-ctc'));
+    expect(e1.code).toBe('MODEL_INVALID');
+    expect(e1.message).toMatch(/model\.onnx input 0 is \[N, 80, T\]: a Zipformer CTC model takes fbank features \[N, T, 80\]/);
+    // Fewer tokens than the model's vocabulary: an id past the table would end the process.
+    const short = folders.make('zipformer2-ctc');
+    writeFileSync(join(short, 'tokens.txt'), '<blk> 0\na 1\nb 2\n');
+    const e2 = await refusal(() => resolveSherpaSttModel(short));
+    expect(e2.message).toMatch(/tokens\.txt holds 3 tokens, the model's vocabulary is 35/);
   }, 180_000);
 
   it('refuses a missing folder and an unknown forced type', async () => {

@@ -1,7 +1,8 @@
 /**
  * The sherpa-onnx engines end to end through the server's routes (issue 24), with the tiny models
  * test/fixtures/models/make-models.py makes: a Piper-layout voice speaks over POST and the TTS
- * WebSocket, a NeMo CTC model transcribes over the STT WebSocket and POST, all on worker threads.
+ * WebSocket, a NeMo CTC and a Zipformer CTC model transcribe over the STT WebSocket and POST, all
+ * on worker threads.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -90,4 +91,32 @@ describe('sherpa-onnx STT through the server', () => {
     const silence = encodeWav(new Int16Array(24000 * 2), { sampleRate: 24000, channels: 1 });
     expect((await c.stt(silence, { inputFormat: 'wav', language: 'en' })).words).toEqual([]);
   }, 30_000);
+});
+
+describe('sherpa-onnx STT with a Zipformer CTC folder (no metadata) through the server', () => {
+  let zh: Harness;
+  let zipEntry: SttEngineEntry;
+  beforeAll(async () => {
+    zipEntry = await sherpaSttEntry(folders.make('zipformer2-ctc'));
+    registerSttEngine('sherpa-zip-test', zipEntry);
+    zh = await startServer({ stt: 'sherpa-zip-test', limits: { sherpaWorkers: 1 } });
+  }, 180_000);
+  afterAll(async () => {
+    await zh?.close();
+    await zipEntry?.close?.();
+  });
+
+  it('transcribes over WebSocket and POST, the same words both ways, with the model\'s token times', async () => {
+    const c = createClient({ baseUrl: zh.base, apiKey: zh.apiKey, retry: { attempts: 1 } });
+    const wav = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'speech', 'en_24k.wav'));
+    const overWs = await c.stt(wav, { inputFormat: 'wav', language: 'en' });
+    const overHttp = await c.stt(wav, { inputFormat: 'wav', language: 'en', http: true });
+    expect(overWs.words.length).toBeGreaterThan(0);
+    expect(overWs.text).toMatch(/^[a-z'<>\s]+$/);
+    expect(overHttp.text).toBe(overWs.text);
+    // Token times (40 ms a frame after 4x subsampling) place words apart, inside the audio.
+    const starts = overWs.words.map((w) => w.start_s);
+    expect(new Set(starts).size).toBeGreaterThan(1);
+    for (const t of starts) expect(t).toBeLessThanOrEqual(seconds(wav));
+  }, 180_000);
 });

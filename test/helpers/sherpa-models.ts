@@ -27,7 +27,7 @@ export class ModelFolders {
   readonly root = mkdtempSync(join(tmpdir(), 'vw-sherpa-'));
   private n = 0;
 
-  make(kind: 'piper' | 'nemo-ctc', options: MakeModelOptions = {}): string {
+  make(kind: 'piper' | 'nemo-ctc' | 'zipformer2-ctc', options: MakeModelOptions = {}): string {
     const dir = join(this.root, `${kind}-${this.n++}`);
     const args = [SCRIPT, kind, dir];
     if (options.loops !== undefined) args.push('--loops', String(options.loops));
