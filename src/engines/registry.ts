@@ -196,11 +196,12 @@ export async function sherpaTtsEntry(dir: string, type?: SherpaTtsType): Promise
 
 /**
  * The STT engine of a sherpa-onnx model folder (`--stt sherpa-onnx --stt-model DIR`), checked as
- * {@link sherpaTtsEntry} is. One engine per process; its worker pool bounds the work (not heavy:
+ * {@link sherpaTtsEntry} is; `languages` (`--stt-language`) is what `language` accepts for a model
+ * that declares none, and narrows one that does (see resolveSherpaSttModel). One engine per process; its worker pool bounds the work (not heavy:
  * a stream holds no model instance).
  */
-export async function sherpaSttEntry(dir: string, type?: SherpaSttType): Promise<SttEngineEntry> {
-  const model = resolveSherpaSttModel(dir, type);
+export async function sherpaSttEntry(dir: string, type?: SherpaSttType, languages?: readonly string[]): Promise<SttEngineEntry> {
+  const model = resolveSherpaSttModel(dir, type, languages);
   await validateSherpaModel(model);
   const lazy = lazyPool(model);
   let engine: SttEngine | undefined;

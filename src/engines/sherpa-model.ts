@@ -27,6 +27,7 @@ import { createRequire } from 'node:module';
 import { basename, join, resolve } from 'node:path';
 import { describeValue, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
+import { PROTOCOL_LANGUAGES } from '../protocol/validate.js';
 import { readOnnxInfo as readOnnx, type OnnxInfo, type OnnxShape } from './onnx-info.js';
 
 /** The npm package of sherpa-onnx's Node binding (its native binary is `sherpa-onnx-linux-x64` etc.). */
@@ -43,7 +44,7 @@ export type SherpaSttType = (typeof SHERPA_STT_TYPES)[number];
 export const SYSTEM_ESPEAK_DATA = ['/usr/lib/x86_64-linux-gnu/espeak-ng-data', '/usr/lib/aarch64-linux-gnu/espeak-ng-data', '/usr/share/espeak-ng-data'];
 
 /** The five languages of §1. */
-const API_LANGUAGES = ['en', 'fr', 'de', 'es', 'pt'];
+const API_LANGUAGES: readonly string[] = PROTOCOL_LANGUAGES;
 
 /** A model folder, resolved: what sherpa-onnx is given and what the server says about it. */
 export interface SherpaModel {
@@ -54,6 +55,11 @@ export interface SherpaModel {
   config: Record<string, unknown>;
   /** Languages the model serves (STT: what `language` accepts; TTS: the voices' language). */
   languages: string[];
+  /**
+   * STT: the recognizer's language is set per request (a multilingual Whisper: `setConfig` with
+   * `whisper.language` before the segment is decoded, see sherpa-pool.ts). Otherwise fixed at load.
+   */
+  perRequestLanguage?: boolean;
   /** A name for `ready` and logs: the folder's name. */
   name: string;
 }
@@ -187,12 +193,45 @@ function systemEspeakData(): string | undefined {
   return SYSTEM_ESPEAK_DATA.find((d) => existsSync(join(d, 'phontab')));
 }
 
-const LANGUAGE_CODES: Record<string, string> = { english: 'en', french: 'fr', german: 'de', spanish: 'es', portuguese: 'pt' };
+const LANGUAGE_CODES: Record<string, string> = { english: 'en', french: 'fr', german: 'de', spanish: 'es', portuguese: 'pt', chinese: 'zh', japanese: 'ja', korean: 'ko', italian: 'it', russian: 'ru', dutch: 'nl' };
 
-/** An ISO 639-1 code from a model's `language` metadata ("English", "en-us", "es_ES"). */
-function languageCode(value: string | undefined): string {
+/** An ISO 639-1 code from a model's `language` metadata ("English", "en-us", "es_ES"), or undefined. */
+function languageCodeOf(value: string | undefined): string | undefined {
   const v = (value ?? '').trim().toLowerCase();
-  return LANGUAGE_CODES[v] ?? (/^[a-z]{2}\b/.exec(v)?.[0] ?? 'en');
+  return LANGUAGE_CODES[v] ?? /^[a-z]{2,3}(?![a-z])/.exec(v)?.[0];
+}
+
+/** An ISO 639-1 code from a TTS model's `language` metadata; English when it says nothing readable. */
+function languageCode(value: string | undefined): string {
+  return languageCodeOf(value) ?? 'en';
+}
+
+/** Codes from a comma-separated metadata list ("en,zh,de", "English, French"), unknown entries dropped, in order, once each. */
+function languageList(value: string): string[] {
+  const out: string[] = [];
+  for (const part of value.split(',')) {
+    const c = languageCodeOf(part);
+    if (c !== undefined && !out.includes(c)) out.push(c);
+  }
+  return out;
+}
+
+/**
+ * What `language` accepts for a model whose own languages are `own` (undefined: it declares
+ * none): its §1 languages, narrowed by `--stt-language` when given; a model that declares nothing
+ * serves `--stt-language`, else English (voicewire does not guess a model's language).
+ */
+function servedLanguages(dir: string, own: string[] | undefined, flag: readonly string[] | undefined): string[] {
+  if (own === undefined) return flag !== undefined ? [...flag] : ['en'];
+  const served = own.filter((l) => API_LANGUAGES.includes(l));
+  if (flag !== undefined) {
+    const outside = flag.filter((l) => !served.includes(l));
+    if (outside.length > 0) invalid(dir, `--stt-language ${flag.join(',')}: the model serves ${served.length > 0 ? served.join(', ') : 'none of them'} (its languages: ${own.join(', ')})`);
+    return [...flag];
+  }
+  if (served.length === 0) invalid(dir, `the model serves none of ${API_LANGUAGES.join(', ')} (its languages: ${own.join(', ') || 'none declared'}), the languages of speech-to-text here`);
+  // API order, so the list reads the same for every model.
+  return API_LANGUAGES.filter((l) => served.includes(l));
 }
 
 /**
@@ -230,12 +269,21 @@ export function resolveSherpaTtsModel(dir: string, type?: SherpaTtsType): Sherpa
 }
 
 /**
- * The STT model in `dir`: its family, config and languages.
+ * The STT model in `dir`: its family, config and the languages it serves (what `language`
+ * accepts): a multilingual Whisper the §1 languages of its encoder's `all_language_codes` (set per
+ * request), a `.en` Whisper (`is_multilingual` 0) and Moonshine English, SenseVoice its fixed set's
+ * English (zh, en, ja, ko, yue: `lang_*` keys); NeMo, Zipformer, Paraformer and transducers the
+ * model's `language` metadata (a code, a name or a comma-separated list) when it has one, else
+ * `languages` (`--stt-language`), else English. `languages` may only narrow a declared list.
  * @throws VoicewireError `MODEL_INVALID` naming the folder and what is wrong.
  */
-export function resolveSherpaSttModel(dir: string, type?: SherpaSttType): SherpaModel {
+export function resolveSherpaSttModel(dir: string, type?: SherpaSttType, languages?: readonly string[]): SherpaModel {
   dir = resolve(stringArg(dir, 'resolveSherpaSttModel: dir'));
   if (type !== undefined) stringArg(type, 'resolveSherpaSttModel: type');
+  if (languages !== undefined) {
+    const ok = Array.isArray(languages) && languages.length > 0 && languages.every((l) => typeof l === 'string' && API_LANGUAGES.includes(l));
+    if (!ok) throw new VoicewireError('INVALID_ARGUMENT', `resolveSherpaSttModel: languages must be a non-empty list of ${API_LANGUAGES.join(', ')}, got ${describeValue(languages)}`);
+  }
   const names = files(dir);
   if (type !== undefined && !SHERPA_STT_TYPES.includes(type)) invalid(dir, `unknown STT model type "${type}" (one of ${SHERPA_STT_TYPES.join(', ')})`);
   const find = (re: RegExp): string | undefined => {
@@ -258,19 +306,37 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType): Sherpa
     else if (enc && dec) family = 'whisper';
     else if (names.includes('preprocess.onnx') && names.includes('encode.onnx')) family = 'moonshine';
   }
-  if (family === 'transducer') return { ...base, type: family, languages: ['en'], config: modelConfig({ transducer: { encoder: enc ?? invalid(dir, 'no encoder*.onnx'), decoder: dec ?? invalid(dir, 'no decoder*.onnx'), joiner: joiner ?? invalid(dir, 'no joiner*.onnx') } }) };
+  if (family === 'transducer') {
+    const encoder = enc ?? invalid(dir, 'no encoder*.onnx');
+    const declared = readOnnxInfo(dir, encoder).metadata.language;
+    return { ...base, type: family, languages: servedLanguages(dir, declared === undefined ? undefined : languageList(declared), languages), config: modelConfig({ transducer: { encoder, decoder: dec ?? invalid(dir, 'no decoder*.onnx'), joiner: joiner ?? invalid(dir, 'no joiner*.onnx') } }) };
+  }
   if (family === 'whisper') {
-    // A multilingual Whisper serves every language of §1; `tiny.en` and the like English only.
-    const englishOnly = /\.en[-.]/.test(basename(enc ?? '')) || /\.en$/.test(basename(dir));
-    return { ...base, type: family, languages: englishOnly ? ['en'] : API_LANGUAGES, config: modelConfig({ whisper: { encoder: enc ?? invalid(dir, 'no *-encoder.onnx'), decoder: dec ?? invalid(dir, 'no *-decoder.onnx'), language: '', task: 'transcribe' } }) };
+    const encoder = enc ?? invalid(dir, 'no *-encoder.onnx');
+    const info = readOnnxInfo(dir, encoder);
+    requireMetadata(dir, encoder, info, WHISPER_KEYS, 'Whisper');
+    const multilingual = info.metadata.is_multilingual !== '0';
+    let own = ['en'];
+    if (multilingual) {
+      requireMetadata(dir, encoder, info, ['all_language_codes', 'all_language_tokens'], 'multilingual Whisper');
+      const codes = info.metadata.all_language_codes!.split(',').map((c) => c.trim());
+      const ids = info.metadata.all_language_tokens!.split(',');
+      if (codes.length !== ids.length) invalid(dir, `${basename(encoder)} lists ${codes.length} language codes and ${ids.length} language tokens (sherpa-onnx would end the process)`);
+      own = codes;
+    }
+    const served = servedLanguages(dir, own, languages);
+    // Multilingual: the language is set per request (sherpa-onnx ends the process on a code not in the list, so only listed ones get there).
+    return { ...base, type: family, languages: served, perRequestLanguage: multilingual, config: modelConfig({ whisper: { encoder, decoder: dec ?? invalid(dir, 'no *-decoder.onnx'), language: multilingual ? served[0] : '', task: 'transcribe' } }) };
   }
   if (family === 'moonshine') {
     const m = (n: string): string => need(dir, names, n, 'a Moonshine model');
-    return { ...base, type: family, languages: ['en'], config: modelConfig({ moonshine: { preprocessor: m('preprocess.onnx'), encoder: m('encode.onnx'), uncachedDecoder: find(/^uncached_decode.*\.onnx$/) ?? invalid(dir, 'no uncached_decode*.onnx'), cachedDecoder: find(/^cached_decode.*\.onnx$/) ?? invalid(dir, 'no cached_decode*.onnx') } }) };
+    // Moonshine's released models are English.
+    return { ...base, type: family, languages: servedLanguages(dir, ['en'], languages), config: modelConfig({ moonshine: { preprocessor: m('preprocess.onnx'), encoder: m('encode.onnx'), uncachedDecoder: find(/^uncached_decode.*\.onnx$/) ?? invalid(dir, 'no uncached_decode*.onnx'), cachedDecoder: find(/^cached_decode.*\.onnx$/) ?? invalid(dir, 'no cached_decode*.onnx') } }) };
   }
   const model = singleOnnx(dir, names);
   const info = readOnnxInfo(dir, model);
   const meta = info.metadata;
+  const declared = (): string[] => servedLanguages(dir, meta.language === undefined ? undefined : languageList(meta.language), languages);
   if (family === undefined) {
     // NeMo's exports take `audio_signal`; any of its metadata keys marks one too (a missing one is then named).
     if (info.inputs.includes('audio_signal') || 'subsampling_factor' in meta || 'normalize_type' in meta) family = 'nemo-ctc';
@@ -281,16 +347,28 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType): Sherpa
     requireMetadata(dir, model, info, ['vocab_size', 'subsampling_factor', 'normalize_type'], 'NeMo CTC');
     for (const n of ['audio_signal', 'length']) if (!info.inputs.includes(n)) invalid(dir, `${basename(model)} has no input "${n}" (a NeMo CTC model takes audio_signal and length; it has ${info.inputs.join(', ')})`);
     checkCtcTokens(dir, tokens);
-    return { ...base, type: family, languages: ['en'], config: modelConfig({ nemoCtc: { model } }) };
+    return { ...base, type: family, languages: declared(), config: modelConfig({ nemoCtc: { model } }) };
   }
   if (family === 'zipformer2-ctc') {
     checkCtcTokens(dir, tokens);
     checkZipformerCtc(dir, model, info, tokens);
-    return { ...base, type: family, languages: ['en'], config: modelConfig({ zipformerCtc: { model } }) };
+    return { ...base, type: family, languages: declared(), config: modelConfig({ zipformerCtc: { model } }) };
   }
-  if (family === 'sense-voice') return { ...base, type: family, languages: ['en'], config: modelConfig({ senseVoice: { model, language: '', useInverseTextNormalization: 1 } }) };
-  return { ...base, type: family, languages: ['en'], config: modelConfig({ paraformer: { model } }) };
+  if (family === 'sense-voice') {
+    requireMetadata(dir, model, info, SENSE_VOICE_KEYS, 'SenseVoice');
+    // Its fixed set, as sherpa-onnx reads it (offline-sense-voice-model.cc: lang_zh, lang_en, …).
+    const own = ['zh', 'en', 'ja', 'ko', 'yue'].filter((l) => `lang_${l}` in meta);
+    const served = servedLanguages(dir, own, languages);
+    // Set once at load: sherpa-onnx's SenseVoice recognizer has no setConfig (one language of the five: English).
+    return { ...base, type: family, languages: served, config: modelConfig({ senseVoice: { model, language: served.length === 1 ? served[0] : '', useInverseTextNormalization: 1 } }) };
+  }
+  return { ...base, type: family, languages: declared(), config: modelConfig({ paraformer: { model } }) };
 }
+
+/** The encoder metadata sherpa-onnx's Whisper reads (offline-whisper-model.cc): a missing key ends the process. */
+const WHISPER_KEYS = ['n_mels', 'n_text_layer', 'n_text_ctx', 'n_text_state', 'n_vocab', 'sot', 'eot', 'blank_id', 'translate', 'transcribe', 'is_multilingual', 'no_timestamps', 'no_speech', 'sot_sequence'];
+/** The metadata sherpa-onnx's SenseVoice reads (offline-sense-voice-model.cc). */
+const SENSE_VOICE_KEYS = ['vocab_size', 'lfr_window_size', 'lfr_window_shift', 'normalize_samples', 'with_itn', 'without_itn', 'lang_auto', 'lang_zh', 'lang_en', 'lang_ja', 'lang_ko', 'lang_yue', 'neg_mean', 'inv_stddev'];
 
 /** What loading a model in a child process found out. */
 export interface SherpaModelFacts {

@@ -4,6 +4,8 @@ import { readOnnxInfo } from '../../src/engines/onnx-info.js';
 import { resolveSherpaSttModel, resolveSherpaTtsModel, validateSherpaModel, type SherpaModel } from '../../src/engines/sherpa-model.js';
 import { ModelFolders, type ModelBreak } from '../helpers/sherpa-models.js';
 import { VoicewireError } from '../../src/util/errors.js';
+import { SherpaPool, type SttJob } from '../../src/engines/sherpa-pool.js';
+import { createSherpaSttEngine } from '../../src/engines/sherpa-stt.js';
 
 const folders = new ModelFolders();
 afterAll(() => folders.cleanup());
@@ -116,5 +118,101 @@ describe('sherpa-onnx model folders', () => {
     const dir = folders.make('piper');
     expect((await refusal(() => resolveSherpaTtsModel(dir, 'tacotron' as never))).message).toMatch(/unknown TTS model type "tacotron"/);
     expect(resolveSherpaTtsModel(dir, 'vits').type).toBe('vits');
+  }, 180_000);
+});
+
+describe('the languages an STT folder serves (what json_config.language accepts)', () => {
+  it('Whisper: a multilingual model serves the §1 languages of its metadata\'s list, set per request; a .en model English', () => {
+    const multi = resolveSherpaSttModel(folders.make('meta-whisper'));
+    expect(multi.type).toBe('whisper');
+    // all_language_codes lists en, zh, de, es, ru, ko, fr, ja, pt, tr: the five of §1 are there.
+    expect(multi.languages).toEqual(['en', 'fr', 'de', 'es', 'pt']);
+    expect(multi.perRequestLanguage).toBe(true);
+    const en = resolveSherpaSttModel(folders.make('meta-whisper-en'));
+    expect(en.type).toBe('whisper');
+    expect(en.languages).toEqual(['en']);
+    expect(en.perRequestLanguage).toBeFalsy();
+  }, 180_000);
+
+  it('Whisper: a key sherpa-onnx reads is missing, or the language lists disagree: refused (sherpa-onnx would end the process)', async () => {
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const dir = folders.make('meta-whisper');
+    const enc = join(dir, 'tiny-encoder.onnx');
+    // Rename a key in place (same length): the metadata no longer has "all_language_tokens".
+    writeFileSync(enc, Buffer.from(readFileSync(enc).toString('latin1').replace('all_language_tokens', 'all_language_tokenz'), 'latin1'));
+    const e = await refusal(() => resolveSherpaSttModel(dir));
+    expect(e.code).toBe('MODEL_INVALID');
+    expect(e.message).toMatch(/tiny-encoder\.onnx lacks the metadata "all_language_tokens" a multilingual Whisper model needs/);
+  }, 180_000);
+
+  it('SenseVoice: its fixed set (zh, en, ja, ko, yue) gives English of the five', () => {
+    const sv = resolveSherpaSttModel(folders.make('meta-sense-voice'));
+    expect(sv.type).toBe('sense-voice');
+    expect(sv.languages).toEqual(['en']);
+    // Set once at load: sherpa-onnx's SenseVoice recognizer has no setConfig.
+    expect(sv.config).toMatchObject({ modelConfig: { senseVoice: { language: 'en' } } });
+    expect(sv.perRequestLanguage).toBeFalsy();
+  }, 180_000);
+
+  it('NeMo / Zipformer: the model\'s declared `language`, else --stt-language, else English; a guess is never made', async () => {
+    expect(resolveSherpaSttModel(folders.make('nemo-ctc', { language: 'de' })).languages).toEqual(['de']);
+    expect(resolveSherpaSttModel(folders.make('zipformer2-ctc', { language: 'English, French' })).languages).toEqual(['en', 'fr']);
+    const undeclared = folders.make('nemo-ctc');
+    expect(resolveSherpaSttModel(undeclared).languages).toEqual(['en']);
+    expect(resolveSherpaSttModel(undeclared, undefined, ['fr', 'es']).languages).toEqual(['fr', 'es']);
+    // A declaration is not overridden by the flag: the flag may only narrow it.
+    const de = folders.make('nemo-ctc', { language: 'de,en' });
+    expect(resolveSherpaSttModel(de, undefined, ['en']).languages).toEqual(['en']);
+    const e1 = await refusal(() => resolveSherpaSttModel(de, undefined, ['fr']));
+    expect(e1.message).toMatch(/--stt-language fr: the model serves de, en/);
+    // A model of none of the five languages serves no request: refused at start.
+    const e2 = await refusal(() => resolveSherpaSttModel(folders.make('zipformer2-ctc', { language: 'zh' })));
+    expect(e2.code).toBe('MODEL_INVALID');
+    expect(e2.message).toMatch(/serves none of en, fr, de, es, pt \(its languages: zh\)/);
+  }, 180_000);
+});
+
+describe('json_config.language through the sherpa-onnx STT engine', () => {
+  /** A pool that records its jobs instead of running a model (a metadata-only Whisper cannot run). */
+  function recordingPool(model: SherpaModel): { pool: SherpaPool; jobs: SttJob[] } {
+    const jobs: SttJob[] = [];
+    const pool = Object.create(SherpaPool.prototype) as SherpaPool;
+    Object.defineProperty(pool, 'model', { value: model });
+    pool.run = (async (job: SttJob) => {
+      jobs.push(job);
+      return { text: 'x', tokens: [], timestamps: [] };
+    }) as SherpaPool['run'];
+    return { pool, jobs };
+  }
+  const speech = async (): Promise<Int16Array> => {
+    const { readFileSync } = await import('node:fs');
+    const { decodeWav } = await import('../../src/audio/wav.js');
+    return decodeWav(readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'speech', 'en_24k.wav')), { output: 'int16' }).samples as Int16Array;
+  };
+  const run = async (pool: SherpaPool, language: string): Promise<void> => {
+    const engine = createSherpaSttEngine(pool);
+    const stream = await engine.open({ modelName: 'default', inputFormat: 'wav', jsonConfig: { language } as never }, () => undefined);
+    const pcm = await speech();
+    for (let i = 0; i + 1920 <= pcm.length; i += 1920) await stream.push(pcm.subarray(i, i + 1920));
+    await stream.end?.();
+    stream.close();
+  };
+
+  it('a multilingual Whisper decodes each segment in the request\'s language; outside its set is STT_LANGUAGE_UNSUPPORTED naming the set', async () => {
+    const whisper = resolveSherpaSttModel(folders.make('meta-whisper'), undefined, ['en', 'de']);
+    const { pool, jobs } = recordingPool(whisper);
+    await run(pool, 'de');
+    expect(jobs.length).toBeGreaterThan(0);
+    expect(jobs.every((j) => j.language === 'de')).toBe(true);
+    const e = await refusal(() => createSherpaSttEngine(pool).open({ modelName: 'default', inputFormat: 'wav', jsonConfig: { language: 'fr' } as never }, () => undefined));
+    expect(e.code).toBe('STT_LANGUAGE_UNSUPPORTED');
+    expect(e.message).toMatch(/"fr" is not served by the model .*; its languages: en, de$/);
+  }, 180_000);
+
+  it('a model with one language set at load gets none per segment', async () => {
+    const { pool, jobs } = recordingPool(resolveSherpaSttModel(folders.make('nemo-ctc', { language: 'fr' })));
+    await run(pool, 'fr');
+    expect(jobs.length).toBeGreaterThan(0);
+    expect(jobs.every((j) => j.language === undefined)).toBe(true);
   }, 180_000);
 });

@@ -53,6 +53,11 @@ describe.skipIf(!built)(built ? 'serve with sherpa-onnx models' : 'serve with sh
       expect(refusedStart(['--tts', 'sherpa-onnx']).stderr).toMatch(/--tts sherpa-onnx needs --tts-model DIR.*\[CLI_USAGE\]/);
       expect(refusedStart(['--stt', 'sherpa-onnx']).stderr).toMatch(/--stt sherpa-onnx needs --stt-model DIR.*\[CLI_USAGE\]/);
       expect(refusedStart(['--tts', 'espeak', '--tts-model', '/x']).stderr).toMatch(/not --tts espeak.*\[CLI_USAGE\]/);
+      expect(refusedStart(['--stt', 'sherpa-onnx', '--stt-model', '/x', '--stt-language', 'en,xx']).stderr).toMatch(/--stt-language must be a comma-separated list of en, fr, de, es, pt, got en,xx.*\[CLI_USAGE\]/);
+      expect(refusedStart(['--stt-language', 'fr']).stderr).toMatch(/--stt-language is for --stt sherpa-onnx.*\[CLI_USAGE\]/);
+      // A narrower set than the model declares, never another one.
+      const r = refusedStart(['--stt', 'sherpa-onnx', '--stt-model', folders.make('nemo-ctc', { language: 'de' }), '--stt-language', 'fr']);
+      expect(r.stderr).toMatch(/--stt-language fr: the model serves de \(its languages: de\) \[MODEL_INVALID\]\n$/);
     }, 180_000);
   });
 

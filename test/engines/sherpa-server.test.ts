@@ -97,7 +97,8 @@ describe('sherpa-onnx STT with a Zipformer CTC folder (no metadata) through the 
   let zh: Harness;
   let zipEntry: SttEngineEntry;
   beforeAll(async () => {
-    zipEntry = await sherpaSttEntry(folders.make('zipformer2-ctc'));
+    // The model declares English and German (its `language` metadata): what json_config.language accepts.
+    zipEntry = await sherpaSttEntry(folders.make('zipformer2-ctc', { language: 'en,de' }));
     registerSttEngine('sherpa-zip-test', zipEntry);
     zh = await startServer({ stt: 'sherpa-zip-test', limits: { sherpaWorkers: 1 } });
   }, 180_000);
@@ -118,5 +119,13 @@ describe('sherpa-onnx STT with a Zipformer CTC folder (no metadata) through the 
     const starts = overWs.words.map((w) => w.start_s);
     expect(new Set(starts).size).toBeGreaterThan(1);
     for (const t of starts) expect(t).toBeLessThanOrEqual(seconds(wav));
+  }, 180_000);
+
+  it('language accepts the model\'s declared languages only, and the refusal names them', async () => {
+    const c = createClient({ baseUrl: zh.base, apiKey: zh.apiKey, retry: { attempts: 1 } });
+    const wav = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'speech', 'en_24k.wav'));
+    expect((await c.stt(wav, { inputFormat: 'wav', language: 'de', http: true })).words.length).toBeGreaterThan(0);
+    await expect(c.stt(wav, { inputFormat: 'wav', language: 'fr' })).rejects.toMatchObject({ closeCode: 1008, message: expect.stringMatching(/"fr" is not served by the model .*; its languages: en, de/) });
+    await expect(c.stt(wav, { inputFormat: 'wav', language: 'es', http: true })).rejects.toThrow(/"es" is not served by the model .*; its languages: en, de/);
   }, 180_000);
 });
