@@ -359,7 +359,7 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType, languag
     // Its fixed set, as sherpa-onnx reads it (offline-sense-voice-model.cc: lang_zh, lang_en, …).
     const own = ['zh', 'en', 'ja', 'ko', 'yue'].filter((l) => `lang_${l}` in meta);
     const served = servedLanguages(dir, own, languages);
-    // Set once at load: sherpa-onnx's SenseVoice recognizer has no setConfig (one language of the five: English).
+    // Set once at load: SenseVoice has no setConfig of its own (the base one replaces the feature settings it made at load); of the five it serves English only.
     return { ...base, type: family, languages: served, config: modelConfig({ senseVoice: { model, language: served.length === 1 ? served[0] : '', useInverseTextNormalization: 1 } }) };
   }
   return { ...base, type: family, languages: declared(), config: modelConfig({ paraformer: { model } }) };

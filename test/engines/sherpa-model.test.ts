@@ -149,7 +149,7 @@ describe('the languages an STT folder serves (what json_config.language accepts)
     const sv = resolveSherpaSttModel(folders.make('meta-sense-voice'));
     expect(sv.type).toBe('sense-voice');
     expect(sv.languages).toEqual(['en']);
-    // Set once at load: sherpa-onnx's SenseVoice recognizer has no setConfig.
+    // Set once at load: sherpa-onnx's SenseVoice recognizer has no setConfig of its own.
     expect(sv.config).toMatchObject({ modelConfig: { senseVoice: { language: 'en' } } });
     expect(sv.perRequestLanguage).toBeFalsy();
   }, 180_000);
