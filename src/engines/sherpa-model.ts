@@ -60,8 +60,40 @@ export interface SherpaModel {
    * `whisper.language` before the segment is decoded, see sherpa-pool.ts). Otherwise fixed at load.
    */
   perRequestLanguage?: boolean;
+  /**
+   * TTS: the speakers the model names (a Kokoro folder's `speaker_names`), by speaker id; absent
+   * when it names none (the speakers are then numbered).
+   */
+  speakers?: SherpaSpeaker[];
   /** A name for `ready` and logs: the folder's name. */
   name: string;
+}
+
+/** A named speaker of a TTS model: one library voice. */
+export interface SherpaSpeaker {
+  /** As the model names it, e.g. `af_bella`. */
+  name: string;
+  /** ISO 639-1 code, e.g. `en`. */
+  language: string;
+  /** Country code (`us`, `gb`, `br`), when the name says. */
+  country?: string;
+  gender?: 'Feminine' | 'Masculine';
+}
+
+/**
+ * Kokoro's voice names start with a language letter and a gender letter (`af_bella`: American
+ * English, female), as its voices are published (hexgrad/Kokoro-82M VOICES.md).
+ */
+const KOKORO_LANGUAGES: Record<string, [string, string | undefined]> = {
+  a: ['en', 'us'], b: ['en', 'gb'], e: ['es', 'es'], f: ['fr', 'fr'], h: ['hi', 'in'], i: ['it', 'it'], j: ['ja', 'jp'], p: ['pt', 'br'], z: ['zh', 'cn'],
+};
+
+/** A Kokoro speaker from its name; a name without the prefix speaks the model's language. */
+function kokoroSpeaker(name: string, fallback: string): SherpaSpeaker {
+  const m = /^([a-z])([fm])_/.exec(name);
+  const lang = m ? KOKORO_LANGUAGES[m[1]!] : undefined;
+  if (!m || lang === undefined) return { name, language: fallback };
+  return { name, language: lang[0], ...(lang[1] !== undefined ? { country: lang[1] } : {}), gender: m[2] === 'f' ? 'Feminine' : 'Masculine' };
 }
 
 /** `model` is a {@link SherpaModel} (as resolved here), else INVALID_ARGUMENT naming `what`. */
@@ -249,10 +281,22 @@ export function resolveSherpaTtsModel(dir: string, type?: SherpaTtsType): Sherpa
   const family: SherpaTtsType = type ?? (info.metadata.model_type === 'kokoro' || names.includes('voices.bin') ? 'kokoro' : (info.metadata.comment ?? '').includes('piper') ? 'piper' : 'vits');
   const dataDir = names.includes('espeak-ng-data') ? join(dir, 'espeak-ng-data') : systemEspeakData();
   const language = languageCode(info.metadata.language ?? info.metadata.voice);
-  const base = { kind: 'tts' as const, dir, type: family, languages: [language], name: basename(dir) };
+  const base: Omit<SherpaModel, 'config'> = { kind: 'tts' as const, dir, type: family, languages: [language], name: basename(dir) };
   if (family === 'kokoro') {
-    requireMetadata(dir, model, info, ['sample_rate'], 'Kokoro');
+    // What offline-tts-kokoro-model.cc reads; a missing key, a style_dim not [L, 1, D] or a
+    // voices.bin not L·D·n_speakers floats ends the process.
+    requireMetadata(dir, model, info, ['sample_rate', 'n_speakers', 'has_espeak', 'style_dim'], 'Kokoro');
     const voices = need(dir, names, 'voices.bin', 'Kokoro\'s speaker embeddings');
+    const style = info.metadata.style_dim!.split(',').map((v) => Number(v.trim()));
+    if (style.length !== 3 || style[1] !== 1 || !style.every((v) => Number.isInteger(v) && v > 0)) invalid(dir, `${basename(model)} metadata style_dim "${info.metadata.style_dim}" is not "L,1,D"`);
+    const numSpeakers = Number(info.metadata.n_speakers);
+    if (!Number.isInteger(numSpeakers) || numSpeakers < 1) invalid(dir, `${basename(model)} metadata n_speakers "${info.metadata.n_speakers}" is not a whole number ≥ 1`);
+    const expected = style[0]! * style[2]! * numSpeakers * 4;
+    const size = statSync(voices).size;
+    if (size !== expected) invalid(dir, `voices.bin holds ${size} bytes; style_dim ${style.join(',')} and n_speakers ${numSpeakers} need ${expected} (float32)`);
+    // Named speakers (speaker_names, comma-separated, by id) become voices with those names.
+    const named = (info.metadata.speaker_names ?? '').split(',').map((n) => n.trim()).filter((n) => n !== '');
+    if (named.length === numSpeakers) base.speakers = named.map((n) => kokoroSpeaker(n, language));
     if (dataDir === undefined) invalid(dir, 'has no espeak-ng-data and the system has none (Debian package espeak-ng-data)');
     const lexicon = names.filter((n) => /^lexicon.*\.txt$/.test(n)).map((n) => join(dir, n)).join(',');
     return { ...base, config: { model: { kokoro: { model, voices, tokens, dataDir, lexicon }, numThreads: 1 }, maxNumSentences: 1 } };

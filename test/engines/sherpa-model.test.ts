@@ -6,6 +6,7 @@ import { ModelFolders, type ModelBreak } from '../helpers/sherpa-models.js';
 import { VoicewireError } from '../../src/util/errors.js';
 import { SherpaPool, type SttJob } from '../../src/engines/sherpa-pool.js';
 import { createSherpaSttEngine } from '../../src/engines/sherpa-stt.js';
+import { sherpaCatalogVoices } from '../../src/engines/sherpa-tts.js';
 
 const folders = new ModelFolders();
 afterAll(() => folders.cleanup());
@@ -181,7 +182,7 @@ describe('json_config.language through the sherpa-onnx STT engine', () => {
     pool.run = (async (job: SttJob) => {
       jobs.push(job);
       return { text: 'x', tokens: [], timestamps: [] };
-    }) as SherpaPool['run'];
+    }) as unknown as SherpaPool['run'];
     return { pool, jobs };
   }
   const speech = async (): Promise<Int16Array> => {
@@ -214,5 +215,44 @@ describe('json_config.language through the sherpa-onnx STT engine', () => {
     await run(pool, 'fr');
     expect(jobs.length).toBeGreaterThan(0);
     expect(jobs.every((j) => j.language === undefined)).toBe(true);
+  }, 180_000);
+});
+
+describe('a Kokoro folder\'s voices', () => {
+  it('each speaker named in the metadata is a library voice with its name, language and gender (from Kokoro\'s name prefixes)', () => {
+    const model = resolveSherpaTtsModel(folders.make('meta-kokoro'));
+    expect(model.type).toBe('kokoro');
+    expect(model.speakers?.map((s) => s.name)).toEqual(['af_bella', 'am_adam', 'bf_emma', 'ff_siwis', 'zf_xiaobei']);
+    const voices = sherpaCatalogVoices(model, 5);
+    expect(voices.map((v) => [v.name, v.language, v.params])).toEqual([
+      ['af_bella', 'en', { engine: 'sherpa-onnx', sid: 0 }],
+      ['am_adam', 'en', { engine: 'sherpa-onnx', sid: 1 }],
+      ['bf_emma', 'en', { engine: 'sherpa-onnx', sid: 2 }],
+      ['ff_siwis', 'fr', { engine: 'sherpa-onnx', sid: 3 }],
+      ['zf_xiaobei', 'zh', { engine: 'sherpa-onnx', sid: 4 }],
+    ]);
+    // Tags as the library's voices read them (language, country, gender): an American, a British, a French voice.
+    expect(voices[0]!.tags).toEqual(['en', 'us', 'Feminine', 'Neural']);
+    expect(voices[1]!.tags).toEqual(['en', 'us', 'Masculine', 'Neural']);
+    expect(voices[2]!.tags).toEqual(['en', 'gb', 'Feminine', 'Neural']);
+    expect(voices[3]!.tags).toEqual(['fr', 'fr', 'Feminine', 'Neural']);
+    expect(new Set(voices.map((v) => v.uid)).size).toBe(5);
+  }, 180_000);
+
+  it('without speaker_names the speakers are numbered; a voices.bin of the wrong size or a bad style_dim is refused (sherpa-onnx would end the process)', async () => {
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const dir = folders.make('meta-kokoro');
+    const onnx = join(dir, 'model.onnx');
+    const bytes = readFileSync(onnx).toString('latin1');
+    writeFileSync(onnx, Buffer.from(bytes.replace('speaker_names', 'speaker_namez'), 'latin1'));
+    const numbered = resolveSherpaTtsModel(dir);
+    expect(numbered.speakers).toBeUndefined();
+    expect(sherpaCatalogVoices(numbered, 5).map((v) => v.name)).toEqual([0, 1, 2, 3, 4].map((i) => `${numbered.name} #${i}`));
+    writeFileSync(join(dir, 'voices.bin'), new Uint8Array(100));
+    const e = await refusal(() => resolveSherpaTtsModel(dir));
+    expect(e.code).toBe('MODEL_INVALID');
+    expect(e.message).toMatch(/voices\.bin holds 100 bytes; style_dim 8,1,4 and n_speakers 5 need 640/);
+    writeFileSync(onnx, Buffer.from(bytes.replace('8,1,4', '8,2,4'), 'latin1'));
+    expect((await refusal(() => resolveSherpaTtsModel(dir))).message).toMatch(/style_dim "8,2,4" is not "L,1,D"/);
   }, 180_000);
 });
