@@ -112,18 +112,41 @@ export function sherpaModelArg(model: SherpaModel, what: string): SherpaModel {
   return model;
 }
 
-/** The resolved path of the sherpa-onnx-node package, or a reason it cannot be used. */
-export function sherpaPackagePath(): string {
-  const binary = `sherpa-onnx-${process.platform === 'win32' ? 'win' : process.platform}-${process.arch}`;
+/** The sherpa-onnx version voicewire pins (package.json's optionalDependencies; a test holds them equal). */
+export const SHERPA_VERSION = '1.13.8';
+
+/**
+ * The resolved path of the sherpa-onnx-node package, checked to have its native binary
+ * (`sherpa-onnx-<platform>-<arch>`, an optional dependency: `npm install --omit=optional`, or a
+ * platform sherpa-onnx ships no binary for, leaves it out), looked up from `from` (a directory;
+ * default: this module's, i.e. voicewire's own node_modules).
+ * @throws VoicewireError `ENGINE_UNAVAILABLE` naming the missing package and the command that installs both.
+ */
+export function sherpaPackagePath(from?: string): string {
+  if (from !== undefined) stringArg(from, 'sherpaPackagePath: from');
+  const platform = `${process.platform === 'win32' ? 'win' : process.platform}-${process.arch}`;
+  const binary = `sherpa-onnx-${platform}`;
+  const req = createRequire(from === undefined ? import.meta.url : join(resolve(from), 'noop.js'));
+  const missing = (name: string, what: string, err: unknown): never => {
+    throw new VoicewireError(
+      'ENGINE_UNAVAILABLE',
+      `the sherpa-onnx engines need the npm package ${name} (${what}), which is not installed: install both with \`npm install ${SHERPA_PACKAGE}@${SHERPA_VERSION} ${binary}@${SHERPA_VERSION}\` (optional dependencies of voicewire: an install with --omit=optional leaves them out), on a platform sherpa-onnx ships binaries for (linux-x64, linux-arm64, darwin-x64, darwin-arm64, win-x64)`,
+      { cause: err },
+    );
+  };
+  let pkg: string;
   try {
-    const req = createRequire(import.meta.url);
-    const pkg = req.resolve(SHERPA_PACKAGE);
+    pkg = req.resolve(SHERPA_PACKAGE);
+  } catch (err) {
+    return missing(SHERPA_PACKAGE, 'sherpa-onnx\'s Node binding', err);
+  }
+  try {
     // The wrapper finds its native binary in this optional package, installed beside it (or nested).
     createRequire(pkg).resolve(`${binary}/package.json`);
-    return pkg;
   } catch (err) {
-    throw new VoicewireError('ENGINE_UNAVAILABLE', `the sherpa-onnx engines need the npm packages ${SHERPA_PACKAGE} and ${binary} (its native binary for this platform), optional dependencies of voicewire: reinstall without --omit=optional, on a platform sherpa-onnx ships binaries for`, { cause: err });
+    missing(binary, `sherpa-onnx's native binary for ${platform}`, err);
   }
+  return pkg;
 }
 
 function invalid(dir: string, cause: string): never {

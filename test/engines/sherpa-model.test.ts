@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { readOnnxInfo } from '../../src/engines/onnx-info.js';
-import { resolveSherpaSttModel, resolveSherpaTtsModel, validateSherpaModel, type SherpaModel } from '../../src/engines/sherpa-model.js';
+import { resolveSherpaSttModel, resolveSherpaTtsModel, SHERPA_VERSION, sherpaPackagePath, validateSherpaModel, type SherpaModel } from '../../src/engines/sherpa-model.js';
 import { ModelFolders, type ModelBreak } from '../helpers/sherpa-models.js';
 import { VoicewireError } from '../../src/util/errors.js';
 import { SherpaPool, type SttJob } from '../../src/engines/sherpa-pool.js';
@@ -255,4 +255,38 @@ describe('a Kokoro folder\'s voices', () => {
     writeFileSync(onnx, Buffer.from(bytes.replace('8,1,4', '8,2,4'), 'latin1'));
     expect((await refusal(() => resolveSherpaTtsModel(dir))).message).toMatch(/style_dim "8,2,4" is not "L,1,D"/);
   }, 180_000);
+});
+
+describe('without sherpa-onnx\'s native binary', () => {
+  const root = join(import.meta.dirname, '..', '..');
+  it('the package lookup names the missing package and the command that installs it', async () => {
+    const { cpSync, mkdirSync, mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    let elsewhere = mkdtempSync(join(tmpdir(), 'vw-no-sherpa-'));
+    try {
+      // The wrapper without its binary (an install with --omit=optional that kept the wrapper, or another platform).
+      mkdirSync(join(elsewhere, 'node_modules'));
+      cpSync(join(root, 'node_modules', 'sherpa-onnx-node'), join(elsewhere, 'node_modules', 'sherpa-onnx-node'), { recursive: true });
+      const e1 = await refusal(() => sherpaPackagePath(elsewhere));
+      expect(e1.code).toBe('ENGINE_UNAVAILABLE');
+      expect(e1.message).toMatch(/need the npm package sherpa-onnx-linux-x64 \(sherpa-onnx's native binary for linux-x64\), which is not installed/);
+      expect(e1.message).toContain(`npm install sherpa-onnx-node@${SHERPA_VERSION} sherpa-onnx-linux-x64@${SHERPA_VERSION}`);
+      // Neither package (another folder, not under the first: Node caches lookups, and walks up to parents' node_modules).
+      rmSync(elsewhere, { recursive: true, force: true });
+      elsewhere = mkdtempSync(join(tmpdir(), 'vw-no-sherpa-'));
+      const e2 = await refusal(() => sherpaPackagePath(elsewhere));
+      expect(e2.message).toMatch(/need the npm package sherpa-onnx-node \(sherpa-onnx's Node binding\), which is not installed/);
+      expect(e2.message).toContain(`npm install sherpa-onnx-node@${SHERPA_VERSION} sherpa-onnx-linux-x64@${SHERPA_VERSION}`);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+    expect(sherpaPackagePath()).toContain(join('node_modules', 'sherpa-onnx-node'));
+  });
+
+  it('the version the message installs is the one package.json pins', async () => {
+    const { readFileSync } = await import('node:fs');
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { optionalDependencies: Record<string, string> };
+    expect(pkg.optionalDependencies['sherpa-onnx-node']).toBe(SHERPA_VERSION);
+    expect(pkg.optionalDependencies['sherpa-onnx-linux-x64']).toBe(SHERPA_VERSION);
+  });
 });
