@@ -1,8 +1,8 @@
 /**
  * The sherpa-onnx engines end to end through the server's routes (issue 24), with the tiny models
  * test/fixtures/models/make-models.py makes: a Piper-layout voice speaks over POST and the TTS
- * WebSocket, a NeMo CTC and a Zipformer CTC model transcribe over the STT WebSocket and POST, all
- * on worker threads.
+ * WebSocket, a NeMo CTC and a Zipformer CTC model transcribe over the STT WebSocket and POST, a
+ * multilingual Whisper transcribes in the language each request asks for, all on worker threads.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -127,5 +127,32 @@ describe('sherpa-onnx STT with a Zipformer CTC folder (no metadata) through the 
     expect((await c.stt(wav, { inputFormat: 'wav', language: 'de', http: true })).words.length).toBeGreaterThan(0);
     await expect(c.stt(wav, { inputFormat: 'wav', language: 'fr' })).rejects.toMatchObject({ closeCode: 1008, message: expect.stringMatching(/"fr" is not served by the model .*; its languages: en, de/) });
     await expect(c.stt(wav, { inputFormat: 'wav', language: 'es', http: true })).rejects.toThrow(/"es" is not served by the model .*; its languages: en, de/);
+  }, 180_000);
+});
+
+describe('sherpa-onnx STT with a multilingual Whisper folder: the request\'s language reaches the model', () => {
+  let wh: Harness;
+  let whisperEntry: SttEngineEntry;
+  beforeAll(async () => {
+    // The tiny Whisper "hears" one greeting, in the language it is told (make-models.py whisper).
+    whisperEntry = await sherpaSttEntry(folders.make('whisper'));
+    registerSttEngine('sherpa-whisper-test', whisperEntry);
+    // One worker: every request goes through the same recognizer, whose language is switched per request.
+    wh = await startServer({ stt: 'sherpa-whisper-test', limits: { sherpaWorkers: 1 } });
+  }, 180_000);
+  afterAll(async () => {
+    await wh?.close();
+    await whisperEntry?.close?.();
+  });
+
+  it('each request is decoded in its own language on one recognizer, over WebSocket and POST', async () => {
+    const c = createClient({ baseUrl: wh.base, apiKey: wh.apiKey, retry: { attempts: 1 } });
+    const wav = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'speech', 'en_24k.wav'));
+    const greeting: Record<string, string> = { en: 'hello', fr: 'bonjour', de: 'hallo', es: 'hola', pt: 'olá' };
+    for (const [i, language] of ['fr', 'en', 'de', 'fr', 'pt', 'es'].entries()) {
+      const r = await c.stt(wav, { inputFormat: 'wav', language, http: i % 2 === 1 });
+      expect(r.words.length).toBeGreaterThan(0);
+      expect(new Set(r.words.map((w) => w.text))).toEqual(new Set([greeting[language]]));
+    }
   }, 180_000);
 });

@@ -25,7 +25,7 @@ export interface MakeModelOptions {
 }
 
 /** What make-models.py makes: runnable tiny models, and metadata-only folders (`meta-*`) for detection. */
-export type ModelKind = 'piper' | 'nemo-ctc' | 'zipformer2-ctc' | 'meta-whisper' | 'meta-whisper-en' | 'meta-sense-voice' | 'meta-kokoro';
+export type ModelKind = 'piper' | 'nemo-ctc' | 'zipformer2-ctc' | 'whisper' | 'meta-whisper' | 'meta-whisper-en' | 'meta-sense-voice' | 'meta-kokoro';
 
 /** Model folders under one temporary root; `cleanup()` removes them all. */
 export class ModelFolders {
