@@ -26,6 +26,7 @@ import { DEFAULT_CREDITS, bootstrap } from '../server/bootstrap.js';
 import { openStore } from '../server/store/open.js';
 import { catalogVoices, chooseTtsEngine, registerSttEngine, registerTtsEngine, sherpaSttEntry, sherpaTtsEntry, sttEngineFromPath } from '../engines/registry.js';
 import { SHERPA_STT_TYPES, SHERPA_TTS_TYPES, type SherpaSttType, type SherpaTtsType } from '../engines/sherpa-model.js';
+import { PROTOCOL_LANGUAGES } from '../protocol/validate.js';
 import { MemoryStore } from '../server/store/memory-store.js';
 import type { Store } from '../server/store/store.js';
 import type { CliSubcommand } from './main.js';
@@ -48,6 +49,7 @@ function usage(message: string): VoicewireError {
 export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL]
                        [--tts ENGINE] [--stt ENGINE] [--core-url URL] [--region NAME]
                        [--tts-model DIR] [--tts-model-type TYPE] [--stt-model PATH] [--stt-model-type TYPE]
+                       [--stt-language LIST]
                        [--no-bootstrap] [--workers N] [--connections-per-address N]
   --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
   --connections-per-address: open connections one client address may hold, per process (default
@@ -62,6 +64,8 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
     model directory, or a module whose default export is an SttEngine.
   --tts-model-type ${SHERPA_TTS_TYPES.join('|')}; --stt-model-type ${SHERPA_STT_TYPES.join('|')}:
     the model family, when detecting it from the folder's files and metadata is not enough.
+  --stt-language LIST: with --stt sherpa-onnx, the languages (of en,fr,de,es,pt) a model that
+    declares none serves (default en), or a narrower set than the model declares.
   A sherpa-onnx folder is loaded and run once in a child process first: a folder that cannot be
     loaded stops the start with MODEL_INVALID, naming the folder and the cause.
   env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT, VOICEWIRE_CONNECTIONS_PER_ADDRESS mirror
@@ -84,6 +88,7 @@ export const serveCommand: CliSubcommand = {
           'tts-model': { type: 'string' },
           'tts-model-type': { type: 'string' },
           'stt-model-type': { type: 'string' },
+          'stt-language': { type: 'string' },
           'core-url': { type: 'string' },
           region: { type: 'string' },
           'no-bootstrap': { type: 'boolean' },
@@ -122,13 +127,16 @@ export const serveCommand: CliSubcommand = {
     const tts = await chooseTtsEngine(await sherpaTts(values));
     let stt = values.stt;
     const sherpaStt = stt === 'sherpa-onnx' || values['stt-model-type'] !== undefined;
+    if (!sherpaStt && values['stt-language'] !== undefined) throw usage('--stt-language is for --stt sherpa-onnx');
     if (sherpaStt) {
       if (stt !== undefined && stt !== 'sherpa-onnx') throw usage(`--stt-model-type is for --stt sherpa-onnx, not --stt ${stt}`);
       const type = values['stt-model-type'];
       if (type !== undefined && !(SHERPA_STT_TYPES as readonly string[]).includes(type)) throw usage(`--stt-model-type must be one of ${SHERPA_STT_TYPES.join(', ')}, got ${type}`);
       if (values['stt-model'] === undefined) throw usage('--stt sherpa-onnx needs --stt-model DIR (a sherpa-onnx model folder)');
       // MODEL_INVALID as it is: it names the folder and the cause.
-      registerSttEngine('sherpa-onnx', await sherpaSttEntry(values['stt-model'], type as SherpaSttType | undefined));
+      const langs = values['stt-language']?.split(',').map((l) => l.trim());
+      if (langs !== undefined && (langs.length === 0 || !langs.every((l) => (PROTOCOL_LANGUAGES as readonly string[]).includes(l)))) throw usage(`--stt-language must be a comma-separated list of ${PROTOCOL_LANGUAGES.join(', ')}, got ${values['stt-language']}`);
+      registerSttEngine('sherpa-onnx', await sherpaSttEntry(values['stt-model'], type as SherpaSttType | undefined, langs));
       stt = 'sherpa-onnx';
     }
     const store = await openCliStore(values);

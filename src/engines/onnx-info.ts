@@ -5,7 +5,8 @@
  *
  * The file is walked as protobuf (onnx.proto: ModelProto field 7 graph, 14 metadata_props;
  * GraphProto field 11 input, 12 output; ValueInfoProto and StringStringEntryProto field 1 name /
- * key, 2 value) with positional reads, skipping the weights, so a 1 GB model costs a few reads. A
+ * key, 2 value; ValueInfoProto field 2 type → TypeProto 1 tensor_type → 2 shape → 1 dim →
+ * 1 dim_value / 2 dim_param) with positional reads, skipping the weights, so a 1 GB model costs a few reads. A
  * field that runs past the end of the file means the file is truncated or not ONNX: sherpa-onnx
  * would end the process on it.
  */
@@ -13,11 +14,18 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 
+/** A tensor's declared shape: a number per fixed dimension, its name (or `?`) per free one; `null` when the rank is not declared. */
+export type OnnxShape = Array<number | string> | null;
+
 /** The metadata and graph signature of one ONNX file. */
 export interface OnnxInfo {
   metadata: Record<string, string>;
   inputs: string[];
   outputs: string[];
+  /** The declared shape of each input, in the order of `inputs` (sherpa-onnx passes inputs by position). */
+  inputShapes: OnnxShape[];
+  /** The declared shape of each output, in the order of `outputs`. */
+  outputShapes: OnnxShape[];
 }
 
 const WINDOW = 1 << 16;
@@ -34,7 +42,8 @@ class FileReader {
     this.size = fstatSync(fd).size;
   }
 
-  private fail(): never {
+  /** Refuses the file: a field runs past its message or the file's end. */
+  fail(): never {
     throw new VoicewireError('MODEL_INVALID', `${this.path} is not a complete ONNX file (truncated or corrupt at byte ${this.pos} of ${this.size})`);
   }
 
@@ -96,6 +105,49 @@ function readStrings(r: FileReader, end: number): { 1?: string; 2?: string } {
   return out;
 }
 
+/** Reads the fields of a message up to `end`, calling `on(field)` for each length-delimited one (its body next), skipping the rest. */
+function eachField(r: FileReader, end: number, on: (field: number, end: number) => void): void {
+  while (r.pos < end) {
+    const tag = r.varint();
+    if (tag % 8 === 2) {
+      const e = r.varint() + r.pos;
+      if (e > end) r.fail();
+      on(Math.floor(tag / 8), e);
+      if (r.pos < e) r.jump(e - r.pos);
+    } else r.skip(tag % 8);
+  }
+}
+
+/** A ValueInfoProto: its name and declared tensor shape. */
+function readValueInfo(r: FileReader, end: number): { name: string; shape: OnnxShape } {
+  let name = '';
+  let shape: OnnxShape = null;
+  eachField(r, end, (f, e) => {
+    if (f === 1) name = utf8.decode(r.bytes(e - r.pos));
+    else if (f === 2) {
+      eachField(r, e, (tf, te) => {
+        if (tf !== 1) return; // tensor_type
+        eachField(r, te, (sf, se) => {
+          if (sf !== 2) return; // shape
+          shape = [];
+          eachField(r, se, (df, de) => {
+            if (df !== 1) return; // dim
+            let dim: number | string = '?';
+            while (r.pos < de) {
+              const t = r.varint();
+              if (t === 8) dim = r.varint(); // dim_value
+              else if (t === 18) dim = utf8.decode(r.bytes(r.varint())) || '?'; // dim_param
+              else r.skip(t % 8);
+            }
+            (shape as Array<number | string>).push(dim);
+          });
+        });
+      });
+    }
+  });
+  return { name, shape };
+}
+
 /**
  * Reads the metadata and graph input/output names of the ONNX file at `path`.
  * @throws VoicewireError `MODEL_INVALID` when the file is truncated or not protobuf.
@@ -110,7 +162,7 @@ export function readOnnxInfo(path: string): OnnxInfo {
   }
   try {
     const r = new FileReader(fd, path);
-    const info: OnnxInfo = { metadata: {}, inputs: [], outputs: [] };
+    const info: OnnxInfo = { metadata: {}, inputs: [], outputs: [], inputShapes: [], outputShapes: [] };
     let sawGraph = false;
     while (r.pos < r.size) {
       const tag = r.varint();
@@ -130,8 +182,10 @@ export function readOnnxInfo(path: string): OnnxInfo {
           const f = Math.floor(t / 8);
           if ((f === 11 || f === 12) && t % 8 === 2) {
             const e = r.varint() + r.pos;
-            const name = readStrings(r, e)[1] ?? '';
+            if (e > end) r.fail();
+            const { name, shape } = readValueInfo(r, e);
             (f === 11 ? info.inputs : info.outputs).push(name);
+            (f === 11 ? info.inputShapes : info.outputShapes).push(shape);
           } else r.skip(t % 8);
         }
       } else r.skip(wire);

@@ -27,7 +27,7 @@ import { VoicewireError } from '../util/errors.js';
 import { catalogVoices as espeakCatalog } from './espeak-voices.js';
 import { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
 import { pocketsphinxModelFromDir } from './pocketsphinx-ffi.js';
-import { resolveSherpaSttModel, resolveSherpaTtsModel, validateSherpaModel, type SherpaModel, type SherpaSttType, type SherpaTtsType } from './sherpa-model.js';
+import { resolveSherpaSttModel, resolveSherpaTtsModel, sherpaPackagePath, validateSherpaModel, type SherpaModel, type SherpaSttType, type SherpaTtsType } from './sherpa-model.js';
 import { DEFAULT_SHERPA_QUEUE, defaultSherpaWorkers, SherpaPool } from './sherpa-pool.js';
 import { createSherpaTtsEngine, sherpaCatalogVoices } from './sherpa-tts.js';
 import { createSherpaSttEngine } from './sherpa-stt.js';
@@ -178,9 +178,12 @@ function lazyPool(model: SherpaModel): { configure(limits: EngineLimits): void; 
 /**
  * The TTS engine of a sherpa-onnx model folder (`--tts sherpa-onnx --tts-model DIR`): the folder
  * is checked, then loaded and run once in a child process, before this process loads it.
- * @throws VoicewireError `MODEL_INVALID` naming the folder and the cause.
+ * @throws VoicewireError `ENGINE_UNAVAILABLE` without sherpa-onnx's packages (naming the missing
+ * one and the install command); `MODEL_INVALID` naming the folder and the cause.
  */
 export async function sherpaTtsEntry(dir: string, type?: SherpaTtsType): Promise<TtsEngineEntry> {
+  // The packages first: without them no folder can be checked, and the message says how to install them.
+  sherpaPackagePath();
   const model = resolveSherpaTtsModel(dir, type);
   const facts = await validateSherpaModel(model);
   const numSpeakers = facts.numSpeakers ?? 1;
@@ -196,11 +199,13 @@ export async function sherpaTtsEntry(dir: string, type?: SherpaTtsType): Promise
 
 /**
  * The STT engine of a sherpa-onnx model folder (`--stt sherpa-onnx --stt-model DIR`), checked as
- * {@link sherpaTtsEntry} is. One engine per process; its worker pool bounds the work (not heavy:
+ * {@link sherpaTtsEntry} is; `languages` (`--stt-language`) is what `language` accepts for a model
+ * that declares none, and narrows one that does (see resolveSherpaSttModel). One engine per process; its worker pool bounds the work (not heavy:
  * a stream holds no model instance).
  */
-export async function sherpaSttEntry(dir: string, type?: SherpaSttType): Promise<SttEngineEntry> {
-  const model = resolveSherpaSttModel(dir, type);
+export async function sherpaSttEntry(dir: string, type?: SherpaSttType, languages?: readonly string[]): Promise<SttEngineEntry> {
+  sherpaPackagePath();
+  const model = resolveSherpaSttModel(dir, type, languages);
   await validateSherpaModel(model);
   const lazy = lazyPool(model);
   let engine: SttEngine | undefined;

@@ -12,7 +12,8 @@
  *   + `joiner*` → `transducer`; `preprocess.onnx` + `encode.onnx` → `moonshine`; one model with an
  *   `audio_signal` input or NeMo's metadata (`subsampling_factor`, `normalize_type`) → `nemo-ctc`; with
  *   `lfr_window_size` and "sense" in `model_type`/`comment` → `sense-voice`, else `paraformer`; one
- *   model with no such metadata → `zipformer2-ctc`.
+ *   model with no such metadata → `zipformer2-ctc` (it declares nothing: its graph's shapes are
+ *   checked instead, features `[N, T, 80]` and log-probs `[N, T', V]` with V fixed and ≤ the tokens).
  *
  * sherpa-onnx ends the process (`_Exit`, SIGABRT) on a missing metadata key, a malformed
  * `tokens.txt` or a corrupt model, so a folder is checked twice before the server touches it:
@@ -26,7 +27,8 @@ import { createRequire } from 'node:module';
 import { basename, join, resolve } from 'node:path';
 import { describeValue, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import { readOnnxInfo as readOnnx, type OnnxInfo } from './onnx-info.js';
+import { PROTOCOL_LANGUAGES } from '../protocol/validate.js';
+import { readOnnxInfo as readOnnx, type OnnxInfo, type OnnxShape } from './onnx-info.js';
 
 /** The npm package of sherpa-onnx's Node binding (its native binary is `sherpa-onnx-linux-x64` etc.). */
 export const SHERPA_PACKAGE = 'sherpa-onnx-node';
@@ -42,7 +44,7 @@ export type SherpaSttType = (typeof SHERPA_STT_TYPES)[number];
 export const SYSTEM_ESPEAK_DATA = ['/usr/lib/x86_64-linux-gnu/espeak-ng-data', '/usr/lib/aarch64-linux-gnu/espeak-ng-data', '/usr/share/espeak-ng-data'];
 
 /** The five languages of §1. */
-const API_LANGUAGES = ['en', 'fr', 'de', 'es', 'pt'];
+const API_LANGUAGES: readonly string[] = PROTOCOL_LANGUAGES;
 
 /** A model folder, resolved: what sherpa-onnx is given and what the server says about it. */
 export interface SherpaModel {
@@ -53,8 +55,45 @@ export interface SherpaModel {
   config: Record<string, unknown>;
   /** Languages the model serves (STT: what `language` accepts; TTS: the voices' language). */
   languages: string[];
+  /**
+   * STT: the recognizer's language is set per request (a multilingual Whisper: `setConfig` with
+   * `whisper.language` before the segment is decoded, see sherpa-pool.ts). Otherwise fixed at load.
+   */
+  perRequestLanguage?: boolean;
+  /**
+   * TTS: the speakers the model names (a Kokoro folder's `speaker_names`), by speaker id; absent
+   * when it names none (the speakers are then numbered).
+   */
+  speakers?: SherpaSpeaker[];
   /** A name for `ready` and logs: the folder's name. */
   name: string;
+}
+
+/** A named speaker of a TTS model: one library voice. */
+export interface SherpaSpeaker {
+  /** As the model names it, e.g. `af_bella`. */
+  name: string;
+  /** ISO 639-1 code, e.g. `en`. */
+  language: string;
+  /** Country code (`us`, `gb`, `br`), when the name says. */
+  country?: string;
+  gender?: 'Feminine' | 'Masculine';
+}
+
+/**
+ * Kokoro's voice names start with a language letter and a gender letter (`af_bella`: American
+ * English, female), as its voices are published (hexgrad/Kokoro-82M VOICES.md).
+ */
+const KOKORO_LANGUAGES: Record<string, [string, string | undefined]> = {
+  a: ['en', 'us'], b: ['en', 'gb'], e: ['es', 'es'], f: ['fr', 'fr'], h: ['hi', 'in'], i: ['it', 'it'], j: ['ja', 'jp'], p: ['pt', 'br'], z: ['zh', 'cn'],
+};
+
+/** A Kokoro speaker from its name; a name without the prefix speaks the model's language. */
+function kokoroSpeaker(name: string, fallback: string): SherpaSpeaker {
+  const m = /^([a-z])([fm])_/.exec(name);
+  const lang = m ? KOKORO_LANGUAGES[m[1]!] : undefined;
+  if (!m || lang === undefined) return { name, language: fallback };
+  return { name, language: lang[0], ...(lang[1] !== undefined ? { country: lang[1] } : {}), gender: m[2] === 'f' ? 'Feminine' : 'Masculine' };
 }
 
 /** `model` is a {@link SherpaModel} (as resolved here), else INVALID_ARGUMENT naming `what`. */
@@ -73,18 +112,41 @@ export function sherpaModelArg(model: SherpaModel, what: string): SherpaModel {
   return model;
 }
 
-/** The resolved path of the sherpa-onnx-node package, or a reason it cannot be used. */
-export function sherpaPackagePath(): string {
-  const binary = `sherpa-onnx-${process.platform === 'win32' ? 'win' : process.platform}-${process.arch}`;
+/** The sherpa-onnx version voicewire pins (package.json's optionalDependencies; a test holds them equal). */
+export const SHERPA_VERSION = '1.13.8';
+
+/**
+ * The resolved path of the sherpa-onnx-node package, checked to have its native binary
+ * (`sherpa-onnx-<platform>-<arch>`, an optional dependency: `npm install --omit=optional`, or a
+ * platform sherpa-onnx ships no binary for, leaves it out), looked up from `from` (a directory;
+ * default: this module's, i.e. voicewire's own node_modules).
+ * @throws VoicewireError `ENGINE_UNAVAILABLE` naming the missing package and the command that installs both.
+ */
+export function sherpaPackagePath(from?: string): string {
+  if (from !== undefined) stringArg(from, 'sherpaPackagePath: from');
+  const platform = `${process.platform === 'win32' ? 'win' : process.platform}-${process.arch}`;
+  const binary = `sherpa-onnx-${platform}`;
+  const req = createRequire(from === undefined ? import.meta.url : join(resolve(from), 'noop.js'));
+  const missing = (name: string, what: string, err: unknown): never => {
+    throw new VoicewireError(
+      'ENGINE_UNAVAILABLE',
+      `the sherpa-onnx engines need the npm package ${name} (${what}), which is not installed: install both with \`npm install ${SHERPA_PACKAGE}@${SHERPA_VERSION} ${binary}@${SHERPA_VERSION}\` (optional dependencies of voicewire: an install with --omit=optional leaves them out), on a platform sherpa-onnx ships binaries for (linux-x64, linux-arm64, darwin-x64, darwin-arm64, win-x64)`,
+      { cause: err },
+    );
+  };
+  let pkg: string;
   try {
-    const req = createRequire(import.meta.url);
-    const pkg = req.resolve(SHERPA_PACKAGE);
+    pkg = req.resolve(SHERPA_PACKAGE);
+  } catch (err) {
+    return missing(SHERPA_PACKAGE, 'sherpa-onnx\'s Node binding', err);
+  }
+  try {
     // The wrapper finds its native binary in this optional package, installed beside it (or nested).
     createRequire(pkg).resolve(`${binary}/package.json`);
-    return pkg;
   } catch (err) {
-    throw new VoicewireError('ENGINE_UNAVAILABLE', `the sherpa-onnx engines need the npm packages ${SHERPA_PACKAGE} and ${binary} (its native binary for this platform), optional dependencies of voicewire: reinstall without --omit=optional, on a platform sherpa-onnx ships binaries for`, { cause: err });
+    missing(binary, `sherpa-onnx's native binary for ${platform}`, err);
   }
+  return pkg;
 }
 
 function invalid(dir: string, cause: string): never {
@@ -161,17 +223,70 @@ function checkCtcTokens(dir: string, path: string): void {
   if (!lines.some((l) => /^(<blk>|<blank>|<eps>)\s/.test(l))) invalid(dir, 'tokens.txt has no blank token (<blk>, <blank> or <eps>) a CTC model needs');
 }
 
+const showShape = (s: OnnxShape): string => (s === null ? 'of undeclared shape' : `[${s.join(', ')}]`);
+
+/**
+ * Checks a Zipformer CTC graph as sherpa-onnx uses it (offline-zipformer-ctc-model.cc,
+ * offline-recognizer-ctc-impl.h): inputs by position, fbank features `[N, T, 80]` then lengths;
+ * the vocabulary is output 0's declared dim 2 (`[N, T', V]`), so it must be a number, and every
+ * id below it must be in tokens.txt (an id past the table ends the process).
+ */
+function checkZipformerCtc(dir: string, model: string, info: OnnxInfo, tokens: string): void {
+  const name = basename(model);
+  if (info.inputs.length !== 2) invalid(dir, `${name} has ${info.inputs.length} inputs (${info.inputs.join(', ')}): a Zipformer CTC model takes features and their lengths`);
+  const x = info.inputShapes[0] ?? null;
+  if (x !== null && (x.length !== 3 || x[2] !== 80)) invalid(dir, `${name} input 0 is ${showShape(x)}: a Zipformer CTC model takes fbank features [N, T, 80]`);
+  const out = info.outputShapes[0] ?? null;
+  const vocab = out?.[2];
+  if (out === null || out.length !== 3 || typeof vocab !== 'number' || vocab < 1) invalid(dir, `${name} output 0 is ${showShape(out)}: a Zipformer CTC model gives log-probs [N, T', V] with V a fixed number (sherpa-onnx reads the vocabulary from it)`);
+  const count = readFileSync(tokens, 'utf8').split('\n').filter((l) => l.trim() !== '').length;
+  if (count < vocab) invalid(dir, `${basename(tokens)} holds ${count} tokens, the model's vocabulary is ${vocab} (an id past the table would end the process)`);
+}
+
 /** The system's espeak-ng-data, or undefined. */
 function systemEspeakData(): string | undefined {
   return SYSTEM_ESPEAK_DATA.find((d) => existsSync(join(d, 'phontab')));
 }
 
-const LANGUAGE_CODES: Record<string, string> = { english: 'en', french: 'fr', german: 'de', spanish: 'es', portuguese: 'pt' };
+const LANGUAGE_CODES: Record<string, string> = { english: 'en', french: 'fr', german: 'de', spanish: 'es', portuguese: 'pt', chinese: 'zh', japanese: 'ja', korean: 'ko', italian: 'it', russian: 'ru', dutch: 'nl' };
 
-/** An ISO 639-1 code from a model's `language` metadata ("English", "en-us", "es_ES"). */
-function languageCode(value: string | undefined): string {
+/** An ISO 639-1 code from a model's `language` metadata ("English", "en-us", "es_ES"), or undefined. */
+function languageCodeOf(value: string | undefined): string | undefined {
   const v = (value ?? '').trim().toLowerCase();
-  return LANGUAGE_CODES[v] ?? (/^[a-z]{2}\b/.exec(v)?.[0] ?? 'en');
+  return LANGUAGE_CODES[v] ?? /^[a-z]{2,3}(?![a-z])/.exec(v)?.[0];
+}
+
+/** An ISO 639-1 code from a TTS model's `language` metadata; English when it says nothing readable. */
+function languageCode(value: string | undefined): string {
+  return languageCodeOf(value) ?? 'en';
+}
+
+/** Codes from a comma-separated metadata list ("en,zh,de", "English, French"), unknown entries dropped, in order, once each. */
+function languageList(value: string): string[] {
+  const out: string[] = [];
+  for (const part of value.split(',')) {
+    const c = languageCodeOf(part);
+    if (c !== undefined && !out.includes(c)) out.push(c);
+  }
+  return out;
+}
+
+/**
+ * What `language` accepts for a model whose own languages are `own` (undefined: it declares
+ * none): its §1 languages, narrowed by `--stt-language` when given; a model that declares nothing
+ * serves `--stt-language`, else English (voicewire does not guess a model's language).
+ */
+function servedLanguages(dir: string, own: string[] | undefined, flag: readonly string[] | undefined): string[] {
+  if (own === undefined) return flag !== undefined ? [...flag] : ['en'];
+  const served = own.filter((l) => API_LANGUAGES.includes(l));
+  if (flag !== undefined) {
+    const outside = flag.filter((l) => !served.includes(l));
+    if (outside.length > 0) invalid(dir, `--stt-language ${flag.join(',')}: the model serves ${served.length > 0 ? served.join(', ') : 'none of them'} (its languages: ${own.join(', ')})`);
+    return [...flag];
+  }
+  if (served.length === 0) invalid(dir, `the model serves none of ${API_LANGUAGES.join(', ')} (its languages: ${own.join(', ') || 'none declared'}), the languages of speech-to-text here`);
+  // API order, so the list reads the same for every model.
+  return API_LANGUAGES.filter((l) => served.includes(l));
 }
 
 /**
@@ -189,10 +304,22 @@ export function resolveSherpaTtsModel(dir: string, type?: SherpaTtsType): Sherpa
   const family: SherpaTtsType = type ?? (info.metadata.model_type === 'kokoro' || names.includes('voices.bin') ? 'kokoro' : (info.metadata.comment ?? '').includes('piper') ? 'piper' : 'vits');
   const dataDir = names.includes('espeak-ng-data') ? join(dir, 'espeak-ng-data') : systemEspeakData();
   const language = languageCode(info.metadata.language ?? info.metadata.voice);
-  const base = { kind: 'tts' as const, dir, type: family, languages: [language], name: basename(dir) };
+  const base: Omit<SherpaModel, 'config'> = { kind: 'tts' as const, dir, type: family, languages: [language], name: basename(dir) };
   if (family === 'kokoro') {
-    requireMetadata(dir, model, info, ['sample_rate'], 'Kokoro');
+    // What offline-tts-kokoro-model.cc reads; a missing key, a style_dim not [L, 1, D] or a
+    // voices.bin not L·D·n_speakers floats ends the process.
+    requireMetadata(dir, model, info, ['sample_rate', 'n_speakers', 'has_espeak', 'style_dim'], 'Kokoro');
     const voices = need(dir, names, 'voices.bin', 'Kokoro\'s speaker embeddings');
+    const style = info.metadata.style_dim!.split(',').map((v) => Number(v.trim()));
+    if (style.length !== 3 || style[1] !== 1 || !style.every((v) => Number.isInteger(v) && v > 0)) invalid(dir, `${basename(model)} metadata style_dim "${info.metadata.style_dim}" is not "L,1,D"`);
+    const numSpeakers = Number(info.metadata.n_speakers);
+    if (!Number.isInteger(numSpeakers) || numSpeakers < 1) invalid(dir, `${basename(model)} metadata n_speakers "${info.metadata.n_speakers}" is not a whole number ≥ 1`);
+    const expected = style[0]! * style[2]! * numSpeakers * 4;
+    const size = statSync(voices).size;
+    if (size !== expected) invalid(dir, `voices.bin holds ${size} bytes; style_dim ${style.join(',')} and n_speakers ${numSpeakers} need ${expected} (float32)`);
+    // Named speakers (speaker_names, comma-separated, by id) become voices with those names.
+    const named = (info.metadata.speaker_names ?? '').split(',').map((n) => n.trim()).filter((n) => n !== '');
+    if (named.length === numSpeakers) base.speakers = named.map((n) => kokoroSpeaker(n, language));
     if (dataDir === undefined) invalid(dir, 'has no espeak-ng-data and the system has none (Debian package espeak-ng-data)');
     const lexicon = names.filter((n) => /^lexicon.*\.txt$/.test(n)).map((n) => join(dir, n)).join(',');
     return { ...base, config: { model: { kokoro: { model, voices, tokens, dataDir, lexicon }, numThreads: 1 }, maxNumSentences: 1 } };
@@ -209,12 +336,21 @@ export function resolveSherpaTtsModel(dir: string, type?: SherpaTtsType): Sherpa
 }
 
 /**
- * The STT model in `dir`: its family, config and languages.
+ * The STT model in `dir`: its family, config and the languages it serves (what `language`
+ * accepts): a multilingual Whisper the §1 languages of its encoder's `all_language_codes` (set per
+ * request), a `.en` Whisper (`is_multilingual` 0) and Moonshine English, SenseVoice its fixed set's
+ * English (zh, en, ja, ko, yue: `lang_*` keys); NeMo, Zipformer, Paraformer and transducers the
+ * model's `language` metadata (a code, a name or a comma-separated list) when it has one, else
+ * `languages` (`--stt-language`), else English. `languages` may only narrow a declared list.
  * @throws VoicewireError `MODEL_INVALID` naming the folder and what is wrong.
  */
-export function resolveSherpaSttModel(dir: string, type?: SherpaSttType): SherpaModel {
+export function resolveSherpaSttModel(dir: string, type?: SherpaSttType, languages?: readonly string[]): SherpaModel {
   dir = resolve(stringArg(dir, 'resolveSherpaSttModel: dir'));
   if (type !== undefined) stringArg(type, 'resolveSherpaSttModel: type');
+  if (languages !== undefined) {
+    const ok = Array.isArray(languages) && languages.length > 0 && languages.every((l) => typeof l === 'string' && API_LANGUAGES.includes(l));
+    if (!ok) throw new VoicewireError('INVALID_ARGUMENT', `resolveSherpaSttModel: languages must be a non-empty list of ${API_LANGUAGES.join(', ')}, got ${describeValue(languages)}`);
+  }
   const names = files(dir);
   if (type !== undefined && !SHERPA_STT_TYPES.includes(type)) invalid(dir, `unknown STT model type "${type}" (one of ${SHERPA_STT_TYPES.join(', ')})`);
   const find = (re: RegExp): string | undefined => {
@@ -237,19 +373,37 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType): Sherpa
     else if (enc && dec) family = 'whisper';
     else if (names.includes('preprocess.onnx') && names.includes('encode.onnx')) family = 'moonshine';
   }
-  if (family === 'transducer') return { ...base, type: family, languages: ['en'], config: modelConfig({ transducer: { encoder: enc ?? invalid(dir, 'no encoder*.onnx'), decoder: dec ?? invalid(dir, 'no decoder*.onnx'), joiner: joiner ?? invalid(dir, 'no joiner*.onnx') } }) };
+  if (family === 'transducer') {
+    const encoder = enc ?? invalid(dir, 'no encoder*.onnx');
+    const declared = readOnnxInfo(dir, encoder).metadata.language;
+    return { ...base, type: family, languages: servedLanguages(dir, declared === undefined ? undefined : languageList(declared), languages), config: modelConfig({ transducer: { encoder, decoder: dec ?? invalid(dir, 'no decoder*.onnx'), joiner: joiner ?? invalid(dir, 'no joiner*.onnx') } }) };
+  }
   if (family === 'whisper') {
-    // A multilingual Whisper serves every language of §1; `tiny.en` and the like English only.
-    const englishOnly = /\.en[-.]/.test(basename(enc ?? '')) || /\.en$/.test(basename(dir));
-    return { ...base, type: family, languages: englishOnly ? ['en'] : API_LANGUAGES, config: modelConfig({ whisper: { encoder: enc ?? invalid(dir, 'no *-encoder.onnx'), decoder: dec ?? invalid(dir, 'no *-decoder.onnx'), language: '', task: 'transcribe' } }) };
+    const encoder = enc ?? invalid(dir, 'no *-encoder.onnx');
+    const info = readOnnxInfo(dir, encoder);
+    requireMetadata(dir, encoder, info, WHISPER_KEYS, 'Whisper');
+    const multilingual = info.metadata.is_multilingual !== '0';
+    let own = ['en'];
+    if (multilingual) {
+      requireMetadata(dir, encoder, info, ['all_language_codes', 'all_language_tokens'], 'multilingual Whisper');
+      const codes = info.metadata.all_language_codes!.split(',').map((c) => c.trim());
+      const ids = info.metadata.all_language_tokens!.split(',');
+      if (codes.length !== ids.length) invalid(dir, `${basename(encoder)} lists ${codes.length} language codes and ${ids.length} language tokens (sherpa-onnx would end the process)`);
+      own = codes;
+    }
+    const served = servedLanguages(dir, own, languages);
+    // Multilingual: the language is set per request (sherpa-onnx ends the process on a code not in the list, so only listed ones get there).
+    return { ...base, type: family, languages: served, perRequestLanguage: multilingual, config: modelConfig({ whisper: { encoder, decoder: dec ?? invalid(dir, 'no *-decoder.onnx'), language: multilingual ? served[0] : '', task: 'transcribe' } }) };
   }
   if (family === 'moonshine') {
     const m = (n: string): string => need(dir, names, n, 'a Moonshine model');
-    return { ...base, type: family, languages: ['en'], config: modelConfig({ moonshine: { preprocessor: m('preprocess.onnx'), encoder: m('encode.onnx'), uncachedDecoder: find(/^uncached_decode.*\.onnx$/) ?? invalid(dir, 'no uncached_decode*.onnx'), cachedDecoder: find(/^cached_decode.*\.onnx$/) ?? invalid(dir, 'no cached_decode*.onnx') } }) };
+    // Moonshine's released models are English.
+    return { ...base, type: family, languages: servedLanguages(dir, ['en'], languages), config: modelConfig({ moonshine: { preprocessor: m('preprocess.onnx'), encoder: m('encode.onnx'), uncachedDecoder: find(/^uncached_decode.*\.onnx$/) ?? invalid(dir, 'no uncached_decode*.onnx'), cachedDecoder: find(/^cached_decode.*\.onnx$/) ?? invalid(dir, 'no cached_decode*.onnx') } }) };
   }
   const model = singleOnnx(dir, names);
   const info = readOnnxInfo(dir, model);
   const meta = info.metadata;
+  const declared = (): string[] => servedLanguages(dir, meta.language === undefined ? undefined : languageList(meta.language), languages);
   if (family === undefined) {
     // NeMo's exports take `audio_signal`; any of its metadata keys marks one too (a missing one is then named).
     if (info.inputs.includes('audio_signal') || 'subsampling_factor' in meta || 'normalize_type' in meta) family = 'nemo-ctc';
@@ -260,15 +414,28 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType): Sherpa
     requireMetadata(dir, model, info, ['vocab_size', 'subsampling_factor', 'normalize_type'], 'NeMo CTC');
     for (const n of ['audio_signal', 'length']) if (!info.inputs.includes(n)) invalid(dir, `${basename(model)} has no input "${n}" (a NeMo CTC model takes audio_signal and length; it has ${info.inputs.join(', ')})`);
     checkCtcTokens(dir, tokens);
-    return { ...base, type: family, languages: ['en'], config: modelConfig({ nemoCtc: { model } }) };
+    return { ...base, type: family, languages: declared(), config: modelConfig({ nemoCtc: { model } }) };
   }
   if (family === 'zipformer2-ctc') {
     checkCtcTokens(dir, tokens);
-    return { ...base, type: family, languages: ['en'], config: modelConfig({ zipformerCtc: { model } }) };
+    checkZipformerCtc(dir, model, info, tokens);
+    return { ...base, type: family, languages: declared(), config: modelConfig({ zipformerCtc: { model } }) };
   }
-  if (family === 'sense-voice') return { ...base, type: family, languages: ['en'], config: modelConfig({ senseVoice: { model, language: '', useInverseTextNormalization: 1 } }) };
-  return { ...base, type: family, languages: ['en'], config: modelConfig({ paraformer: { model } }) };
+  if (family === 'sense-voice') {
+    requireMetadata(dir, model, info, SENSE_VOICE_KEYS, 'SenseVoice');
+    // Its fixed set, as sherpa-onnx reads it (offline-sense-voice-model.cc: lang_zh, lang_en, …).
+    const own = ['zh', 'en', 'ja', 'ko', 'yue'].filter((l) => `lang_${l}` in meta);
+    const served = servedLanguages(dir, own, languages);
+    // Set once at load: SenseVoice has no setConfig of its own (the base one replaces the feature settings it made at load); of the five it serves English only.
+    return { ...base, type: family, languages: served, config: modelConfig({ senseVoice: { model, language: served.length === 1 ? served[0] : '', useInverseTextNormalization: 1 } }) };
+  }
+  return { ...base, type: family, languages: declared(), config: modelConfig({ paraformer: { model } }) };
 }
+
+/** The encoder metadata sherpa-onnx's Whisper reads (offline-whisper-model.cc): a missing key ends the process. */
+const WHISPER_KEYS = ['n_mels', 'n_text_layer', 'n_text_ctx', 'n_text_state', 'n_vocab', 'sot', 'eot', 'blank_id', 'translate', 'transcribe', 'is_multilingual', 'no_timestamps', 'no_speech', 'sot_sequence'];
+/** The metadata sherpa-onnx's SenseVoice reads (offline-sense-voice-model.cc). */
+const SENSE_VOICE_KEYS = ['vocab_size', 'lfr_window_size', 'lfr_window_shift', 'normalize_samples', 'with_itn', 'without_itn', 'lang_auto', 'lang_zh', 'lang_en', 'lang_ja', 'lang_ko', 'lang_yue', 'neg_mean', 'inv_stddev'];
 
 /** What loading a model in a child process found out. */
 export interface SherpaModelFacts {

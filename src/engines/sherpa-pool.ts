@@ -47,6 +47,11 @@ export interface SttJob {
   op: 'stt';
   samples: Float32Array;
   sampleRate: number;
+  /**
+   * The segment's language, for a model whose language is set per request
+   * ({@link SherpaModel.perRequestLanguage}: a multilingual Whisper); ignored by others.
+   */
+  language?: string;
 }
 /** What an STT job gives back (sherpa-onnx's result, trimmed). */
 export interface SttJobResult {
@@ -64,6 +69,7 @@ const { parentPort, workerData } = require('node:worker_threads');
 const sherpa = require(workerData.pkg);
 (async () => {
   let engine;
+  let language = workerData.kind === 'stt' && workerData.config.modelConfig && workerData.config.modelConfig.whisper ? workerData.config.modelConfig.whisper.language : undefined;
   try {
     engine = workerData.kind === 'tts'
       ? await sherpa.OfflineTts.createAsync(workerData.config)
@@ -79,6 +85,14 @@ const sherpa = require(workerData.pkg);
         const samples = new Float32Array(a.samples);
         parentPort.postMessage({ type: 'done', id: m.id, result: { samples, sampleRate: a.sampleRate } }, [samples.buffer]);
       } else {
+        // A multilingual Whisper's language: setConfig copies the whisper config (microseconds, no
+        // reload), so one recognizer serves every language; only when it changes.
+        if (workerData.perRequestLanguage && typeof m.language === 'string' && m.language !== language) {
+          const c = JSON.parse(JSON.stringify(workerData.config));
+          c.modelConfig.whisper.language = m.language;
+          engine.setConfig(c);
+          language = m.language;
+        }
         const s = engine.createStream();
         s.acceptWaveform({ samples: m.samples, sampleRate: m.sampleRate });
         const r = await engine.decodeAsync(s);
@@ -168,7 +182,7 @@ export class SherpaPool {
   }
 
   private spawn(): void {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { pkg: this.pkg, kind: this.model.kind, config: this.model.config } });
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { pkg: this.pkg, kind: this.model.kind, config: this.model.config, perRequestLanguage: this.model.perRequestLanguage === true } });
     const slot: Slot = { worker, ready: false, job: undefined };
     this.slots.push(slot);
     worker.on('message', (m: { type: string; id?: number; result?: unknown; message?: string }) => {

@@ -12,8 +12,10 @@
  * segment's end). Text therefore comes out about half a second after speech stops
  * (`delayInFrames` 7), as with pocketsphinx's utterances.
  *
- * `language` must be one the model serves (a multilingual Whisper folder: the five of §1);
- * others are refused at setup with `STT_LANGUAGE_UNSUPPORTED` (1008).
+ * `language` (default `en`) must be one the model serves ({@link SherpaModel.languages}: a
+ * multilingual Whisper folder the five of §1); others are refused at setup with
+ * `STT_LANGUAGE_UNSUPPORTED` (1008) naming the model's. A multilingual Whisper decodes each
+ * segment in the stream's language (no detection); other models have one language set at load.
  */
 import { createInt16Resampler, type Resampler } from '../audio/resampler.js';
 import type { SttEngine, SttEngineEvent, SttEngineStream } from '../sessions/engine.js';
@@ -47,7 +49,7 @@ export function createSherpaSttEngine(pool: SherpaPool, options: SherpaSttOption
       if (!languages.includes(language)) throw new VoicewireError('STT_LANGUAGE_UNSUPPORTED', `speech-to-text in "${language}" is not served by the model ${pool.model.name}; its languages: ${languages.join(', ')}`);
       const fvad = await loadVad();
       const vad = new VoiceActivity(fvad);
-      return new SherpaSttStream(pool, vad, emit, config.modelName === 'default' ? pool.model.name : config.modelName, Math.round(maxSeconds * RATE));
+      return new SherpaSttStream(pool, vad, emit, config.modelName === 'default' ? pool.model.name : config.modelName, Math.round(maxSeconds * RATE), pool.model.perRequestLanguage === true ? language : undefined);
     },
   };
 }
@@ -71,6 +73,7 @@ class SherpaSttStream implements SttEngineStream {
     private readonly emit: (e: SttEngineEvent) => void,
     modelName: string,
     private readonly maxSegment: number,
+    private readonly language: string | undefined,
   ) {
     this.info = { modelName, sampleRate: 24000, frameSize: 1920, delayInFrames: 7 };
   }
@@ -129,7 +132,7 @@ class SherpaSttStream implements SttEngineStream {
     this.decoding = this.decoding.then(async () => {
       if (this.closed || this.failure !== undefined) return;
       try {
-        const result = await this.pool.run({ op: 'stt', samples: audio, sampleRate: RATE }, () => this.closed);
+        const result = await this.pool.run({ op: 'stt', samples: audio, sampleRate: RATE, ...(this.language !== undefined ? { language: this.language } : {}) }, () => this.closed);
         if (!this.closed) this.sendWords(result, start / RATE, stop / RATE);
       } catch (err) {
         if (!this.closed) this.failure = err;

@@ -52,24 +52,26 @@ export function speedFromPaddingBonus(p: number | undefined | null): number {
   return Math.min(4, Math.max(0.25, s));
 }
 
-/** The catalog voices of a model: one per speaker (at most 256), uid `sherpa-<folder>-<sid>`. */
+/**
+ * The catalog voices of a model: one per speaker (at most 256), uid `sherpa-<folder>-<sid>`. A
+ * speaker the model names (Kokoro's `speaker_names`) is a voice of that name, language, country
+ * and gender (tags as the library voices read them); others are `<folder> #<sid>` in the model's language.
+ */
 export function sherpaCatalogVoices(model: SherpaModel, numSpeakers: number): CatalogVoice[] {
   sherpaModelArg(model, 'sherpaCatalogVoices: model');
   if (!Number.isInteger(numSpeakers) || numSpeakers < 1) throw new VoicewireError('INVALID_ARGUMENT', `sherpaCatalogVoices: numSpeakers must be an integer ≥ 1, got ${describeValue(numSpeakers)}`);
   const slug = model.name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'model';
   const language = model.languages[0] ?? 'en';
   const n = Math.max(1, Math.min(256, numSpeakers));
-  return Array.from({ length: n }, (_, sid) => ({
-    uid: `sherpa-${slug}-${sid}`,
-    name: n === 1 ? model.name : `${model.name} #${sid}`,
-    description: `sherpa-onnx ${model.type} voice ${model.name}, speaker ${sid}`,
-    language,
-    filename: '',
-    startS: 0,
-    tags: [language, 'Neural'],
-    isProClone: false,
-    params: { engine: 'sherpa-onnx', sid },
-  }));
+  return Array.from({ length: n }, (_, sid) => {
+    const speaker = model.speakers?.[sid];
+    if (speaker === undefined) {
+      return { uid: `sherpa-${slug}-${sid}`, name: n === 1 ? model.name : `${model.name} #${sid}`, description: `sherpa-onnx ${model.type} voice ${model.name}, speaker ${sid}`, language, filename: '', startS: 0, tags: [language, 'Neural'], isProClone: false, params: { engine: 'sherpa-onnx', sid } };
+    }
+    const tags = [speaker.language, ...(speaker.country !== undefined ? [speaker.country] : []), ...(speaker.gender !== undefined ? [speaker.gender] : []), 'Neural'];
+    const about = [speaker.gender, [speaker.language, speaker.country].filter((x) => x !== undefined).join('-')].filter((x) => x !== undefined).join(', ');
+    return { uid: `sherpa-${slug}-${sid}`, name: speaker.name, description: `sherpa-onnx ${model.type} voice ${speaker.name} (${about}) of ${model.name}, speaker ${sid}`, language: speaker.language, filename: '', startS: 0, tags, isProClone: false, params: { engine: 'sherpa-onnx', sid } };
+  });
 }
 
 /** The sherpa-onnx TTS engine over `pool`; `context` resolves the connection's voices. */

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, built, fetchFresh, rssOf, root, startBuiltServer, type BuiltServer } from '../product/built-server.js';
@@ -42,16 +42,50 @@ describe.skipIf(!built)(built ? 'serve with sherpa-onnx models' : 'serve with sh
       }, 180_000);
     }
 
-    it('a forced family the model does not fit dies in the child check, not in the server', () => {
+    it('a forced family the model does not fit is refused before the server loads it', () => {
+      // The graph's declared shapes say so (NeMo features are [N, 80, T]); before, the child check died on "Expected: 80".
       const r = refusedStart(['--stt', 'sherpa-onnx', '--stt-model-type', 'zipformer2-ctc', '--stt-model', folders.make('nemo-ctc')]);
       expect(r.status).toBe(1);
-      expect(r.stderr).toMatch(/\(zipformer2-ctc\) cannot be loaded: .*Expected: 80.*\(sherpa-onnx exited with code \d+\) \[MODEL_INVALID\]/);
+      expect(r.stderr).toMatch(/model\.onnx input 0 is \[N, 80, T\]: a Zipformer CTC model takes fbank features \[N, T, 80\] \[MODEL_INVALID\]\n$/);
+    }, 180_000);
+
+    it('without the native binary, serve refuses at start naming the package and how to install it', () => {
+      // An install without sherpa-onnx-linux-x64 (npm install --omit=optional keeps neither; a copy
+      // of the wrapper alone is the harder case): the built CLI in a folder whose node_modules has
+      // every package but the binary. Copied, not linked: Node resolves a link to its real folder.
+      const install = mkdtempSync(join(tmpdir(), 'vw-no-binary-'));
+      try {
+        cpSync(join(root, 'dist'), join(install, 'dist'), { recursive: true });
+        cpSync(join(root, 'package.json'), join(install, 'package.json'));
+        mkdirSync(join(install, 'node_modules'));
+        for (const name of readdirSync(join(root, 'node_modules'))) {
+          if (name === 'sherpa-onnx-linux-x64' || name === '.bin') continue;
+          if (name === 'sherpa-onnx-node') cpSync(join(root, 'node_modules', name), join(install, 'node_modules', name), { recursive: true });
+          else symlinkSync(join(root, 'node_modules', name), join(install, 'node_modules', name));
+        }
+        const stt = folders.make('nemo-ctc');
+        for (const args of [['--stt', 'sherpa-onnx', '--stt-model', stt], ['--tts-model', folders.make('piper')]]) {
+          const r = spawnSync(process.execPath, [join(install, 'dist', 'cli.js'), 'serve', '--port', '0', '--store', 'memory:', ...args], { cwd: install, encoding: 'utf8', timeout: 150_000 });
+          expect(r.status).toBe(1);
+          expect(r.stdout).not.toMatch(/listening on/);
+          expect(r.stderr).toMatch(/need the npm package sherpa-onnx-linux-x64 \(sherpa-onnx's native binary for linux-x64\), which is not installed: install both with `npm install sherpa-onnx-node@1\.13\.8 sherpa-onnx-linux-x64@1\.13\.8`.* \[ENGINE_UNAVAILABLE\]\n$/);
+          // One line, no stack, no native abort.
+          expect(r.stderr.trim().split('\n')).toHaveLength(1);
+        }
+      } finally {
+        rmSync(install, { recursive: true, force: true });
+      }
     }, 180_000);
 
     it('usage errors name the missing flag', () => {
       expect(refusedStart(['--tts', 'sherpa-onnx']).stderr).toMatch(/--tts sherpa-onnx needs --tts-model DIR.*\[CLI_USAGE\]/);
       expect(refusedStart(['--stt', 'sherpa-onnx']).stderr).toMatch(/--stt sherpa-onnx needs --stt-model DIR.*\[CLI_USAGE\]/);
       expect(refusedStart(['--tts', 'espeak', '--tts-model', '/x']).stderr).toMatch(/not --tts espeak.*\[CLI_USAGE\]/);
+      expect(refusedStart(['--stt', 'sherpa-onnx', '--stt-model', '/x', '--stt-language', 'en,xx']).stderr).toMatch(/--stt-language must be a comma-separated list of en, fr, de, es, pt, got en,xx.*\[CLI_USAGE\]/);
+      expect(refusedStart(['--stt-language', 'fr']).stderr).toMatch(/--stt-language is for --stt sherpa-onnx.*\[CLI_USAGE\]/);
+      // A narrower set than the model declares, never another one.
+      const r = refusedStart(['--stt', 'sherpa-onnx', '--stt-model', folders.make('nemo-ctc', { language: 'de' }), '--stt-language', 'fr']);
+      expect(r.stderr).toMatch(/--stt-language fr: the model serves de \(its languages: de\) \[MODEL_INVALID\]\n$/);
     }, 180_000);
   });
 

@@ -1,7 +1,8 @@
 /**
  * The sherpa-onnx engines end to end through the server's routes (issue 24), with the tiny models
  * test/fixtures/models/make-models.py makes: a Piper-layout voice speaks over POST and the TTS
- * WebSocket, a NeMo CTC model transcribes over the STT WebSocket and POST, all on worker threads.
+ * WebSocket, a NeMo CTC and a Zipformer CTC model transcribe over the STT WebSocket and POST, a
+ * multilingual Whisper transcribes in the language each request asks for, all on worker threads.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -90,4 +91,68 @@ describe('sherpa-onnx STT through the server', () => {
     const silence = encodeWav(new Int16Array(24000 * 2), { sampleRate: 24000, channels: 1 });
     expect((await c.stt(silence, { inputFormat: 'wav', language: 'en' })).words).toEqual([]);
   }, 30_000);
+});
+
+describe('sherpa-onnx STT with a Zipformer CTC folder (no metadata) through the server', () => {
+  let zh: Harness;
+  let zipEntry: SttEngineEntry;
+  beforeAll(async () => {
+    // The model declares English and German (its `language` metadata): what json_config.language accepts.
+    zipEntry = await sherpaSttEntry(folders.make('zipformer2-ctc', { language: 'en,de' }));
+    registerSttEngine('sherpa-zip-test', zipEntry);
+    zh = await startServer({ stt: 'sherpa-zip-test', limits: { sherpaWorkers: 1 } });
+  }, 180_000);
+  afterAll(async () => {
+    await zh?.close();
+    await zipEntry?.close?.();
+  });
+
+  it('transcribes over WebSocket and POST, the same words both ways, with the model\'s token times', async () => {
+    const c = createClient({ baseUrl: zh.base, apiKey: zh.apiKey, retry: { attempts: 1 } });
+    const wav = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'speech', 'en_24k.wav'));
+    const overWs = await c.stt(wav, { inputFormat: 'wav', language: 'en' });
+    const overHttp = await c.stt(wav, { inputFormat: 'wav', language: 'en', http: true });
+    expect(overWs.words.length).toBeGreaterThan(0);
+    expect(overWs.text).toMatch(/^[a-z'<>\s]+$/);
+    expect(overHttp.text).toBe(overWs.text);
+    // Token times (40 ms a frame after 4x subsampling) place words apart, inside the audio.
+    const starts = overWs.words.map((w) => w.start_s);
+    expect(new Set(starts).size).toBeGreaterThan(1);
+    for (const t of starts) expect(t).toBeLessThanOrEqual(seconds(wav));
+  }, 180_000);
+
+  it('language accepts the model\'s declared languages only, and the refusal names them', async () => {
+    const c = createClient({ baseUrl: zh.base, apiKey: zh.apiKey, retry: { attempts: 1 } });
+    const wav = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'speech', 'en_24k.wav'));
+    expect((await c.stt(wav, { inputFormat: 'wav', language: 'de', http: true })).words.length).toBeGreaterThan(0);
+    await expect(c.stt(wav, { inputFormat: 'wav', language: 'fr' })).rejects.toMatchObject({ closeCode: 1008, message: expect.stringMatching(/"fr" is not served by the model .*; its languages: en, de/) });
+    await expect(c.stt(wav, { inputFormat: 'wav', language: 'es', http: true })).rejects.toThrow(/"es" is not served by the model .*; its languages: en, de/);
+  }, 180_000);
+});
+
+describe('sherpa-onnx STT with a multilingual Whisper folder: the request\'s language reaches the model', () => {
+  let wh: Harness;
+  let whisperEntry: SttEngineEntry;
+  beforeAll(async () => {
+    // The tiny Whisper "hears" one greeting, in the language it is told (make-models.py whisper).
+    whisperEntry = await sherpaSttEntry(folders.make('whisper'));
+    registerSttEngine('sherpa-whisper-test', whisperEntry);
+    // One worker: every request goes through the same recognizer, whose language is switched per request.
+    wh = await startServer({ stt: 'sherpa-whisper-test', limits: { sherpaWorkers: 1 } });
+  }, 180_000);
+  afterAll(async () => {
+    await wh?.close();
+    await whisperEntry?.close?.();
+  });
+
+  it('each request is decoded in its own language on one recognizer, over WebSocket and POST', async () => {
+    const c = createClient({ baseUrl: wh.base, apiKey: wh.apiKey, retry: { attempts: 1 } });
+    const wav = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'speech', 'en_24k.wav'));
+    const greeting: Record<string, string> = { en: 'hello', fr: 'bonjour', de: 'hallo', es: 'hola', pt: 'olá' };
+    for (const [i, language] of ['fr', 'en', 'de', 'fr', 'pt', 'es'].entries()) {
+      const r = await c.stt(wav, { inputFormat: 'wav', language, http: i % 2 === 1 });
+      expect(r.words.length).toBeGreaterThan(0);
+      expect(new Set(r.words.map((w) => w.text))).toEqual(new Set([greeting[language]]));
+    }
+  }, 180_000);
 });

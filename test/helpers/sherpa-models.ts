@@ -20,19 +20,25 @@ export interface MakeModelOptions {
   /** Speakers (Piper). Default 1. */
   speakers?: number;
   broken?: ModelBreak;
+  /** A CTC model's `language` metadata (nemo-ctc, zipformer2-ctc), e.g. `de` or `en,fr`. */
+  language?: string;
 }
+
+/** What make-models.py makes: runnable tiny models, and metadata-only folders (`meta-*`) for detection. */
+export type ModelKind = 'piper' | 'nemo-ctc' | 'zipformer2-ctc' | 'whisper' | 'meta-whisper' | 'meta-whisper-en' | 'meta-sense-voice' | 'meta-kokoro';
 
 /** Model folders under one temporary root; `cleanup()` removes them all. */
 export class ModelFolders {
   readonly root = mkdtempSync(join(tmpdir(), 'vw-sherpa-'));
   private n = 0;
 
-  make(kind: 'piper' | 'nemo-ctc', options: MakeModelOptions = {}): string {
+  make(kind: ModelKind, options: MakeModelOptions = {}): string {
     const dir = join(this.root, `${kind}-${this.n++}`);
     const args = [SCRIPT, kind, dir];
     if (options.loops !== undefined) args.push('--loops', String(options.loops));
     if (options.speakers !== undefined) args.push('--speakers', String(options.speakers));
     if (options.broken !== undefined) args.push('--break', options.broken);
+    if (options.language !== undefined) args.push('--language', options.language);
     execFileSync('nice', ['-n', '15', SYSTEM_PYTHON, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
     return dir;
   }
