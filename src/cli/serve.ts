@@ -4,7 +4,7 @@
  *   voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL] [--tts ENGINE]
  *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap] [--workers N]
  *                   [--connections-per-address N] [--tts-model DIR] [--tts-model-type TYPE]
- *                   [--stt-model PATH] [--stt-model-type TYPE]
+ *                   [--stt-model PATH] [--stt-model-type TYPE] [--vad-model FILE]
  *
  * stdout carries human lines only: at first start the keys, each alone on its line
  * (`API key (x-api-key): vw_…`, `instance-admin key (x-api-key on /statusz, /drain): vw_…`), then
@@ -48,6 +48,7 @@ function usage(message: string): VoicewireError {
 export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL]
                        [--tts ENGINE] [--stt ENGINE] [--core-url URL] [--region NAME]
                        [--tts-model DIR] [--tts-model-type TYPE] [--stt-model PATH] [--stt-model-type TYPE]
+                       [--vad-model FILE]
                        [--no-bootstrap] [--workers N] [--connections-per-address N]
   --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
   --connections-per-address: open connections one client address may hold, per process (default
@@ -62,8 +63,11 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
     model directory, or a module whose default export is an SttEngine.
   --tts-model-type ${SHERPA_TTS_TYPES.join('|')}; --stt-model-type ${SHERPA_STT_TYPES.join('|')}:
     the model family, when detecting it from the folder's files and metadata is not enough.
-  A sherpa-onnx folder is loaded and run once in a child process first: a folder that cannot be
-    loaded stops the start with MODEL_INVALID, naming the folder and the cause.
+  --vad-model FILE: with --stt sherpa-onnx, a Silero VAD (v4 or v5, such as sherpa-onnx's
+    silero_vad.onnx) that cuts the speech segments the model decodes, run by sherpa-onnx on a
+    worker thread; without it the WebRTC VAD cuts them. step messages come from the WebRTC VAD either way.
+  A sherpa-onnx folder (and a --vad-model file) is loaded and run once in a child process first: one
+    that cannot be loaded stops the start with MODEL_INVALID, naming the folder or file and the cause.
   env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT, VOICEWIRE_CONNECTIONS_PER_ADDRESS mirror
     --data, --store, --port, --connections-per-address.`;
 
@@ -84,6 +88,7 @@ export const serveCommand: CliSubcommand = {
           'tts-model': { type: 'string' },
           'tts-model-type': { type: 'string' },
           'stt-model-type': { type: 'string' },
+          'vad-model': { type: 'string' },
           'core-url': { type: 'string' },
           region: { type: 'string' },
           'no-bootstrap': { type: 'boolean' },
@@ -128,9 +133,10 @@ export const serveCommand: CliSubcommand = {
       if (type !== undefined && !(SHERPA_STT_TYPES as readonly string[]).includes(type)) throw usage(`--stt-model-type must be one of ${SHERPA_STT_TYPES.join(', ')}, got ${type}`);
       if (values['stt-model'] === undefined) throw usage('--stt sherpa-onnx needs --stt-model DIR (a sherpa-onnx model folder)');
       // MODEL_INVALID as it is: it names the folder and the cause.
-      registerSttEngine('sherpa-onnx', await sherpaSttEntry(values['stt-model'], type as SherpaSttType | undefined));
+      registerSttEngine('sherpa-onnx', await sherpaSttEntry(values['stt-model'], type as SherpaSttType | undefined, values['vad-model']));
       stt = 'sherpa-onnx';
     }
+    if (!sherpaStt && values['vad-model'] !== undefined) throw usage(`--vad-model is for --stt sherpa-onnx${stt === undefined ? '' : `, not --stt ${stt}`}`);
     const store = await openCliStore(values);
     const logger = pino(
       { level: process.env['VOICEWIRE_LOG_LEVEL'] ?? 'info', base: { service: 'voicewire', pid: process.pid, ...(primary ? { role: 'primary' } : worker ? { role: 'worker' } : {}) } },
