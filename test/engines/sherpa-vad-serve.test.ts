@@ -61,9 +61,9 @@ describe.skipIf(!built)(built ? 'serve --vad-model' : 'serve --vad-model [SKIPPE
     let dataDir: string;
     beforeAll(async () => {
       dataDir = mkdtempSync(join(tmpdir(), 'vw-sherpa-vad-serve-'));
-      // A slow VAD (1500 matrix products per 32 ms window: ~1 s of work per request on an idle core;
-      // one worker thread serves every stream), so /healthz is probed while the VAD works.
-      const vad = folders.makeVad({ loops: 1500 });
+      // A slow VAD (1000 matrix products per 32 ms window: ~0.5 s of work per request on an idle
+      // core; one worker thread serves every stream), so /healthz is probed while the VAD works.
+      const vad = folders.makeVad({ loops: 1000 });
       s = await startBuiltServer({ dataDir, maxRssBytes: 1.5 * 2 ** 30, args: ['--stt', 'sherpa-onnx', '--stt-model', folders.make('nemo-ctc'), '--vad-model', vad] });
     }, 180_000);
     afterAll(async () => {

@@ -156,8 +156,9 @@ describe('the STT engine with a Silero VAD', () => {
     expect(words(events).length).toBeGreaterThan(0);
     expect(busyMs).toBeGreaterThan(1000);
     expect(lags.length).toBeGreaterThan(busyMs / 10 / 4);
-    // On the event loop the VAD would hold it for the whole run (seconds); beside two CPU hogs a tick can still be late.
-    expect(maxLag).toBeLessThan(250);
+    // On the event loop the VAD would hold it for most of the run (the frames are pushed in one
+    // synchronous loop); beside two CPU hogs a tick can still be a few hundred ms late.
+    expect(maxLag).toBeLessThan(Math.min(500, busyMs / 3));
     expect(worker.open).toBe(0);
   }, 180_000);
 
