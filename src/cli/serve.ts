@@ -4,7 +4,7 @@
  *   voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL] [--tts ENGINE]
  *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap] [--workers N]
  *                   [--connections-per-address N] [--tts-model DIR] [--tts-model-type TYPE]
- *                   [--stt-model PATH] [--stt-model-type TYPE]
+ *                   [--stt-model PATH] [--stt-model-type TYPE] [--vad-model FILE]
  *
  * stdout carries human lines only: at first start the keys, each alone on its line
  * (`API key (x-api-key): vw_…`, `instance-admin key (x-api-key on /statusz, /drain): vw_…`), then
@@ -49,7 +49,7 @@ function usage(message: string): VoicewireError {
 export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL]
                        [--tts ENGINE] [--stt ENGINE] [--core-url URL] [--region NAME]
                        [--tts-model DIR] [--tts-model-type TYPE] [--stt-model PATH] [--stt-model-type TYPE]
-                       [--stt-language LIST]
+                       [--stt-language LIST] [--vad-model FILE]
                        [--no-bootstrap] [--workers N] [--connections-per-address N]
   --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
   --connections-per-address: open connections one client address may hold, per process (default
@@ -66,8 +66,11 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
     the model family, when detecting it from the folder's files and metadata is not enough.
   --stt-language LIST: with --stt sherpa-onnx, the languages (of en,fr,de,es,pt) a model that
     declares none serves (default en), or a narrower set than the model declares.
-  A sherpa-onnx folder is loaded and run once in a child process first: a folder that cannot be
-    loaded stops the start with MODEL_INVALID, naming the folder and the cause.
+  --vad-model FILE: with --stt sherpa-onnx, a Silero VAD (v4 or v5, such as sherpa-onnx's
+    silero_vad.onnx) that cuts the speech segments the model decodes, run by sherpa-onnx on a
+    worker thread; without it the WebRTC VAD cuts them. step messages come from the WebRTC VAD either way.
+  A sherpa-onnx folder (and a --vad-model file) is loaded and run once in a child process first: one
+    that cannot be loaded stops the start with MODEL_INVALID, naming the folder or file and the cause.
   env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT, VOICEWIRE_CONNECTIONS_PER_ADDRESS mirror
     --data, --store, --port, --connections-per-address.`;
 
@@ -89,6 +92,7 @@ export const serveCommand: CliSubcommand = {
           'tts-model-type': { type: 'string' },
           'stt-model-type': { type: 'string' },
           'stt-language': { type: 'string' },
+          'vad-model': { type: 'string' },
           'core-url': { type: 'string' },
           region: { type: 'string' },
           'no-bootstrap': { type: 'boolean' },
@@ -136,9 +140,10 @@ export const serveCommand: CliSubcommand = {
       // MODEL_INVALID as it is: it names the folder and the cause.
       const langs = values['stt-language']?.split(',').map((l) => l.trim());
       if (langs !== undefined && (langs.length === 0 || !langs.every((l) => (PROTOCOL_LANGUAGES as readonly string[]).includes(l)))) throw usage(`--stt-language must be a comma-separated list of ${PROTOCOL_LANGUAGES.join(', ')}, got ${values['stt-language']}`);
-      registerSttEngine('sherpa-onnx', await sherpaSttEntry(values['stt-model'], type as SherpaSttType | undefined, langs));
+      registerSttEngine('sherpa-onnx', await sherpaSttEntry(values['stt-model'], type as SherpaSttType | undefined, langs, values['vad-model']));
       stt = 'sherpa-onnx';
     }
+    if (!sherpaStt && values['vad-model'] !== undefined) throw usage(`--vad-model is for --stt sherpa-onnx${stt === undefined ? '' : `, not --stt ${stt}`}`);
     const store = await openCliStore(values);
     const logger = pino(
       { level: process.env['VOICEWIRE_LOG_LEVEL'] ?? 'info', base: { service: 'voicewire', pid: process.pid, ...(primary ? { role: 'primary' } : worker ? { role: 'worker' } : {}) } },

@@ -30,5 +30,7 @@ export { SherpaPool, defaultSherpaWorkers, DEFAULT_SHERPA_QUEUE } from './sherpa
 export type { SherpaPoolOptions, TtsJob, TtsJobResult, SttJob, SttJobResult } from './sherpa-pool.js';
 export { resolveSherpaTtsModel, resolveSherpaSttModel, validateSherpaModel, SHERPA_TTS_TYPES, SHERPA_STT_TYPES, SHERPA_PACKAGE, MODEL_CHECK_TIMEOUT_MS } from './sherpa-model.js';
 export type { SherpaModel, SherpaModelFacts, SherpaTtsType, SherpaSttType } from './sherpa-model.js';
+export { resolveSherpaVad, validateSherpaVad, SherpaVadWorker } from './sherpa-vad.js';
+export type { SherpaVadModel, SherpaVadOptions, SherpaVadStream } from './sherpa-vad.js';
 export { readOnnxInfo } from './onnx-info.js';
 export type { OnnxInfo } from './onnx-info.js';

@@ -31,6 +31,7 @@ import { resolveSherpaSttModel, resolveSherpaTtsModel, sherpaPackagePath, valida
 import { DEFAULT_SHERPA_QUEUE, defaultSherpaWorkers, SherpaPool } from './sherpa-pool.js';
 import { createSherpaTtsEngine, sherpaCatalogVoices } from './sherpa-tts.js';
 import { createSherpaSttEngine } from './sherpa-stt.js';
+import { resolveSherpaVad, SherpaVadWorker, validateSherpaVad } from './sherpa-vad.js';
 
 /** A catalog voice an engine offers (seeded into the store at start as a voice with orgId null). */
 export type CatalogVoice = Omit<EngineVoice, 'orgId' | 'createdAt'>;
@@ -200,16 +201,29 @@ export async function sherpaTtsEntry(dir: string, type?: SherpaTtsType): Promise
 /**
  * The STT engine of a sherpa-onnx model folder (`--stt sherpa-onnx --stt-model DIR`), checked as
  * {@link sherpaTtsEntry} is; `languages` (`--stt-language`) is what `language` accepts for a model
- * that declares none, and narrows one that does (see resolveSherpaSttModel). One engine per process; its worker pool bounds the work (not heavy:
- * a stream holds no model instance).
+ * that declares none, and narrows one that does (see resolveSherpaSttModel). One engine per
+ * process; its worker pool bounds the work (not heavy: a stream holds no model instance). With
+ * `vadModel` (`--vad-model FILE`), a Silero VAD file checked the same way cuts the segments, on its
+ * own worker thread (sherpa-vad.ts).
+ * @throws VoicewireError `MODEL_INVALID` naming the folder or the VAD file and the cause.
  */
-export async function sherpaSttEntry(dir: string, type?: SherpaSttType, languages?: readonly string[]): Promise<SttEngineEntry> {
+export async function sherpaSttEntry(dir: string, type?: SherpaSttType, languages?: readonly string[], vadModel?: string): Promise<SttEngineEntry> {
   sherpaPackagePath();
   const model = resolveSherpaSttModel(dir, type, languages);
-  await validateSherpaModel(model);
+  const vad = vadModel === undefined ? undefined : resolveSherpaVad(vadModel);
+  await Promise.all([validateSherpaModel(model), vad && validateSherpaVad(vad)]);
   const lazy = lazyPool(model);
+  let vadWorker: SherpaVadWorker | undefined;
   let engine: SttEngine | undefined;
-  return { configure: lazy.configure, close: lazy.close, create: () => (engine ??= createSherpaSttEngine(lazy.pool())) };
+  return {
+    configure: lazy.configure,
+    close: async () => {
+      await Promise.all([lazy.close(), vadWorker?.close()]);
+      vadWorker = undefined;
+      engine = undefined;
+    },
+    create: () => (engine ??= createSherpaSttEngine(lazy.pool(), vad === undefined ? {} : { vad: (vadWorker ??= new SherpaVadWorker(vad)) })),
+  };
 }
 
 /** True when the espeak-ng package can be loaded (it is an optional peer dependency). */

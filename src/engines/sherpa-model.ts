@@ -449,7 +449,7 @@ export const MODEL_CHECK_TIMEOUT_MS = 120_000;
 
 /**
  * The check the child runs: load with the async API, run once (TTS one word, STT one second of
- * quiet noise), print the facts as one JSON line.
+ * quiet noise, a VAD two seconds of noise), print the facts as one JSON line.
  */
 const CHECK_SCRIPT = `
 const [pkg, kind, config] = process.argv.slice(1);
@@ -461,13 +461,22 @@ const sherpa = require(pkg);
     const a = await tts.generateAsync({ text: 'Hello.', sid: 0, speed: 1 });
     if (!(a.samples.length > 0)) throw new Error('the model made no audio for "Hello."');
     console.log(JSON.stringify({ numSpeakers: tts.numSpeakers, sampleRate: tts.sampleRate }));
-  } else {
+  } else if (kind === 'stt') {
     const rec = await sherpa.OfflineRecognizer.createAsync(c);
     const s = rec.createStream();
     const samples = new Float32Array(16000);
     for (let i = 0; i < samples.length; i++) samples[i] = 0.01 * Math.sin(i * 0.3);
     s.acceptWaveform({ samples, sampleRate: 16000 });
     await rec.decodeAsync(s);
+    console.log(JSON.stringify({}));
+  } else {
+    // A VAD (sherpa-vad.ts): synchronous, which is fine here; two seconds of noise, then a flush.
+    const vad = new sherpa.Vad(c, 30);
+    const samples = new Float32Array(32000);
+    for (let i = 0; i < samples.length; i++) samples[i] = 0.1 * Math.sin(i * 0.3) * Math.sin(i * 0.0007);
+    for (let o = 0; o < samples.length; o += 1280) vad.acceptWaveform(samples.subarray(o, o + 1280));
+    vad.flush();
+    while (!vad.isEmpty()) vad.pop();
     console.log(JSON.stringify({}));
   }
 })().catch((e) => { console.error(String(e && e.message || e)); process.exit(3); });
@@ -489,10 +498,18 @@ function lastWords(stderr: string): string {
  */
 export function validateSherpaModel(model: SherpaModel, timeoutMs: number = MODEL_CHECK_TIMEOUT_MS): Promise<SherpaModelFacts> {
   sherpaModelArg(model, 'validateSherpaModel: model');
-  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= 3_600_000)) throw new VoicewireError('INVALID_ARGUMENT', `validateSherpaModel: timeoutMs must be a number in (0, 3600000], got ${describeValue(timeoutMs)}`);
+  return checkInChild(model.kind, model.config, `model folder ${model.dir}`, ` (${model.type})`, timeoutMs, 'validateSherpaModel');
+}
+
+/**
+ * Loads `config` (a `kind` of sherpa-onnx object) in a child process and runs it once; rejects
+ * with `MODEL_INVALID` that starts with `what` (the folder or file, as the user named it).
+ */
+export function checkInChild(kind: 'tts' | 'stt' | 'vad', config: Record<string, unknown>, what: string, detail: string, timeoutMs: number, caller: string): Promise<SherpaModelFacts> {
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= 3_600_000)) throw new VoicewireError('INVALID_ARGUMENT', `${caller}: timeoutMs must be a number in (0, 3600000], got ${describeValue(timeoutMs)}`);
   const pkg = sherpaPackagePath();
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['-e', CHECK_SCRIPT, pkg, model.kind, JSON.stringify(model.config)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-e', CHECK_SCRIPT, pkg, kind, JSON.stringify(config)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -504,7 +521,7 @@ export function validateSherpaModel(model: SherpaModel, timeoutMs: number = MODE
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', (e) => {
       clearTimeout(timer);
-      reject(new VoicewireError('MODEL_INVALID', `model folder ${model.dir}: the check could not start: ${e.message}`, { cause: e }));
+      reject(new VoicewireError('MODEL_INVALID', `${what}: the check could not start: ${e.message}`, { cause: e }));
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -519,7 +536,7 @@ export function validateSherpaModel(model: SherpaModel, timeoutMs: number = MODE
       }
       const how = signal === 'SIGKILL' ? `it did not load within ${timeoutMs / 1000} s` : signal ? `sherpa-onnx crashed (${signal})` : `sherpa-onnx exited with code ${code}`;
       const said = lastWords(err);
-      reject(new VoicewireError('MODEL_INVALID', `model folder ${model.dir} (${model.type}) cannot be loaded: ${said === '' ? how : `${said} (${how})`}`));
+      reject(new VoicewireError('MODEL_INVALID', `${what}${detail} cannot be loaded: ${said === '' ? how : `${said} (${how})`}`));
     });
   });
 }

@@ -12,6 +12,13 @@
  * segment's end). Text therefore comes out about half a second after speech stops
  * (`delayInFrames` 7), as with pocketsphinx's utterances.
  *
+ * With a Silero VAD ({@link SherpaSttOptions.vad}, `serve --vad-model FILE`) the segments are
+ * Silero's instead, cut by sherpa-onnx on its worker thread (sherpa-vad.ts: a segment opens
+ * ~0.32 s before 0.25 s of speech and closes 0.5 s after it); the `step` horizons still come from
+ * the WebRTC VAD on every frame, as without it, so a segment's end and the 2 s horizon passing
+ * 0.5 no longer come from the same detector (they differ by a frame or two on clean speech, more
+ * in noise, where Silero is the better judge).
+ *
  * `language` (default `en`) must be one the model serves ({@link SherpaModel.languages}: a
  * multilingual Whisper folder the five of §1); others are refused at setup with
  * `STT_LANGUAGE_UNSUPPORTED` (1008) naming the model's. A multilingual Whisper decodes each
@@ -22,12 +29,18 @@ import type { SttEngine, SttEngineEvent, SttEngineStream } from '../sessions/eng
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { SherpaPool, type SttJobResult } from './sherpa-pool.js';
+import { SherpaVadWorker, type SherpaVadStream } from './sherpa-vad.js';
 import { loadVad, VoiceActivity } from './vad.js';
 
 /** Options of {@link createSherpaSttEngine}. */
 export interface SherpaSttOptions {
   /** Longest segment decoded at once, seconds (a longer stretch of speech is cut). Default 20. */
   maxSegmentSeconds?: number;
+  /**
+   * A Silero VAD on its worker thread, which then cuts the segments (its own `maxSegmentSeconds`
+   * applies). Default none: the WebRTC VAD's segments.
+   */
+  vad?: SherpaVadWorker;
 }
 
 const RATE = 16000;
@@ -39,6 +52,8 @@ export function createSherpaSttEngine(pool: SherpaPool, options: SherpaSttOption
   options = optionsArg(options, 'createSherpaSttEngine: options');
   const maxSeconds = options.maxSegmentSeconds ?? 20;
   if (typeof maxSeconds !== 'number' || !(maxSeconds > 0 && maxSeconds <= 600)) throw new VoicewireError('INVALID_ARGUMENT', `createSherpaSttEngine: maxSegmentSeconds must be a number in (0, 600], got ${describeValue(maxSeconds)}`);
+  if (options.vad !== undefined && !(options.vad instanceof SherpaVadWorker)) throw new VoicewireError('INVALID_ARGUMENT', `createSherpaSttEngine: vad must be a SherpaVadWorker, got ${describeValue(options.vad)}`);
+  const silero = options.vad;
   const languages = pool.model.languages;
   return {
     async open(config, emit) {
@@ -49,7 +64,7 @@ export function createSherpaSttEngine(pool: SherpaPool, options: SherpaSttOption
       if (!languages.includes(language)) throw new VoicewireError('STT_LANGUAGE_UNSUPPORTED', `speech-to-text in "${language}" is not served by the model ${pool.model.name}; its languages: ${languages.join(', ')}`);
       const fvad = await loadVad();
       const vad = new VoiceActivity(fvad);
-      return new SherpaSttStream(pool, vad, emit, config.modelName === 'default' ? pool.model.name : config.modelName, Math.round(maxSeconds * RATE), pool.model.perRequestLanguage === true ? language : undefined);
+      return new SherpaSttStream(pool, vad, emit, config.modelName === 'default' ? pool.model.name : config.modelName, Math.round(maxSeconds * RATE), pool.model.perRequestLanguage === true ? language : undefined, silero);
     },
   };
 }
@@ -66,6 +81,8 @@ class SherpaSttStream implements SttEngineStream {
   private decoding: Promise<void> = Promise.resolve();
   private failure: unknown;
   private closed = false;
+  /** Silero's side of this stream, when it cuts the segments. */
+  private readonly silero: SherpaVadStream | undefined;
 
   constructor(
     private readonly pool: SherpaPool,
@@ -74,14 +91,24 @@ class SherpaSttStream implements SttEngineStream {
     modelName: string,
     private readonly maxSegment: number,
     private readonly language: string | undefined,
+    sileroWorker: SherpaVadWorker | undefined,
   ) {
     this.info = { modelName, sampleRate: 24000, frameSize: 1920, delayInFrames: 7 };
+    this.silero = sileroWorker?.openStream(
+      (start, samples) => this.decode(samples, start, start + samples.length),
+      (err) => (this.failure ??= err),
+    );
   }
 
   push(frame: Int16Array): void {
     if (this.failure !== undefined) throw this.failure;
     const pcm = this.resampler.push(frame);
     const horizons = this.vad.frame(pcm);
+    if (this.silero !== undefined) {
+      this.silero.push(floats(pcm));
+      this.emit({ type: 'step', vad: horizons });
+      return;
+    }
     this.take(pcm);
     const speech = (horizons[0]?.inactivity_prob ?? 1) < 0.5;
     const over = (horizons[2]?.inactivity_prob ?? 0) > 0.5;
@@ -93,6 +120,13 @@ class SherpaSttStream implements SttEngineStream {
   }
 
   async end(): Promise<void> {
+    if (this.silero !== undefined) {
+      this.silero.push(floats(this.resampler.flush()));
+      await this.silero.end();
+      await this.decoding;
+      if (this.failure !== undefined) throw this.failure;
+      return;
+    }
     this.take(this.resampler.flush());
     if (this.segmentStart >= 0) this.closeSegment();
     await this.decoding;
@@ -102,6 +136,7 @@ class SherpaSttStream implements SttEngineStream {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.silero?.close();
     this.vad.free();
   }
 
@@ -128,6 +163,11 @@ class SherpaSttStream implements SttEngineStream {
     this.chunks = [];
     this.held = 0;
     this.segmentStart = -1;
+    this.decode(audio, start, stop);
+  }
+
+  /** Decodes the segment `audio` (samples `start`–`stop` of the stream) after those before it. */
+  private decode(audio: Float32Array, start: number, stop: number): void {
     // Decoded in order while the stream goes on; words go out when their segment is done.
     this.decoding = this.decoding.then(async () => {
       if (this.closed || this.failure !== undefined) return;
@@ -173,6 +213,13 @@ function wordsOf(result: SttJobResult, seconds: number): Array<{ text: string; a
   }
   const texts = result.text.trim().split(/\s+/).filter((w) => w !== '');
   return texts.map((text, i) => ({ text, at: (seconds * i) / texts.length }));
+}
+
+/** 16-bit samples as floats in −1…1 (sherpa-onnx's input). */
+function floats(pcm: Int16Array): Float32Array {
+  const out = new Float32Array(pcm.length);
+  for (let i = 0; i < pcm.length; i++) out[i] = pcm[i]! / 32768;
+  return out;
 }
 
 function round(t: number): number {

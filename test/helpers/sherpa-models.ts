@@ -13,6 +13,16 @@ const SCRIPT = join(import.meta.dirname, '..', 'fixtures', 'models', 'make-model
 
 /** A way to break a model folder (see make-models.py `--break`). */
 export type ModelBreak = 'no-metadata' | 'bad-tokens' | 'no-tokens' | 'corrupt-onnx';
+/** A way to break a Silero VAD file (see make-models.py `--break`). */
+export type VadBreak = 'corrupt-onnx' | 'bad-names' | 'bad-state';
+
+export interface MakeVadOptions {
+  /** Matrix products per 32 ms window: more makes the VAD slower. Default 1. */
+  loops?: number;
+  /** Never hears speech (its threshold is above full scale). */
+  deaf?: boolean;
+  broken?: VadBreak;
+}
 
 export interface MakeModelOptions {
   /** Matrix products per token (Piper): more makes synthesis slower. Default 1. */
@@ -41,6 +51,17 @@ export class ModelFolders {
     if (options.language !== undefined) args.push('--language', options.language);
     execFileSync('nice', ['-n', '15', SYSTEM_PYTHON, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
     return dir;
+  }
+
+  /** A Silero-v5-shaped energy detector (make-models.py silero-vad): the path of its .onnx file. */
+  makeVad(options: MakeVadOptions = {}): string {
+    const dir = join(this.root, `silero-vad-${this.n++}`);
+    const args = [SCRIPT, 'silero-vad', dir];
+    if (options.loops !== undefined) args.push('--loops', String(options.loops));
+    if (options.deaf) args.push('--deaf');
+    if (options.broken !== undefined) args.push('--break', options.broken);
+    execFileSync('nice', ['-n', '15', SYSTEM_PYTHON, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    return join(dir, 'silero_vad.onnx');
   }
 
   cleanup(): void {
