@@ -16,7 +16,8 @@
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { evalWorker } from './eval-worker.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The package that holds the espeak-ng WebAssembly build. */
@@ -199,10 +200,7 @@ class EspeakThread {
     url: string,
     private readonly onDeath: (t: EspeakThread) => void,
   ) {
-    // The evaluated source is CommonJS: a parent run with `--input-type=module` (node -e) would
-    // hand the flag down and make it ESM.
-    const execArgv = process.execArgv.filter((a) => !/^--(input-type|experimental-default-type)\b/.test(a));
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, execArgv, workerData: { url, warm: WARM_VOICES, stop: this.stop.buffer, batch: BATCH_SAMPLES } });
+    this.worker = evalWorker(WORKER_SOURCE, { workerData: { url, warm: WARM_VOICES, stop: this.stop.buffer, batch: BATCH_SAMPLES } });
     this.worker.on('message', (m: { type: string; id?: number; kind?: Kind; op?: string; sampleRate?: number; samples?: Int16Array; events?: EspeakEvent[]; message?: string }) => this.onMessage(m));
     this.worker.on('error', (err) => this.die(err));
     this.worker.on('exit', () => this.die(undefined));

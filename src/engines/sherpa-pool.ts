@@ -16,7 +16,8 @@
  * A worker keeps the process alive only while it loads the model or runs a job: an idle pool never does.
  */
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { evalWorker } from './eval-worker.js';
 import { describeValue, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { sherpaModelArg, sherpaPackagePath, type SherpaModel } from './sherpa-model.js';
@@ -182,7 +183,7 @@ export class SherpaPool {
   }
 
   private spawn(): void {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { pkg: this.pkg, kind: this.model.kind, config: this.model.config, perRequestLanguage: this.model.perRequestLanguage === true } });
+    const worker = evalWorker(WORKER_SOURCE, { workerData: { pkg: this.pkg, kind: this.model.kind, config: this.model.config, perRequestLanguage: this.model.perRequestLanguage === true } });
     const slot: Slot = { worker, ready: false, job: undefined };
     this.slots.push(slot);
     worker.on('message', (m: { type: string; id?: number; result?: unknown; message?: string }) => {

@@ -23,7 +23,8 @@
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { evalWorker } from './eval-worker.js';
 import { describeValue, functionArg, optionsArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { readOnnxInfo } from './onnx-info.js';
@@ -265,8 +266,7 @@ export class SherpaVadWorker {
 
   private spawn(): Worker {
     const maxSegment = Math.round(this.vad.maxSegmentSeconds * 16000);
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true,
+    const worker = evalWorker(WORKER_SOURCE, {
       workerData: { pkg: this.pkg, config: this.vad.config, maxSegment, bufferSeconds: this.vad.maxSegmentSeconds + 5, keepIdle: KEEP_IDLE },
     });
     worker.on('message', (m: { type: string; id: number; segments?: Array<{ start: number; samples: Float32Array }>; message?: string }) => {
