@@ -202,8 +202,12 @@ class SphinxStream implements SttEngineStream {
   private held: { word: string; startFrame: number; since: number }[] = [];
   private frames = 0;
   private closed = false;
-  /** The decoder's call running on libuv's thread pool, if any: the decoder is released only after it. */
-  private busy: Promise<unknown> | undefined;
+  /**
+   * The push or end running, if any. The decoder is used between its awaits too (the hypothesis is
+   * read on the event loop), so a close waits for the whole operation, not only its native call:
+   * the utterance's end must never run on a thread while the event loop reads the same decoder.
+   */
+  private running: Promise<void> | undefined;
 
   constructor(
     private readonly decoder: PocketsphinxDecoder,
@@ -222,45 +226,57 @@ class SphinxStream implements SttEngineStream {
     this.inUtt = true;
   }
 
-  async push(frame: Int16Array): Promise<void> {
-    const pcm = this.resampler.push(frame);
-    await this.decode(pcm);
-    if (!this.closed) this.emit({ type: 'step', vad: this.vad.frame(pcm) });
+  push(frame: Int16Array): Promise<void> {
+    return this.track(async () => {
+      const pcm = this.resampler.push(frame);
+      await this.decode(pcm);
+      if (!this.closed) this.emit({ type: 'step', vad: this.vad.frame(pcm) });
+    });
   }
 
-  async end(): Promise<void> {
-    const rest = this.resampler.flush();
-    await this.decode(rest);
-    await this.finishUtterance();
+  end(): Promise<void> {
+    return this.track(async () => {
+      const rest = this.resampler.flush();
+      await this.decode(rest);
+      await this.finishUtterance();
+    });
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    const open = this.inUtt;
-    this.inUtt = false;
     // After `end` (the usual close) nothing runs: the decoder is back at once, for the next request.
-    if (this.busy === undefined && !open) return this.release();
-    // A call still running on the thread pool owns the decoder until it returns; an utterance left
-    // open is ended (ps_start_utt refuses to start one over it). Then the decoder goes back to the
-    // pool (or is freed) and the VAD instance is freed, whatever those calls did.
-    void (this.busy ?? Promise.resolve())
+    if (this.running === undefined && !this.inUtt) return this.release();
+    // The operation still running owns the decoder until it returns (it stops at its next await);
+    // an utterance left open is then ended (ps_start_utt refuses to start one over it), off the
+    // event loop. Then the decoder goes back to the pool (or is freed) and the VAD instance is
+    // freed, whatever those calls did.
+    void (this.running ?? Promise.resolve())
       .catch(() => undefined)
-      .then(() => (open ? this.decoder.endUtt() : undefined))
+      .then(() => {
+        if (!this.inUtt) return undefined;
+        this.inUtt = false;
+        return this.decoder.endUtt();
+      })
       .catch(() => undefined)
       .finally(() => this.release());
+  }
+
+  /** Runs a push or end, remembered until it settles. */
+  private track(op: () => Promise<void>): Promise<void> {
+    const p = op();
+    this.running = p;
+    const done = (): void => {
+      if (this.running === p) this.running = undefined;
+    };
+    p.then(done, done);
+    return p;
   }
 
   /** Runs one decoder call off the event loop; nothing after a close. */
   private async call(f: () => Promise<void>): Promise<boolean> {
     if (this.closed) return false;
-    const p = f();
-    this.busy = p;
-    try {
-      await p;
-    } finally {
-      this.busy = undefined;
-    }
+    await f();
     return !this.closed;
   }
 

@@ -48,10 +48,32 @@ function serve(cli: string, cwd: string, args: string[], env: Record<string, str
   });
 }
 
+/** SIGTERM, then its exit code; a server still running after 60 s is killed and named with its output (a hang shows its cause). */
 async function stop(s: Served): Promise<number | null> {
+  if (s.child.exitCode !== null) return s.child.exitCode;
   const exited = new Promise<number | null>((r) => s.child.once('exit', (code) => r(code)));
   s.child.kill('SIGTERM');
-  return exited;
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      s.child.kill('SIGKILL');
+      reject(new Error(`serve did not exit within 60 s of SIGTERM:\n${s.stdout()}\n${s.stderr().slice(-3000)}`));
+    }, 60_000);
+  });
+  try {
+    return await Promise.race([exited, hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** fetch, bounded: a server that never answers fails the test with its output instead of hanging it. */
+async function fetchFrom(s: Served, url: string, init: RequestInit = {}): Promise<Response> {
+  try {
+    return await fetch(url, { ...init, signal: AbortSignal.timeout(60_000) });
+  } catch (err) {
+    throw new Error(`${String(err)}: ${url}; server said:\n${s.stderr().slice(-3000)}`);
+  }
 }
 
 /** The samples of a 16-bit mono WAV (its `data` chunk) and its rate. */
@@ -80,12 +102,12 @@ describe.skipIf(!ready)('the packed tarball, installed without the WebAssembly e
       const base = `http://127.0.0.1:${served.port}/api`;
 
       // No tone voice is offered.
-      const voices = (await (await fetch(`${base}/voices/`, { headers: { 'x-api-key': apiKey } })).json()) as { uid: string }[];
+      const voices = (await (await fetchFrom(served, `${base}/voices/`, { headers: { 'x-api-key': apiKey } })).json()) as { uid: string }[];
       expect(voices.map((v) => v.uid).filter((u) => u.startsWith('tone-'))).toEqual([]);
 
       // One sentence (ending with a space: spoken in one library call, as the command speaks it).
       const text = 'We are going to the park with our friends this afternoon. ';
-      const res = await fetch(`${base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ text, voice_id: 'espeak-en-ava', output_format: 'wav', only_audio: true }) });
+      const res = await fetchFrom(served, `${base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ text, voice_id: 'espeak-en-ava', output_format: 'wav', only_audio: true }) });
       expect(res.status).toBe(200);
       const ours = wavSamples(Buffer.from(await res.arrayBuffer()));
       expect(ours.rate).toBe(48000);
