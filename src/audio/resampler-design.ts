@@ -157,10 +157,11 @@ export interface PolyphaseFilter {
  * (`row[lo + i] === row[hi − i]`, exactly: the prototype is stored symmetric), so each output is
  * `Σ g[i]·(x[lo + i] + x[hi − i])` over half the taps: half the multiplies and coefficient loads.
  * `g[i] = row[lo + i]`, the middle tap of an odd span halved (exact: `g·(x + x)` is then `row·x`),
- * zero-padded to `taps` (a multiple of 8); the padded taps read inside the row's span, times 0.
+ * zero-padded to `taps` (a multiple of 4: the kernels take 4 taps per vector, so at most 3
+ * padded multiplies, not 7 as with 8); the padded taps read inside the row's span, times 0.
  */
 export interface FoldedRows {
-  /** Folded taps per phase, a multiple of 8. */
+  /** Folded taps per phase, a multiple of 4. */
   readonly taps: number;
   /** `up × taps` folded coefficients, phase-major. */
   readonly coefs: Float32Array;
@@ -491,7 +492,7 @@ function foldRows(coefs: Float32Array, up: number, taps: number): FoldedRows | n
     for (let i = a, j = b; i < j; i++, j--) if (coefs[r + i] !== coefs[r + j]) return null;
     lo[p] = a;
     hi[p] = b;
-    ft = Math.max(ft, (((b - a + 2) >> 1) + 7) & ~7);
+    ft = Math.max(ft, (((b - a + 2) >> 1) + 3) & ~3);
   }
   // The padded taps must stay inside the row (they read x[lo + i] and x[hi − i]).
   for (let p = 0; p < up; p++) if (lo[p]! + ft > taps || hi[p]! - ft + 1 < 0) return null;

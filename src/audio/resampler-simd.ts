@@ -5,7 +5,8 @@
  * give bit-identical output. The twin runs where WebAssembly SIMD is missing.
  *
  * Arithmetic (both backends): per output, 8 float32 partial sums (two f32x4 accumulators taking
- * taps 0–3 and 8–11, and 4–7 and 12–15, of each 16; an 8-tap head goes to them in turn), each
+ * taps 0–3 and 8–11, and 4–7 and 12–15, of each 16; an 8-tap head goes to them in turn; folded
+ * rows, a multiple of 4 taps, put 4-tap block b into accumulator b mod 2, in order), each
  * product rounded to float32 and added in float32, then summed as `a0+a1` lane-wise and
  * `(l0+l1)+(l2+l3)` across lanes. Measured SNR of this arithmetic: ≥ 140 dB on a 1 kHz tone.
  * (`Math.fround` on a double-precision product or sum of two float32 values rounds exactly like
@@ -485,6 +486,19 @@ function buildFold(D: number): number[] {
     // 8 taps per iteration: V8 schedules every load of an iteration first, and the 10 of a
     // pair (2 coefficient, 8 input vectors) plus the 4 accumulators still fit in registers;
     // 16 taps per iteration spill them (measured slower than not folding).
+    // taps = 8·q + 4·t: q iterations of 8, then a 4-tap tail into accumulator 0 (the scalar
+    // twin's block order: 4-tap block b goes to accumulator b mod 2, blocks in order).
+    get(FL_END);
+    get(F_TAPS);
+    i32(4);
+    c.push(op.i32And);
+    shl2();
+    c.push(op.i32Sub);
+    set(FL_END);
+    c.push(op.block, op.void);
+    get(FL_C);
+    get(FL_END);
+    c.push(op.i32GeU, op.brIf, 0);
     c.push(op.loop, op.void);
     mac(pair, 0, 0);
     mac(pair, 1, 16);
@@ -492,6 +506,11 @@ function buildFold(D: number): number[] {
     get(FL_C);
     get(FL_END);
     c.push(op.i32LtU, op.brIf, 0);
+    c.push(op.end, op.end);
+    get(F_TAPS);
+    i32(4);
+    c.push(op.i32And, op.if, op.void);
+    mac(pair, 0, 0);
     c.push(op.end);
     get(FL_OP);
     reduceStore(FL_A);
@@ -1090,20 +1109,9 @@ export function runFoldScalar(
     let x = h0 + base + fd.lo[phase]!;
     let y = h0 + base + fd.hi[phase]!;
     let a00 = 0, a01 = 0, a02 = 0, a03 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0; // prettier-ignore
-    if ((taps & 8) !== 0) {
-      a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
-      a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
-      a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
-      a03 = fr(a03 + fr(g[c + 3]! * fr(hist[x + 3]! + hist[y - 3]!)));
-      a10 = fr(a10 + fr(g[c + 4]! * fr(hist[x + 4]! + hist[y - 4]!)));
-      a11 = fr(a11 + fr(g[c + 5]! * fr(hist[x + 5]! + hist[y - 5]!)));
-      a12 = fr(a12 + fr(g[c + 6]! * fr(hist[x + 6]! + hist[y - 6]!)));
-      a13 = fr(a13 + fr(g[c + 7]! * fr(hist[x + 7]! + hist[y - 7]!)));
-      c += 8;
-      x += 8;
-      y -= 8;
-    }
-    for (; c < end; c += 16, x += 16, y -= 16) {
+    // 4-tap block b goes to a0x (b even) or a1x (b odd), in order: 16 per step, then 8, then 4.
+    const end16 = end - (taps & 12);
+    for (; c < end16; c += 16, x += 16, y -= 16) {
       a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
       a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
       a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
@@ -1120,6 +1128,25 @@ export function runFoldScalar(
       a11 = fr(a11 + fr(g[c + 13]! * fr(hist[x + 13]! + hist[y - 13]!)));
       a12 = fr(a12 + fr(g[c + 14]! * fr(hist[x + 14]! + hist[y - 14]!)));
       a13 = fr(a13 + fr(g[c + 15]! * fr(hist[x + 15]! + hist[y - 15]!)));
+    }
+    if ((taps & 8) !== 0) {
+      a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
+      a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
+      a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
+      a03 = fr(a03 + fr(g[c + 3]! * fr(hist[x + 3]! + hist[y - 3]!)));
+      a10 = fr(a10 + fr(g[c + 4]! * fr(hist[x + 4]! + hist[y - 4]!)));
+      a11 = fr(a11 + fr(g[c + 5]! * fr(hist[x + 5]! + hist[y - 5]!)));
+      a12 = fr(a12 + fr(g[c + 6]! * fr(hist[x + 6]! + hist[y - 6]!)));
+      a13 = fr(a13 + fr(g[c + 7]! * fr(hist[x + 7]! + hist[y - 7]!)));
+      c += 8;
+      x += 8;
+      y -= 8;
+    }
+    if ((taps & 4) !== 0) {
+      a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
+      a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
+      a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
+      a03 = fr(a03 + fr(g[c + 3]! * fr(hist[x + 3]! + hist[y - 3]!)));
     }
     const s0 = fr(a00 + a10);
     const s1 = fr(a01 + a11);
