@@ -68,7 +68,7 @@ export interface ResamplerQualitySpec {
  *   ±0.01 dB to 0.9× (measured ±0.0067 dB); 1 kHz SNR ≥ 105 dB. Taps per output: 200 for 2:1,
  *   296 for 3:1, 584 for 6:1, 152 for 24k→16k — about 1.25× speexdsp q5's, which is not
  *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×); their rows are symmetric, so they run
- *   folded ({@link FoldedRows}: 104, 152, 296 and 80 multiplies per output). Where it halves the
+ *   folded ({@link FoldedRows}: 100, 148, 292 and 76 multiplies per output). Where it halves the
  *   work, a pair runs as two stages ({@link designStages}: 48k→8k, 44.1k→24k, 22.05k→48k and
  *   most pairs that are not 2:1, 3:2 or 3:1): the sharp edge is then filtered by the 2:1 minimax
  *   design (so those pairs, once Kaiser, now have its ±0.007 dB ripple) and a wide stage (≥ 110
