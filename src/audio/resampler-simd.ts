@@ -632,7 +632,7 @@ const QL_U = 24; // u01, u23 = 24, 25
 
 /**
  * `run16(coef, step, next, x, phase, out, n, up, down)`: `run` for rows of exactly 16 taps and
- * no unit rows (the wide stage of a two-stage `'high'` design, 44.1k ↔ 48k: issue 22). With a
+ * no unit rows (the wide stage of two-stage `'high'` designs: 44.1k → 48k in 22.05k→48k: issue 22). With a
  * row this short, `run`'s per-output work around the 8 products (zeroing, pointers, a loop,
  * the lane sums) cost as much as the products, so here the row stays in four registers for the
  * whole phase, and four outputs of a phase (k, k + L, k + 2L, k + 3L) reduce together: two
