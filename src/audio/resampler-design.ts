@@ -70,8 +70,9 @@ export interface ResamplerQualitySpec {
  *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×); their rows are symmetric, so they run
  *   folded ({@link FoldedRows}: 100, 148, 292 and 76 multiplies per output). Where it halves the
  *   work, a pair runs as two stages ({@link designStages}: 48k→8k, 44.1k→24k, 22.05k→48k and
- *   most pairs that are not 2:1, 3:2 or 3:1): the sharp edge is then filtered by the 2:1 minimax
- *   design (so those pairs, once Kaiser, now have its ±0.007 dB ripple) and a wide stage (≥ 110
+ *   most pairs that are not 2:1, 3:2 or 3:1): the sharp edge is then filtered by the 2:1 (or,
+ *   decimating where cheaper, 3:2) minimax design (so those pairs, once Kaiser, now have its
+ *   ±0.007 dB ripple) and a wide stage (≥ 110
  *   dB, ±0.001 dB) does the rest.
  * - `best` (sox's default `rate` class: 125 dB): Kaiser 126 dB, flat to 0.9× (±0.00001 dB),
  *   −6 dB at 0.95×, stopband from 1.0×: tones at 1.0×–1.05× ≤ −134 dBFS, at 1.25× ≤ −145 dBFS;
