@@ -15,7 +15,8 @@
  * of audio for each, and voicewire 'high' / soxr HQ (time over time, median of per-round ratios,
  * p10–p90): below 2 meets issue 22's goal.
  *
- * Run: `npm run bench -- soxr` (about a minute); short: `BENCH_GROUP_S=1 BENCH_ROUNDS=15 npm run bench -- soxr`.
+ * Run: `npm run bench -- soxr` (about a minute); short: `BENCH_GROUP_S=1 BENCH_ROUNDS=15 npm run bench -- soxr`;
+ * some pairs only: `BENCH_PAIRS=48000:24000,44100:24000 npm run bench -- soxr`.
  * Needs libsoxr (`apt-get install libsoxr0`) and koffi; exits 0 with a note when either is missing.
  */
 import { createRequire } from 'node:module';
@@ -175,7 +176,9 @@ console.log(`voicewire resampler backend: ${resamplerBackend()}; ${machine()}`);
 const seconds = 2;
 const groups: GroupResult[] = [];
 const summary: { pair: string; cpuMsPerAudioS: Record<string, number>; highOverHq: number; p10: number; p90: number; highOverVhq: number }[] = [];
-for (const [from, to] of SPEED_PAIRS) {
+// BENCH_PAIRS=48000:24000,44100:24000 re-measures only those pairs (default: all six).
+const pairs = process.env.BENCH_PAIRS ? process.env.BENCH_PAIRS.split(',').map((p) => p.split(':').map(Number) as [number, number]) : SPEED_PAIRS;
+for (const [from, to] of pairs) {
   const x = audio(from, seconds);
   const chunks = chunked(x, from);
   const maxChunk = chunks[0]!.length;

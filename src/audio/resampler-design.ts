@@ -68,10 +68,11 @@ export interface ResamplerQualitySpec {
  *   ±0.01 dB to 0.9× (measured ±0.0067 dB); 1 kHz SNR ≥ 105 dB. Taps per output: 200 for 2:1,
  *   296 for 3:1, 584 for 6:1, 152 for 24k→16k — about 1.25× speexdsp q5's, which is not
  *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×); their rows are symmetric, so they run
- *   folded ({@link FoldedRows}: 104, 152, 296 and 80 multiplies per output). Where it halves the
+ *   folded ({@link FoldedRows}: 100, 148, 292 and 76 multiplies per output). Where it halves the
  *   work, a pair runs as two stages ({@link designStages}: 48k→8k, 44.1k→24k, 22.05k→48k and
- *   most pairs that are not 2:1, 3:2 or 3:1): the sharp edge is then filtered by the 2:1 minimax
- *   design (so those pairs, once Kaiser, now have its ±0.007 dB ripple) and a wide stage (≥ 110
+ *   most pairs that are not 2:1, 3:2 or 3:1): the sharp edge is then filtered by the 2:1 (or,
+ *   decimating where cheaper, 3:2) minimax design (so those pairs, once Kaiser, now have its
+ *   ±0.007 dB ripple) and a wide stage (≥ 110
  *   dB, ±0.001 dB) does the rest.
  * - `best` (sox's default `rate` class: 125 dB): Kaiser 126 dB, flat to 0.9× (±0.00001 dB),
  *   −6 dB at 0.95×, stopband from 1.0×: tones at 1.0×–1.05× ≤ −134 dBFS, at 1.25× ≤ −145 dBFS;
@@ -157,10 +158,11 @@ export interface PolyphaseFilter {
  * (`row[lo + i] === row[hi − i]`, exactly: the prototype is stored symmetric), so each output is
  * `Σ g[i]·(x[lo + i] + x[hi − i])` over half the taps: half the multiplies and coefficient loads.
  * `g[i] = row[lo + i]`, the middle tap of an odd span halved (exact: `g·(x + x)` is then `row·x`),
- * zero-padded to `taps` (a multiple of 8); the padded taps read inside the row's span, times 0.
+ * zero-padded to `taps` (a multiple of 4: the kernels take 4 taps per vector, so at most 3
+ * padded multiplies, not 7 as with 8); the padded taps read inside the row's span, times 0.
  */
 export interface FoldedRows {
-  /** Folded taps per phase, a multiple of 8. */
+  /** Folded taps per phase, a multiple of 4. */
   readonly taps: number;
   /** `up × taps` folded coefficients, phase-major. */
   readonly coefs: Float32Array;
@@ -304,7 +306,10 @@ const stagesCache = new Map<string, readonly ResamplerStage[]>();
  * where it costs at most {@link CASCADE_GAIN} of that, two (issue 22: within 2× of libsoxr):
  *
  * - decimating (`from > to`): a wide, short stage `from → 2·to` (its transition band spans
- *   0.9·B … 3·B, B = to/2), then the narrow 2:1 `'high'` stage `2·to → to` whose rows fold;
+ *   0.9·B … 3·B, B = to/2), then the narrow 2:1 `'high'` stage `2·to → to` whose rows fold; or,
+ *   where {@link stageAdds} says it costs ≥ 12 % less, `from → 1.5·to` (transition 0.9·B … 2·B)
+ *   then the folded 3:2 stage: the sharp edge at 1.5·to instead of 2·to (44.1k→24k via 36 kHz,
+ *   44.1k→16k, 48k→22.05k, 22.05k→8k);
  * - interpolating (`from < to`): the narrow 1:2 `'high'` stage `from → 2·from` (two symmetric,
  *   folded phases), then a wide stage `2·from → to` (B = from/2).
  *
@@ -319,25 +324,66 @@ export function designStages(from: number, to: number, quality: ResamplerQuality
   if (s !== undefined) return s;
   const single: readonly ResamplerStage[] = [{ from, to, filter: designPolyphaseFilter(from, to, quality) }];
   s = single;
-  const mid = from > to ? 2 * to : 2 * from;
-  const [wideFrom, wideTo] = from > to ? [from, mid] : [mid, to];
-  // Only where the wide stage gets an exact table (an interpolated one is never designed for nothing).
-  if (quality === 'high' && from !== to && 2 * to !== from && 2 * from !== to && wideTo / gcd(wideFrom, wideTo) <= MAX_PHASES) {
-    const b = Math.min(from, to) / 2;
-    const w = Math.min(wideFrom, wideTo) / 2;
-    const wide = designWide(wideFrom, wideTo, { attenuationDb: WIDE_ATTENUATION_DB, passband: b / w, stopband: (3 * b) / w, passbandRippleDb: WIDE_RIPPLE_DB });
-    const narrow = from > to ? designPolyphaseFilter(mid, to, 'high') : designPolyphaseFilter(from, mid, 'high');
-    if (wide.interp === null && narrow.interp === null) {
-      const cascade: readonly ResamplerStage[] = from > to
-        ? [{ from, to: mid, filter: wide }, { from: mid, to, filter: narrow }]
-        : [{ from, to: mid, filter: narrow }, { from: mid, to, filter: wide }];
+  if (quality === 'high' && from !== to && 2 * to !== from && 2 * from !== to) {
+    const cascade = designCascade(from, to, from > to ? 2 * to : 2 * from);
+    if (cascade !== null) {
+      const mid = cascade[0]!.to;
       const work = filterWork(cascade[0]!.filter) + (filterWork(cascade[1]!.filter) * mid) / from;
       if (work <= CASCADE_GAIN * filterWork(single[0]!.filter)) s = cascade;
+    }
+    // Decimating, a 3:2 narrow stage at 1.5·to runs the sharp edge at a lower rate than 2:1 does.
+    const mid32 = 1.5 * to;
+    if (from > to && Number.isInteger(mid32) && mid32 < from) {
+      const alt = designCascade(from, to, mid32);
+      if (alt !== null && stageAdds(alt, from) <= NARROW_32_GAIN * stageAdds(s, from)) s = alt;
     }
   }
   if (stagesCache.size >= CACHE_SIZE) stagesCache.delete(stagesCache.keys().next().value!);
   stagesCache.set(key, s);
   return s;
+}
+
+/**
+ * A wide stage and the narrow `'high'` stage through `mid` (decimating: `from → mid → to`;
+ * interpolating: `from → mid → to` with the narrow stage first), or null where either would need
+ * an interpolated table. The wide stage is flat to 0.9·B and stops from `mid − B` (B the final
+ * lower Nyquist): decimating, content above `mid − B` is what would alias into [0, B] at `mid`;
+ * interpolating, images of [0, B] at `mid` start at `mid − B`. With `mid` = 2·B·2 that is 3·B.
+ */
+function designCascade(from: number, to: number, mid: number): readonly ResamplerStage[] | null {
+  const [wideFrom, wideTo] = from > to ? [from, mid] : [mid, to];
+  // Only where the wide stage gets an exact table (an interpolated one is never designed for nothing).
+  if (wideTo / gcd(wideFrom, wideTo) > MAX_PHASES) return null;
+  const b = Math.min(from, to) / 2;
+  const w = Math.min(wideFrom, wideTo) / 2;
+  const wide = designWide(wideFrom, wideTo, { attenuationDb: WIDE_ATTENUATION_DB, passband: b / w, stopband: (mid - b) / w, passbandRippleDb: WIDE_RIPPLE_DB });
+  const narrow = from > to ? designPolyphaseFilter(mid, to, 'high') : designPolyphaseFilter(from, mid, 'high');
+  if (wide.interp !== null || narrow.interp !== null) return null;
+  return from > to ? [{ from, to: mid, filter: wide }, { from: mid, to, filter: narrow }] : [{ from, to: mid, filter: narrow }, { from: mid, to, filter: wide }];
+}
+
+/**
+ * The 3:2 narrow stage replaces the 2:1 one where {@link stageAdds} is at most this fraction:
+ * the model is rough (measured gains 5–14 % where it predicts 15 %; none where it predicts 7–10 %).
+ */
+const NARROW_32_GAIN = 0.88;
+/** {@link stageAdds}' cost of one output beside its dot product (zeroing, lane sums, pointers), in adds. */
+const OUTPUT_OVERHEAD_ADDS = 40;
+
+/**
+ * f32 adds per input frame of a design, the kernels' bound (issue 22: two FP-add pipes): a folded
+ * tap costs two adds (the fold and the accumulation), an unfolded one one, plus
+ * {@link OUTPUT_OVERHEAD_ADDS} per output. Unlike {@link filterWork}, it does not count a folded
+ * tap as half.
+ */
+function stageAdds(stages: readonly ResamplerStage[], from: number): number {
+  let sum = 0;
+  for (const st of stages) {
+    const f = st.filter;
+    const adds = f.fold !== null ? 2 * f.fold.taps : f.taps;
+    sum += (st.to / from) * (adds + OUTPUT_OVERHEAD_ADDS);
+  }
+  return sum;
 }
 
 /** {@link build} for a wide stage's spec, cached like the quality designs. */
@@ -491,7 +537,7 @@ function foldRows(coefs: Float32Array, up: number, taps: number): FoldedRows | n
     for (let i = a, j = b; i < j; i++, j--) if (coefs[r + i] !== coefs[r + j]) return null;
     lo[p] = a;
     hi[p] = b;
-    ft = Math.max(ft, (((b - a + 2) >> 1) + 7) & ~7);
+    ft = Math.max(ft, (((b - a + 2) >> 1) + 3) & ~3);
   }
   // The padded taps must stay inside the row (they read x[lo + i] and x[hi − i]).
   for (let p = 0; p < up; p++) if (lo[p]! + ft > taps || hi[p]! - ft + 1 < 0) return null;

@@ -5,7 +5,8 @@
  * give bit-identical output. The twin runs where WebAssembly SIMD is missing.
  *
  * Arithmetic (both backends): per output, 8 float32 partial sums (two f32x4 accumulators taking
- * taps 0–3 and 8–11, and 4–7 and 12–15, of each 16; an 8-tap head goes to them in turn), each
+ * taps 0–3 and 8–11, and 4–7 and 12–15, of each 16; an 8-tap head goes to them in turn; folded
+ * rows, a multiple of 4 taps, put 4-tap block b into accumulator b mod 2, in order), each
  * product rounded to float32 and added in float32, then summed as `a0+a1` lane-wise and
  * `(l0+l1)+(l2+l3)` across lanes. Measured SNR of this arithmetic: ≥ 140 dB on a 1 kHz tone.
  * (`Math.fround` on a double-precision product or sum of two float32 values rounds exactly like
@@ -485,6 +486,19 @@ function buildFold(D: number): number[] {
     // 8 taps per iteration: V8 schedules every load of an iteration first, and the 10 of a
     // pair (2 coefficient, 8 input vectors) plus the 4 accumulators still fit in registers;
     // 16 taps per iteration spill them (measured slower than not folding).
+    // taps = 8·q + 4·t: q iterations of 8, then a 4-tap tail into accumulator 0 (the scalar
+    // twin's block order: 4-tap block b goes to accumulator b mod 2, blocks in order).
+    get(FL_END);
+    get(F_TAPS);
+    i32(4);
+    c.push(op.i32And);
+    shl2();
+    c.push(op.i32Sub);
+    set(FL_END);
+    c.push(op.block, op.void);
+    get(FL_C);
+    get(FL_END);
+    c.push(op.i32GeU, op.brIf, 0);
     c.push(op.loop, op.void);
     mac(pair, 0, 0);
     mac(pair, 1, 16);
@@ -492,6 +506,11 @@ function buildFold(D: number): number[] {
     get(FL_C);
     get(FL_END);
     c.push(op.i32LtU, op.brIf, 0);
+    c.push(op.end, op.end);
+    get(F_TAPS);
+    i32(4);
+    c.push(op.i32And, op.if, op.void);
+    mac(pair, 0, 0);
     c.push(op.end);
     get(FL_OP);
     reduceStore(FL_A);
@@ -588,6 +607,185 @@ function buildFold(D: number): number[] {
   c.push(op.end, op.end);
 
   return [2, ...uleb(FL_A - FL_R), I32, ...uleb(FL_CV - FL_A + 1), V128, ...c];
+}
+
+// Parameters and locals of `run16`.
+const Q_COEF = 0;
+const Q_STEP = 1;
+const Q_NEXT = 2;
+const Q_X = 3;
+const Q_PHASE = 4;
+const Q_OUT = 5;
+const Q_N = 6;
+const Q_UP = 7;
+const Q_DOWN = 8;
+const QL_R = 9;
+const QL_XOFF = 10;
+const QL_K = 11;
+const QL_OP = 12;
+const QL_ROW = 13;
+const QL_XB = 14;
+const QL_XP = 15;
+const QL_C = 16; // c0 … c3 = 16 … 19: the phase's row, loaded once per phase
+const QL_S = 20; // s0 … s3 = 20 … 23: four outputs' a0 + a1
+const QL_U = 24; // u01, u23 = 24, 25
+
+/**
+ * `run16(coef, step, next, x, phase, out, n, up, down)`: `run` for rows of exactly 16 taps and
+ * no unit rows (the wide stage of two-stage `'high'` designs: 44.1k → 48k in 22.05k→48k: issue 22). With a
+ * row this short, `run`'s per-output work around the 8 products (zeroing, pointers, a loop,
+ * the lane sums) cost as much as the products, so here the row stays in four registers for the
+ * whole phase, and four outputs of a phase (k, k + L, k + 2L, k + 3L) reduce together: two
+ * rounds of even/odd lane shuffles and adds give each `(l0 + l1) + (l2 + l3)`. Each output's
+ * arithmetic is `run`'s: a0 = (0 + c0·x0) + c2·x2, a1 = (0 + c1·x1) + c3·x3 lane-wise, s = a0 + a1.
+ */
+function buildRun16(): number[] {
+  const c: number[] = [];
+  const get = (i: number): void => void c.push(op.get, i);
+  const set = (i: number): void => void c.push(op.set, i);
+  const i32 = (v: number): void => void c.push(op.i32Const, ...sleb(v));
+  const shl2 = (): void => void c.push(op.i32Const, 2, op.i32Shl);
+  const zero = (): void => void c.push(...simd(V128_CONST), ...new Array<number>(16).fill(0));
+  // s = a0 + a1 of the output whose first tap is at local QL_XP; leaves it on the stack.
+  const dot16 = (): void => {
+    for (const [first, second] of [[0, 2], [1, 3]] as const) {
+      zero();
+      get(QL_C + first);
+      get(QL_XP);
+      c.push(...simd(V128_LOAD), 2, ...uleb(16 * first), ...simd(F32X4_MUL), ...simd(F32X4_ADD));
+      get(QL_C + second);
+      get(QL_XP);
+      c.push(...simd(V128_LOAD), 2, ...uleb(16 * second), ...simd(F32X4_MUL), ...simd(F32X4_ADD));
+    }
+    c.push(...simd(F32X4_ADD));
+  };
+  const EVEN = [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27];
+  const ODD = [4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31];
+  // [a.0 + a.1, a.2 + a.3, b.0 + b.1, b.2 + b.3]
+  const pairSums = (a: number, b: number): void => {
+    get(a);
+    get(b);
+    c.push(...simd(I8X16_SHUFFLE), ...EVEN);
+    get(a);
+    get(b);
+    c.push(...simd(I8X16_SHUFFLE), ...ODD, ...simd(F32X4_ADD));
+  };
+
+  c.push(op.block, op.void);
+  get(Q_N);
+  c.push(op.i32Eqz, op.brIf, 0);
+  c.push(op.loop, op.void); // --- for r = 0 … min(up, n) − 1
+  get(Q_COEF);
+  get(Q_PHASE);
+  i32(6);
+  c.push(op.i32Shl, op.i32Add);
+  set(QL_ROW);
+  for (let i = 0; i < 4; i++) {
+    get(QL_ROW);
+    c.push(...simd(V128_LOAD), 2, ...uleb(16 * i));
+    set(QL_C + i);
+  }
+  get(Q_X);
+  get(QL_XOFF);
+  c.push(op.i32Add);
+  set(QL_XB);
+  get(Q_OUT);
+  get(QL_R);
+  shl2();
+  c.push(op.i32Add);
+  set(QL_OP);
+  get(QL_R);
+  set(QL_K);
+  c.push(op.loop, op.void); // --- for k = r; k < n; k += 4·up (or up)
+  get(QL_K);
+  get(Q_UP);
+  i32(3);
+  c.push(op.i32Mul, op.i32Add);
+  get(Q_N);
+  c.push(op.i32LtU, op.if, op.void);
+  // Four outputs: k, k + L, k + 2L, k + 3L, their first taps `down` inputs apart.
+  for (let i = 0; i < 4; i++) {
+    get(QL_XB);
+    if (i > 0) {
+      get(Q_DOWN);
+      i32(4 * i);
+      c.push(op.i32Mul, op.i32Add);
+    }
+    set(QL_XP);
+    dot16();
+    set(QL_S + i);
+  }
+  pairSums(QL_S, QL_S + 1);
+  set(QL_U);
+  pairSums(QL_S + 2, QL_S + 3);
+  set(QL_U + 1);
+  pairSums(QL_U, QL_U + 1);
+  set(QL_S);
+  for (let i = 0; i < 4; i++) {
+    get(QL_OP);
+    if (i > 0) {
+      get(Q_UP);
+      i32(4 * i);
+      c.push(op.i32Mul, op.i32Add);
+    }
+    get(QL_S);
+    c.push(...simd(F32X4_EXTRACT), i, op.f32Store, 2, 0);
+  }
+  for (const [l, by, sh] of [[QL_XB, Q_DOWN, 4], [QL_OP, Q_UP, 4], [QL_K, Q_UP, 2]] as const) {
+    get(l);
+    get(by);
+    i32(sh);
+    c.push(op.i32Shl, op.i32Add);
+    set(l);
+  }
+  c.push(op.else);
+  get(QL_XB);
+  set(QL_XP);
+  get(QL_OP);
+  dot16();
+  set(QL_S);
+  for (const [x, y] of [[0, 1], [2, 3]] as const) {
+    get(QL_S);
+    c.push(...simd(F32X4_EXTRACT), x);
+    get(QL_S);
+    c.push(...simd(F32X4_EXTRACT), y, op.f32Add);
+  }
+  c.push(op.f32Add, op.f32Store, 2, 0);
+  for (const [l, by, sh] of [[QL_XB, Q_DOWN, 2], [QL_OP, Q_UP, 2], [QL_K, Q_UP, 0]] as const) {
+    get(l);
+    get(by);
+    i32(sh);
+    c.push(op.i32Shl, op.i32Add);
+    set(l);
+  }
+  c.push(op.end);
+  get(QL_K);
+  get(Q_N);
+  c.push(op.i32LtU, op.brIf, 0, op.end);
+  // xoff += step[phase]·4; phase = next[phase]; r += 1; while r < up && r < n
+  get(QL_XOFF);
+  get(Q_STEP);
+  get(Q_PHASE);
+  shl2();
+  c.push(op.i32Add, op.i32Load, 2, 0);
+  shl2();
+  c.push(op.i32Add);
+  set(QL_XOFF);
+  get(Q_NEXT);
+  get(Q_PHASE);
+  shl2();
+  c.push(op.i32Add, op.i32Load, 2, 0);
+  set(Q_PHASE);
+  get(QL_R);
+  i32(1);
+  c.push(op.i32Add, op.tee, QL_R);
+  get(Q_UP);
+  c.push(op.i32LtU);
+  get(QL_R);
+  get(Q_N);
+  c.push(op.i32LtU, op.i32And, op.brIf, 0);
+  c.push(op.end, op.end);
+  return [2, ...uleb(QL_C - QL_R), I32, ...uleb(QL_U + 2 - QL_C), V128, ...c];
 }
 
 /**
@@ -809,12 +1007,12 @@ function buildScan(): number[] {
 
 function build(): Uint8Array<ArrayBuffer> {
   const folds = Array.from({ length: FOLD_MAX_DOWN }, (_, i) => buildFold(i + 1));
-  const bodies = [buildRun(), buildGather(), buildCombine(), buildRound16(), buildReverse(), buildTame(), ...folds, buildScan()].map((b) => [...b, op.end]);
+  const bodies = [buildRun(), buildGather(), buildCombine(), buildRound16(), buildReverse(), buildTame(), ...folds, buildScan(), buildRun16()].map((b) => [...b, op.end]);
   const foldExports = folds.flatMap((_, i) => [...str(`fold${i + 1}`), 0x00, 6 + i]);
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, [
-      7,
+      8,
       0x60, 11, ...new Array<number>(11).fill(I32), 0,
       0x60, 4, I32, I32, I32, I32, 0,
       0x60, 8, I32, I32, I32, I32, I32, I32, F32, I32, 0,
@@ -822,15 +1020,17 @@ function build(): Uint8Array<ArrayBuffer> {
       0x60, 12, ...new Array<number>(12).fill(I32), 0,
       0x60, 2, I32, I32, 0,
       0x60, 2, I32, I32, 1, I32,
+      0x60, 9, ...new Array<number>(9).fill(I32), 0,
     ]),
     ...section(2, [1, ...str('e'), ...str('m'), 0x02, 0x00, 0x01]),
-    ...section(3, [bodies.length, 0, 1, 2, 3, 3, 5, ...folds.map(() => 4), 6]),
-    ...section(7, [7 + folds.length, ...str('scan'), 0x00, 6 + folds.length, ...str('tame'), 0x00, 5, ...str('run'), 0x00, 0, ...str('gather'), 0x00, 1, ...str('combine'), 0x00, 2, ...str('round16'), 0x00, 3, ...str('reverse'), 0x00, 4, ...foldExports]),
+    ...section(3, [bodies.length, 0, 1, 2, 3, 3, 5, ...folds.map(() => 4), 6, 7]),
+    ...section(7, [8 + folds.length, ...str('run16'), 0x00, 7 + folds.length, ...str('scan'), 0x00, 6 + folds.length, ...str('tame'), 0x00, 5, ...str('run'), 0x00, 0, ...str('gather'), 0x00, 1, ...str('combine'), 0x00, 2, ...str('round16'), 0x00, 3, ...str('reverse'), 0x00, 4, ...foldExports]),
     ...section(10, [bodies.length, ...bodies.flatMap((b) => [...uleb(b.length), ...b])]),
   ]);
 }
 
 type RunFn = (coef: number, taps: number, step: number, next: number, x: number, phase: number, out: number, n: number, up: number, down: number, copy: number) => void;
+type Run16Fn = (coef: number, step: number, next: number, x: number, phase: number, out: number, n: number, up: number, down: number) => void;
 type FoldFn = (coef: number, taps: number, step: number, next: number, x: number, xr0: number, phase: number, out: number, n: number, up: number, down: number, lohi: number) => void;
 type TameFn = (p: number, n: number) => void;
 type ScanFn = (p: number, n: number) => number;
@@ -842,6 +1042,7 @@ type CombineFn = (out: number, y: number, nb: number, ystride: number, cen: numb
 interface Wasm {
   memory: WebAssembly.Memory;
   run: RunFn;
+  run16: Run16Fn;
   gather: GatherFn;
   combine: CombineFn;
   round16: Round16Fn;
@@ -866,6 +1067,7 @@ function instantiate(): Wasm | null {
     const memory = new WebAssembly.Memory({ initial: 16 });
     const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { e: { m: memory } });
     const run = instance.exports['run'] as RunFn;
+    const run16 = instance.exports['run16'] as Run16Fn;
     const gather = instance.exports['gather'] as GatherFn;
     const combine = instance.exports['combine'] as CombineFn;
     const round16 = instance.exports['round16'] as Round16Fn;
@@ -873,7 +1075,7 @@ function instantiate(): Wasm | null {
     const reverse = instance.exports['reverse'] as ReverseFn;
     const tame = instance.exports['tame'] as TameFn;
     const scan = instance.exports['scan'] as ScanFn;
-    return { memory, run, gather, combine, round16, fold, reverse, tame, scan, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer), top: 16, tables: new WeakMap(), folds: new WeakMap() };
+    return { memory, run, run16, gather, combine, round16, fold, reverse, tame, scan, f32: new Float32Array(memory.buffer), i32: new Int32Array(memory.buffer), top: 16, tables: new WeakMap(), folds: new WeakMap() };
   } catch {
     return null;
   }
@@ -1010,7 +1212,8 @@ export function runPolyphase(
     const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
     const f32 = w.f32;
     f32.set(hist.subarray(from, from + len), xPtr >> 2);
-    w.run(t.coef, taps, t.step, t.next, xPtr, phase, outPtr, m, f.up, f.down, t.copy);
+    if (taps === 16 && t.copy === 0) w.run16(t.coef, t.step, t.next, xPtr, phase, outPtr, m, f.up, f.down);
+    else w.run(t.coef, taps, t.step, t.next, xPtr, phase, outPtr, m, f.up, f.down, t.copy);
     const total = phase + m * f.down;
     base += Math.floor(total / f.up);
     phase = total % f.up;
@@ -1090,20 +1293,9 @@ export function runFoldScalar(
     let x = h0 + base + fd.lo[phase]!;
     let y = h0 + base + fd.hi[phase]!;
     let a00 = 0, a01 = 0, a02 = 0, a03 = 0, a10 = 0, a11 = 0, a12 = 0, a13 = 0; // prettier-ignore
-    if ((taps & 8) !== 0) {
-      a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
-      a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
-      a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
-      a03 = fr(a03 + fr(g[c + 3]! * fr(hist[x + 3]! + hist[y - 3]!)));
-      a10 = fr(a10 + fr(g[c + 4]! * fr(hist[x + 4]! + hist[y - 4]!)));
-      a11 = fr(a11 + fr(g[c + 5]! * fr(hist[x + 5]! + hist[y - 5]!)));
-      a12 = fr(a12 + fr(g[c + 6]! * fr(hist[x + 6]! + hist[y - 6]!)));
-      a13 = fr(a13 + fr(g[c + 7]! * fr(hist[x + 7]! + hist[y - 7]!)));
-      c += 8;
-      x += 8;
-      y -= 8;
-    }
-    for (; c < end; c += 16, x += 16, y -= 16) {
+    // 4-tap block b goes to a0x (b even) or a1x (b odd), in order: 16 per step, then 8, then 4.
+    const end16 = end - (taps & 12);
+    for (; c < end16; c += 16, x += 16, y -= 16) {
       a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
       a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
       a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
@@ -1120,6 +1312,25 @@ export function runFoldScalar(
       a11 = fr(a11 + fr(g[c + 13]! * fr(hist[x + 13]! + hist[y - 13]!)));
       a12 = fr(a12 + fr(g[c + 14]! * fr(hist[x + 14]! + hist[y - 14]!)));
       a13 = fr(a13 + fr(g[c + 15]! * fr(hist[x + 15]! + hist[y - 15]!)));
+    }
+    if ((taps & 8) !== 0) {
+      a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
+      a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
+      a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
+      a03 = fr(a03 + fr(g[c + 3]! * fr(hist[x + 3]! + hist[y - 3]!)));
+      a10 = fr(a10 + fr(g[c + 4]! * fr(hist[x + 4]! + hist[y - 4]!)));
+      a11 = fr(a11 + fr(g[c + 5]! * fr(hist[x + 5]! + hist[y - 5]!)));
+      a12 = fr(a12 + fr(g[c + 6]! * fr(hist[x + 6]! + hist[y - 6]!)));
+      a13 = fr(a13 + fr(g[c + 7]! * fr(hist[x + 7]! + hist[y - 7]!)));
+      c += 8;
+      x += 8;
+      y -= 8;
+    }
+    if ((taps & 4) !== 0) {
+      a00 = fr(a00 + fr(g[c]! * fr(hist[x]! + hist[y]!)));
+      a01 = fr(a01 + fr(g[c + 1]! * fr(hist[x + 1]! + hist[y - 1]!)));
+      a02 = fr(a02 + fr(g[c + 2]! * fr(hist[x + 2]! + hist[y - 2]!)));
+      a03 = fr(a03 + fr(g[c + 3]! * fr(hist[x + 3]! + hist[y - 3]!)));
     }
     const s0 = fr(a00 + a10);
     const s1 = fr(a01 + a11);

@@ -21,7 +21,7 @@ import {
   type ResamplerQuality,
 } from '../../src/audio/resampler.js';
 import { designPolyphaseFilter, designStages, filterWork, MAX_TABLE_COEFS } from '../../src/audio/resampler-design.js';
-import { roundToInt16, runFoldScalar, runScalar, tame } from '../../src/audio/resampler-simd.js';
+import { roundToInt16, runFoldScalar, runPolyphase, runScalar, tame } from '../../src/audio/resampler-simd.js';
 import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
 import { has, needs, run } from '../helpers/tools.js';
 
@@ -432,6 +432,31 @@ describe('kernels', () => {
     );
   });
 
+  it('16-tap rows (the wide stage of 22.05k→48k and 16k→44.1k: run16, four outputs of a phase reduced together) equal the JS kernel bit for bit, at every count and start phase', () => {
+    for (const [from, to] of [[22050, 48000], [16000, 44100]] as const) {
+      const stages = designStages(from, to, 'high');
+      const f = stages.find((s) => s.filter.taps === 16)!.filter;
+      expect(f.copy, `${from}->${to}`).toBeNull();
+      const x = signal(4000, from);
+      x.fill(0, 0, 300); // zeros: signed-zero results must agree too
+      expect(Math.ceil((9 * f.up + 17) * f.down / f.up) + 16 + 8).toBeLessThan(x.length);
+      for (const phase of [0, 1, 7, f.up - 1]) {
+        // Quads need k + 3L < n: counts below 4L take the single-output path only.
+        for (const n of [0, 1, 2, 3, 5, 11, f.up + 1, 4 * f.up - 1, 4 * f.up, 4 * f.up + 1, 5 * f.up + 3, 9 * f.up + 17]) {
+          const a = new Float32Array(2 * n + 1);
+          const b = new Float32Array(2 * n + 1);
+          setResamplerBackend('wasm-simd');
+          const ra = runPolyphase(f, x, 3, 5, phase, a, 1, 2, n);
+          setResamplerBackend('js');
+          const rb = runPolyphase(f, x, 3, 5, phase, b, 1, 2, n);
+          setResamplerBackend('wasm-simd');
+          expect(ra).toBe(rb);
+          expect(sameBits(a, b), `${from}->${to} phase ${phase} n ${n}`).toBe(true);
+        }
+      }
+    }
+  });
+
   it('float → int16 (wasm round16 and its JS twin): half away from zero, clamped, on ties, edges and random floats', () => {
     const edge = [0, -0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997, -0.49999997, 1.4999999, -1.4999999, 32766.5, 32766.49, -32767.5, -32767.49, 32767, -32768, 40000, -40000, 3e38, -3e38, Infinity, -Infinity, 8388607.5, 4194303.5];
     fc.assert(
@@ -810,13 +835,12 @@ describe('streams', () => {
 });
 
 describe("two-stage 'high' (issue 22: within 2× of libsoxr HQ)", () => {
-  it('48k→8k, 44.1k→24k and 22.05k→48k run as a wide stage and the narrow 2:1 stage, at under 0.6× the multiply-adds of one stage', () => {
-    for (const [from, to, before] of [[48000, 8000, 97.3], [44100, 24000, 135], [22050, 48000, 296]] as const) {
+  it('48k→8k, 44.1k→24k and 22.05k→48k run as a wide stage and a narrow folded stage (2:1, or 3:2 for 44.1k→24k), at under 0.6× the multiply-adds of one stage', () => {
+    for (const [from, to, before, mid] of [[48000, 8000, 97.3, 16000], [44100, 24000, 135, 36000], [22050, 48000, 296, 44100]] as const) {
       const stages = designStages(from, to, 'high');
       expect(stages.length, `${from}->${to}`).toBe(2);
-      const mid = from > to ? 2 * to : 2 * from;
       expect(stages.map((s) => [s.from, s.to])).toEqual([[from, mid], [mid, to]]);
-      // The narrow stage is 'high''s own 2:1 design, folded.
+      // The narrow stage is 'high''s own 2:1 or 3:2 design, folded.
       const narrow = stages[from > to ? 1 : 0]!.filter;
       expect(narrow).toBe(from > to ? designPolyphaseFilter(mid, to, 'high') : designPolyphaseFilter(from, mid, 'high'));
       expect(narrow.fold).not.toBeNull();
@@ -829,6 +853,18 @@ describe("two-stage 'high' (issue 22: within 2× of libsoxr HQ)", () => {
     // Where a cascade would not pay, one stage.
     for (const [from, to] of [[48000, 24000], [24000, 16000], [24000, 48000], [8000, 16000]] as const) expect(designStages(from, to, 'high').length).toBe(1);
     for (const q of ['best', 'folding', 'fast'] as const) expect(designStages(48000, 8000, q).length).toBe(1);
+  });
+
+  it('decimating, the narrow stage is 3:2 (mid = 1.5·to) where that costs ≥ 12 % fewer adds than 2:1, per the documented cost model; 2:1 and integer pairs keep theirs', () => {
+    for (const [from, to] of [[44100, 24000], [44100, 16000], [48000, 22050], [22050, 8000]] as const) {
+      const stages = designStages(from, to, 'high');
+      expect(stages.map((s) => s.to), `${from}->${to}`).toEqual([1.5 * to, to]);
+      expect(stages[1]!.filter.fold, `${from}->${to}`).not.toBeNull();
+    }
+    for (const [from, to, mid] of [[48000, 8000, 16000], [44100, 8000, 16000], [22050, 16000, 32000]] as const) {
+      expect(designStages(from, to, 'high').map((s) => s.to), `${from}->${to}`).toEqual([mid, to]);
+    }
+    for (const [from, to] of [[48000, 24000], [24000, 8000], [48000, 16000], [44100, 22050]] as const) expect(designStages(from, to, 'high').length).toBe(1);
   });
 
   it("a sweep through the stopband (1.0005× to 1.5× the output Nyquist) comes out at or below the documented −100 dBFS, every downsampling pair", () => {
@@ -911,6 +947,27 @@ describe('folded symmetric rows', () => {
       expect(peak).toBeGreaterThan(0.1);
       expect(err / peak, `${from}->${to}`).toBeLessThan(2e-6); // −114 dB: float32 rounding only
     }
+  });
+
+  it('folded rows carry at most 3 padding taps (a multiple of 4, issue 22: 2:1 runs 100 folded taps, not 104), and both kernels agree on them', () => {
+    const cases = [[48000, 24000], [24000, 16000], [24000, 8000], [16000, 8000], [22050, 44100], [48000, 16000]] as const;
+    for (const [from, to] of cases) {
+      const f = designStages(from, to, 'high')[0]!.filter;
+      const fd = f.fold!;
+      expect(fd, `${from}->${to}`).not.toBeNull();
+      let span = 0;
+      for (let p = 0; p < f.up; p++) span = Math.max(span, (fd.hi[p]! - fd.lo[p]! + 2) >> 1);
+      expect(fd.taps % 4, `${from}->${to}`).toBe(0);
+      expect(fd.taps - span, `${from}->${to}`).toBeLessThan(4);
+      const x = signal(3000, from);
+      setResamplerBackend('wasm-simd');
+      const a = resample(x, from, to);
+      setResamplerBackend('js');
+      const b = resample(x, from, to);
+      setResamplerBackend('wasm-simd');
+      expect(sameBits(a, b), `${from}->${to}`).toBe(true);
+    }
+    expect(designPolyphaseFilter(48000, 24000, 'high').fold!.taps).toBe(100);
   });
 
   it('a row that is not symmetric is not folded', () => {
