@@ -1,6 +1,6 @@
 /**
  * What an idle TTS WebSocket session retains on the server (issue 22):
- * `npx tsx bench/idle-heap.ts [--quick] [--sessions 1000] [--rounds 3] [--snapshot [--owners]] [--tsx]`.
+ * `npx tsx bench/idle-heap.ts [--quick] [--sessions 1000] [--rounds 3] [--snapshot [--owners]] [--tsx] [--bare]`.
  *
  * The server (tone engines, memory store, in a child process with `--expose-gc`:
  * test/helpers/idle-server-child.ts) gets `sessions` TTS sockets, each set up (`ready`) and left
@@ -10,7 +10,8 @@
  * sessions of one more round: objects whose id is new) and prints what one session retains, by
  * node type and constructor or function name, bytes per session and objects per session
  * (`--owners`: internal arrays, closures, contexts and strings by the object holding them). The
- * server runs the sources bundled as dist/ is (`--tsx`: under tsx, whose keepNames adds ~8.7 KiB).
+ * server runs the sources bundled as dist/ is (`--tsx`: under tsx, whose keepNames adds ~8.7 KiB);
+ * `--bare`: the same figures of bench/bare-ws-server.ts, the limit bench/limit.ts compares with.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -87,8 +88,8 @@ function newObjects(beforeFile: string, afterFile: string): Map<string, { count:
   return groups;
 }
 
-console.log(`idle TTS WebSocket sessions (tone, PCM, memory store) on ${machine()}; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
-const server = await startIdleServer({ tsx: process.argv.includes('--tsx') });
+console.log(`${process.argv.includes('--bare') ? 'bare ws server: ' : ''}idle TTS WebSocket sessions (tone, PCM, memory store) on ${machine()}; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+const server = await startIdleServer({ tsx: process.argv.includes('--tsx'), bare: process.argv.includes('--bare') });
 try {
   // Warm-up: JIT, the first session's shared structures (caches, metric label sets).
   const warm = await server.openIdle(50);

@@ -2,8 +2,9 @@
  * A voicewire server in a process of its own, for measuring what an idle session retains (issue
  * 22): run with `node --expose-gc --import tsx test/helpers/idle-server-child.ts`. It serves the
  * tone engines on 127.0.0.1:0 with a memory store, no per-key or per-address connection limit, and
- * logs nowhere (log lines are the logger's, not a session's). Prints one line
- * `listening <ws base> <api key>`, then answers commands on stdin, one JSON line each on stdout:
+ * logs nowhere (log lines are the logger's, not a session's); with `--bare`, the bare ws server of
+ * bench/bare-ws-server.ts instead. Prints one line `listening <ws base> <api key>` (the bare
+ * server: `listening on <http base>`), then answers commands on stdin, one JSON line each on stdout:
  *
  * - `measure`: a full GC (three passes: weak references and finalizers need more than one), then
  *   `{"heapUsed","external","arrayBuffers","rss"}` in bytes;
@@ -25,18 +26,27 @@ const fullGc = (): void => {
   for (let i = 0; i < 3; i++) gc();
 };
 
-const store = new MemoryStore();
-const boot = await bootstrap(store);
-const server = await createVoiceServer({
-  tts: 'tone',
-  stt: 'tone',
-  store,
-  pageDir: null,
-  logDestination: { write: () => undefined },
-  limits: { connectionsPerKey: 1_000_000, connectionsPerAddress: 1_000_000 },
-});
-const { port } = await server.listen(0, '127.0.0.1');
-process.stdout.write(`listening ws://127.0.0.1:${port}/api ${boot!.apiKey}\n`);
+let close: () => Promise<void>;
+if (process.argv.includes('--bare')) {
+  // The limit bench/limit.ts compares with (bench/bare-ws-server.ts): it prints its own
+  // `listening on http://…` line, and stops on SIGTERM.
+  await import('../../bench/bare-ws-server.js');
+  close = async () => void process.kill(process.pid, 'SIGTERM');
+} else {
+  const store = new MemoryStore();
+  const boot = await bootstrap(store);
+  const server = await createVoiceServer({
+    tts: 'tone',
+    stt: 'tone',
+    store,
+    pageDir: null,
+    logDestination: { write: () => undefined },
+    limits: { connectionsPerKey: 1_000_000, connectionsPerAddress: 1_000_000 },
+  });
+  const { port } = await server.listen(0, '127.0.0.1');
+  process.stdout.write(`listening ws://127.0.0.1:${port}/api ${boot!.apiKey}\n`);
+  close = () => server.close();
+}
 
 const lines = createInterface({ input: process.stdin });
 lines.on('line', (line) => {
@@ -51,5 +61,5 @@ lines.on('line', (line) => {
   }
 });
 lines.on('close', () => {
-  void server.close().then(() => process.exit(0));
+  void close().then(() => process.exit(0));
 });

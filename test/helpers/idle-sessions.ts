@@ -39,10 +39,10 @@ export interface IdleServer {
 }
 
 /**
- * Starts the child: the sources bundled (default; the bundle goes to a folder of node_modules, so
+ * Starts the child (`bare`: the bare ws server of bench/bare-ws-server.ts, for comparison): the sources bundled (default; the bundle goes to a folder of node_modules, so
  * that its packages resolve as dist/'s do, and is removed on close), or `tsx: true` under tsx.
  */
-export async function startIdleServer(options: { tsx?: boolean } = {}): Promise<IdleServer> {
+export async function startIdleServer(options: { tsx?: boolean; bare?: boolean } = {}): Promise<IdleServer> {
   let entry = join(root, 'test/helpers/idle-server-child.ts');
   let bundleDir: string | undefined;
   if (!options.tsx) {
@@ -51,7 +51,7 @@ export async function startIdleServer(options: { tsx?: boolean } = {}): Promise<
     await build({ entryPoints: [entry], outfile: out, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'error' });
     entry = out;
   }
-  const child = spawn(process.execPath, ['--expose-gc', ...(options.tsx ? ['--import', 'tsx'] : []), entry], {
+  const child = spawn(process.execPath, ['--expose-gc', ...(options.tsx ? ['--import', 'tsx'] : []), entry, ...(options.bare ? ['--bare'] : [])], {
     cwd: root,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -75,7 +75,8 @@ export async function startIdleServer(options: { tsx?: boolean } = {}): Promise<
     });
   const sockets: WebSocket[] = [];
   return next().then((line) => {
-    const [, wsBase, apiKey] = line.split(' ') as [string, string, string];
+    const bare = /^listening on (http:\/\/\S+)$/.exec(line);
+    const [, wsBase, apiKey] = bare ? ['', bare[1]!.replace(/^http/, 'ws'), 'none'] : (line.split(' ') as [string, string, string]);
     const ask = async (cmd: string): Promise<string> => {
       const answer = next();
       child.stdin!.write(`${cmd}\n`);
