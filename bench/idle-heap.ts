@@ -92,9 +92,8 @@ console.log(`${process.argv.includes('--bare') ? 'bare ws server: ' : ''}idle TT
 const server = await startIdleServer({ tsx: process.argv.includes('--tsx'), bare: process.argv.includes('--bare') });
 try {
   // Warm-up: JIT, the first session's shared structures (caches, metric label sets).
-  const warm = await server.openIdle(50);
-  for (const ws of warm) ws.close();
-  await sleep(500);
+  await server.closeAll(await server.openIdle(50));
+  await sleep(300);
   const perSession: number[] = [];
   const rssPerSession: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
@@ -102,14 +101,17 @@ try {
     const sockets = await server.openIdle(N);
     await sleep(300);
     const held = await server.measure();
+    const open = sockets.filter((ws) => ws.readyState === ws.OPEN).length;
+    if (open < N) console.log(`  only ${open} of ${N} sessions still open at the measure: the figure is not of ${N}`);
     const heap = (held.heapUsed - base.heapUsed) / N;
     const ext = (held.external - base.external) / N;
+    const total = (held.heapTotal - base.heapTotal) / N;
     const rss = (held.rss - base.rss) / N;
     perSession.push(heap);
     rssPerSession.push(rss);
-    console.log(`round ${r + 1}: ${N} idle sessions: heap ${(heap / 1024).toFixed(2)} KiB/session, external ${(ext / 1024).toFixed(2)} KiB, RSS ${(rss / 1024).toFixed(1)} KiB (after GC)`);
-    for (const ws of sockets) ws.close();
-    await sleep(1000);
+    console.log(`round ${r + 1}: ${N} idle sessions: heap ${(heap / 1024).toFixed(2)} KiB/session (committed ${(total / 1024).toFixed(1)}), external ${(ext / 1024).toFixed(2)} KiB, RSS ${(rss / 1024).toFixed(1)} KiB (after GC)`);
+    await server.closeAll(sockets);
+    await sleep(300);
   }
   const sorted = [...perSession].sort((a, b) => a - b);
   console.log(`heap per idle session, median of ${ROUNDS}: ${(sorted[Math.floor(sorted.length / 2)]! / 1024).toFixed(2)} KiB`);
@@ -129,7 +131,7 @@ try {
         if (g.bytes / N < 16) continue;
         console.log(`| ${(g.bytes / N).toFixed(0)} | ${(g.count / N).toFixed(2)} | ${key} |`);
       }
-      for (const ws of sockets) ws.close();
+      await server.closeAll(sockets);
     } finally {
       if (process.argv.includes('--keep')) console.log(`snapshots kept in ${dir}`);
       else rmSync(dir, { recursive: true, force: true });

@@ -7,7 +7,7 @@
  * server: `listening on <http base>`), then answers commands on stdin, one JSON line each on stdout:
  *
  * - `measure`: a full GC (three passes: weak references and finalizers need more than one), then
- *   `{"heapUsed","external","arrayBuffers","rss"}` in bytes;
+ *   `{"heapUsed","heapTotal","external","arrayBuffers","rss"}` in bytes;
  * - `snapshot <file>`: a heap snapshot written to `<file>` (node:v8 writeHeapSnapshot, after a GC),
  *   then `{"file"}`.
  */
@@ -54,7 +54,7 @@ lines.on('line', (line) => {
   if (cmd === 'measure') {
     fullGc();
     const m = process.memoryUsage();
-    process.stdout.write(`${JSON.stringify({ heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers, rss: m.rss })}\n`);
+    process.stdout.write(`${JSON.stringify({ heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, rss: m.rss })}\n`);
   } else if (cmd === 'snapshot' && arg !== undefined) {
     fullGc();
     process.stdout.write(`${JSON.stringify({ file: writeHeapSnapshot(arg) })}\n`);

@@ -19,6 +19,8 @@ const root = join(import.meta.dirname, '../..');
 /** The child's heap after a full GC, bytes. */
 export interface HeapFigures {
   heapUsed: number;
+  /** The heap's committed size (used, free and fragmented). */
+  heapTotal: number;
   external: number;
   arrayBuffers: number;
   rss: number;
@@ -35,6 +37,8 @@ export interface IdleServer {
   snapshot(file: string): Promise<void>;
   /** Opens `n` TTS sessions (50 at a time), each set up (`ready` received); rejects if one fails. */
   openIdle(n: number, setup?: Record<string, unknown>): Promise<WebSocket[]>;
+  /** Closes `sockets` and waits until each is closed (the server has let its sessions go). */
+  closeAll(sockets: WebSocket[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -51,7 +55,9 @@ export async function startIdleServer(options: { tsx?: boolean; bare?: boolean }
     await build({ entryPoints: [entry], outfile: out, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'error' });
     entry = out;
   }
-  const child = spawn(process.execPath, ['--expose-gc', ...(options.tsx ? ['--import', 'tsx'] : []), entry, ...(options.bare ? ['--bare'] : [])], {
+  // No bytecode flushing: V8 drops the bytecode of functions unused for a few full GCs (the
+  // server's start-up code), which freed megabytes between two measures and hid sessions' memory.
+  const child = spawn(process.execPath, ['--expose-gc', '--no-flush-bytecode', ...(options.tsx ? ['--import', 'tsx'] : []), entry, ...(options.bare ? ['--bare'] : [])], {
     cwd: root,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -104,6 +110,9 @@ export async function startIdleServer(options: { tsx?: boolean; bare?: boolean }
         const opened: WebSocket[] = [];
         for (let i = 0; i < n; i += 50) opened.push(...(await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => openOne(setup)))));
         return opened;
+      },
+      closeAll: async (list) => {
+        await Promise.all(list.map((ws) => (ws.readyState === ws.CLOSED ? undefined : new Promise((r) => (ws.once('close', r), ws.close())))));
       },
       close: async () => {
         for (const ws of sockets) ws.terminate();

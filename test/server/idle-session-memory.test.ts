@@ -30,8 +30,8 @@ describe('an idle TTS WebSocket session (issue 22)', () => {
 
   it(`retains at most ${MAX_HEAP_PER_SESSION / 1024} KiB of heap after GC (${SESSIONS} sessions)`, async () => {
     // Warm-up: code, caches and metric label sets shared by every session.
-    for (const ws of await server.openIdle(50)) ws.close();
-    await new Promise((r) => setTimeout(r, 500));
+    await server.closeAll(await server.openIdle(50));
+    await new Promise((r) => setTimeout(r, 300));
     const before = await server.measure();
     const sockets = await server.openIdle(SESSIONS);
     const held = await server.measure();
