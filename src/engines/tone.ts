@@ -71,74 +71,107 @@ function toneFrame(index: number, frameNo: number): Int16Array {
 
 const round6 = (s: number): number => Math.round(s * 1e6) / 1e6;
 
+/** No respelling rules (a request without a `pronunciation_id`): one map for all. */
+const NO_RULES: ReadonlyMap<string, string> = new Map();
+
+/**
+ * One request's tone stream. A class, not an object of closures: its methods are shared, so an
+ * open but idle request costs its fields alone (issue 22: an idle session's memory).
+ */
+class ToneTtsStream implements TtsEngineStream {
+  readonly info: TtsEngineStream['info'];
+  private frames = 0;
+  private spoken = 0;
+  private pending = '';
+  private closed = false;
+
+  constructor(
+    modelName: string,
+    private readonly emit: (event: TtsEngineEvent) => void,
+    private readonly rules: ReadonlyMap<string, string>,
+    private readonly gap: number,
+  ) {
+    this.info = { modelName, sampleRate: TTS_RATE, frameSize: TTS_FRAME, audioStreamNames: ['main'], textStreamNames: ['main'] };
+  }
+
+  text(text: string): void {
+    if (this.closed) throw new VoicewireError('INVALID_STATE', 'tone TTS: text after close');
+    this.pending += text;
+    this.speakPending(false);
+  }
+
+  pause(seconds: number): void {
+    this.speakPending(true);
+    this.silence(Math.round(seconds / 0.08));
+  }
+
+  flush(): void {
+    this.speakPending(true);
+  }
+
+  end(): void {
+    this.speakPending(true);
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private silence(n: number): void {
+    for (let i = 0; i < n; i++) this.emit({ type: 'audio', pcm: SILENCE });
+    this.frames += n;
+  }
+
+  private say(word: string): void {
+    const chars = [...respell(word, this.rules).toLowerCase()].filter((c) => c.trim() !== '');
+    if (chars.length === 0) return;
+    if (this.spoken > 0) this.silence(this.gap);
+    this.spoken++;
+    this.emit({ type: 'word', text: word, start_s: round6(this.frames * 0.08), stop_s: round6((this.frames + chars.length) * 0.08) });
+    for (const c of chars) {
+      this.emit({ type: 'audio', pcm: toneFrame(charIndex(c), this.frames) });
+      this.frames++;
+    }
+  }
+
+  /** The last word of a piece may continue in the next piece: it waits for whitespace, a tag or the end. */
+  private speakPending(all: boolean): void {
+    const words = this.pending.split(/\s+/);
+    this.pending = all ? '' : words.pop()!;
+    for (const w of words) if (w !== '') this.say(w);
+  }
+}
+
 /** The tone TTS engine for one request/connection context (voices and dictionaries are resolved through it). */
 export function createToneTtsEngine(context: EngineContext): TtsEngine {
-  return {
-    async open(config, emit: (event: TtsEngineEvent) => void): Promise<TtsEngineStream> {
-      if (config.voiceId !== undefined && (await context.resolveVoice(config.voiceId)) === undefined) {
-        throw new VoicewireError('VOICE_NOT_FOUND', `invalid voice ID ${JSON.stringify(config.voiceId)}`);
-      }
-      const rules = new Map<string, string>();
-      if (config.pronunciationId !== undefined) {
-        const dict = await context.resolvePronunciation(config.pronunciationId);
-        if (dict === undefined) throw new VoicewireError('VOICE_NOT_FOUND', `unknown pronunciation_id ${JSON.stringify(config.pronunciationId)}`);
-        for (const r of dict.rules) if (r.kind === 'respelling') rules.set(r.word.toLowerCase(), r.replacement);
-      }
-      // §2.8 cfg_coef is the similarity to the target voice; tone voices have no timbre to be
-      // similar to, so only the default is accepted rather than ignored (issue 21).
-      const cfg = config.jsonConfig.cfg_coef;
-      if (cfg !== undefined && cfg !== null && cfg !== 2) {
-        throw new VoicewireError('PROTOCOL_INVALID_CONFIG', `json_config.cfg_coef ${String(cfg)}: the tone engine has no voice timbre to be similar to; only the default 2.0 is accepted`);
-      }
-      const gap = Math.max(1, 2 + Math.round(config.jsonConfig.padding_bonus ?? 0));
-      let frames = 0;
-      let spoken = 0;
-      let pending = '';
-      let closed = false;
-      const silence = (n: number): void => {
-        for (let i = 0; i < n; i++) emit({ type: 'audio', pcm: SILENCE });
-        frames += n;
-      };
-      const say = (word: string): void => {
-        const chars = [...respell(word, rules).toLowerCase()].filter((c) => c.trim() !== '');
-        if (chars.length === 0) return;
-        if (spoken > 0) silence(gap);
-        spoken++;
-        emit({ type: 'word', text: word, start_s: round6(frames * 0.08), stop_s: round6((frames + chars.length) * 0.08) });
-        for (const c of chars) {
-          emit({ type: 'audio', pcm: toneFrame(charIndex(c), frames) });
-          frames++;
-        }
-      };
-      // The last word of a piece may continue in the next piece: it waits for whitespace, a tag or the end.
-      const speakPending = (all: boolean): void => {
-        const words = pending.split(/\s+/);
-        pending = all ? '' : words.pop()!;
-        for (const w of all ? words : words) if (w !== '') say(w);
-      };
-      return {
-        info: { modelName: config.modelName === 'default' ? 'tone' : config.modelName, sampleRate: TTS_RATE, frameSize: TTS_FRAME, audioStreamNames: ['main'], textStreamNames: ['main'] },
-        text(text) {
-          if (closed) throw new VoicewireError('INVALID_STATE', 'tone TTS: text after close');
-          pending += text;
-          speakPending(false);
-        },
-        pause(seconds) {
-          speakPending(true);
-          silence(Math.round(seconds / 0.08));
-        },
-        flush() {
-          speakPending(true);
-        },
-        end() {
-          speakPending(true);
-        },
-        close() {
-          closed = true;
-        },
-      };
-    },
-  };
+  return new ToneTtsEngine(context);
+}
+
+class ToneTtsEngine implements TtsEngine {
+  constructor(private readonly context: EngineContext) {}
+
+  async open(config: Parameters<TtsEngine['open']>[0], emit: (event: TtsEngineEvent) => void): Promise<TtsEngineStream> {
+    const context = this.context;
+    if (config.voiceId !== undefined && (await context.resolveVoice(config.voiceId)) === undefined) {
+      throw new VoicewireError('VOICE_NOT_FOUND', `invalid voice ID ${JSON.stringify(config.voiceId)}`);
+    }
+    let rules = NO_RULES;
+    if (config.pronunciationId !== undefined) {
+      const dict = await context.resolvePronunciation(config.pronunciationId);
+      if (dict === undefined) throw new VoicewireError('VOICE_NOT_FOUND', `unknown pronunciation_id ${JSON.stringify(config.pronunciationId)}`);
+      const own = new Map<string, string>();
+      for (const r of dict.rules) if (r.kind === 'respelling') own.set(r.word.toLowerCase(), r.replacement);
+      rules = own;
+    }
+    // §2.8 cfg_coef is the similarity to the target voice; tone voices have no timbre to be
+    // similar to, so only the default is accepted rather than ignored (issue 21).
+    const cfg = config.jsonConfig.cfg_coef;
+    if (cfg !== undefined && cfg !== null && cfg !== 2) {
+      throw new VoicewireError('PROTOCOL_INVALID_CONFIG', `json_config.cfg_coef ${String(cfg)}: the tone engine has no voice timbre to be similar to; only the default 2.0 is accepted`);
+    }
+    const gap = Math.max(1, 2 + Math.round(config.jsonConfig.padding_bonus ?? 0));
+    return new ToneTtsStream(config.modelName === 'default' ? 'tone' : config.modelName, emit, rules, gap);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

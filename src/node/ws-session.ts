@@ -130,10 +130,65 @@ export interface AttachWebSocketOptions {
   oversizeFrameError?: () => VoicewireError;
 }
 
+/** What {@link attachWebSocketSession} keeps on a socket for its shared listeners (`this` is the socket). */
+interface Attached {
+  session: ServerSession<unknown>;
+  onFrame: AttachWebSocketOptions['onFrame'];
+}
+
+const ATTACHED = Symbol('voicewire.attachedSession');
+const attachedOf = (ws: WsSocket): Attached => (ws as unknown as Record<symbol, Attached>)[ATTACHED]!;
+
+/**
+ * A throw in an event listener would be an uncaught exception (the process ends with every
+ * session, issue 20): a frame that breaks the session ends that session, 1011.
+ */
+function internalFailure(ws: WsSocket, session: ServerSession<unknown>, err: unknown): void {
+  try {
+    if (!session.closed) session.fail(new VoicewireError('PROTOCOL_INTERNAL', 'internal server error', { cause: err }));
+  } catch {
+    ws.terminate();
+  }
+}
+
+/** The socket's `message` listener, one function for every socket (issue 22: not two closures per session). */
+function onMessage(this: WsSocket, data: WsFrameData, isBinary: boolean): void {
+  const { session, onFrame } = attachedOf(this);
+  try {
+    if (onFrame?.(data, isBinary) === false) return;
+    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    if (isBinary) return session.receive(view);
+    // A text frame that is not UTF-8 (ws with skipUTF8Validation) goes on as bytes: the parser
+    // answers it with its §7.3 error instead of the replacement characters toString would make.
+    let text: string;
+    try {
+      text = UTF8.decode(view);
+    } catch {
+      return session.receive(view);
+    }
+    session.receive(text);
+  } catch (err) {
+    internalFailure(this, session, err);
+  }
+}
+
+function onClose(this: WsSocket): void {
+  const { session } = attachedOf(this);
+  try {
+    if (!session.closed) session.transportClosed();
+  } catch (err) {
+    internalFailure(this, session, err);
+  }
+}
+
+/** 'close' follows every 'error' in ws; the session learns of it there. */
+function onError(): void {}
+
 /**
  * Creates a session over `ws` with `create(transport)` and wires the socket to it: text frames go
  * to `session.receive` as strings (bytes when not valid UTF-8), binary frames as bytes, and the socket's close to
- * `session.transportClosed()`.
+ * `session.transportClosed()`. One session per socket (a second attach throws `INVALID_ARGUMENT`).
  */
 export function attachWebSocketSession<S>(
   ws: WsSocket,
@@ -144,6 +199,8 @@ export function attachWebSocketSession<S>(
   functionArg(create, 'attachWebSocketSession create');
   if (onFrame !== undefined) functionArg(onFrame, 'attachWebSocketSession onFrame');
   if (oversizeFrameError !== undefined) functionArg(oversizeFrameError, 'attachWebSocketSession oversizeFrameError');
+  // The listeners are shared and find the session on the socket: one session per socket.
+  if ((ws as unknown as Record<symbol, unknown>)[ATTACHED] !== undefined) throw new VoicewireError('INVALID_ARGUMENT', 'attachWebSocketSession: this socket already has a session');
   const session = create(webSocketTransport(ws));
   // ws reports an oversize frame on its receiver, then closes 1009 with no message (clients that
   // cannot see close codes learn nothing). Heard first, the session sends its §7.3 `error` and
@@ -154,47 +211,9 @@ export function attachWebSocketSession<S>(
     if (err.code !== 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' || session.closed) return;
     session.fail(oversizeFrameError?.() ?? new VoicewireError('LIMIT_EXCEEDED', 'message over the size limit'));
   });
-  // A throw in an event listener would be an uncaught exception (the process ends with every
-  // session, issue 20): a frame that breaks the session ends that session, 1011.
-  const guarded =
-    <A extends unknown[]>(f: (...args: A) => void) =>
-    (...args: A): void => {
-      try {
-        f(...args);
-      } catch (err) {
-        try {
-          if (!session.closed) session.fail(new VoicewireError('PROTOCOL_INTERNAL', 'internal server error', { cause: err }));
-        } catch {
-          ws.terminate();
-        }
-      }
-    };
-  ws.on(
-    'message',
-    guarded((data: WsFrameData, isBinary: boolean) => {
-      if (onFrame?.(data, isBinary) === false) return;
-      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-      const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      if (isBinary) return session.receive(view);
-      // A text frame that is not UTF-8 (ws with skipUTF8Validation) goes on as bytes: the parser
-      // answers it with its §7.3 error instead of the replacement characters toString would make.
-      let text: string;
-      try {
-        text = UTF8.decode(view);
-      } catch {
-        return session.receive(view);
-      }
-      session.receive(text);
-    }),
-  );
-  ws.on(
-    'close',
-    guarded(() => {
-      if (!session.closed) session.transportClosed();
-    }),
-  );
-  ws.on('error', () => {
-    // 'close' follows every 'error' in ws; the session learns of it there.
-  });
+  (ws as unknown as Record<symbol, Attached>)[ATTACHED] = { session, onFrame };
+  ws.on('message', onMessage);
+  ws.on('close', onClose);
+  ws.on('error', onError);
   return session;
 }

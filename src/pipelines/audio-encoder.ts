@@ -123,6 +123,13 @@ const K_OPUS = 4;
 
 /** 20 ms at 48 kHz: the Opus packet grid. */
 const OPUS_PACKET = 960;
+/**
+ * Empty arrays shared by the encoders that have no buffer of their own yet (no slab before the first
+ * output) or need none (no packet but Opus's): an idle TTS session's encoder holds none (issue 22).
+ */
+const NO_BYTES = new Uint8Array(0);
+const NO_SAMPLES = new Int16Array(0);
+
 /** Output bytes are carved from slabs of this size (one ArrayBuffer per ~100 G.711 chunks). */
 const SLAB_BYTES = 1 << 16;
 const UNKNOWN_GRANULE_HI = 0xffffffff;
@@ -163,7 +170,7 @@ class AudioEncoderImpl implements AudioEncoder {
   private segStart = 0;
   private segInput = 0;
   flushedSamples = 0;
-  private slab = new Uint8Array(0);
+  private slab = NO_BYTES;
   private slabUsed = 0;
 
   constructor(options: AudioEncoderOptions) {
@@ -178,7 +185,7 @@ class AudioEncoderImpl implements AudioEncoder {
     const quality = options.quality ?? 'high';
     this.resampler = rate === this.inputRate ? null : createInt16Resampler({ from: this.inputRate, to: rate, quality });
     this.pagePerPush = options.opusPagePerPush ?? false;
-    this.packet = new Int16Array(this.kind === K_OPUS ? OPUS_PACKET : 0);
+    this.packet = this.kind === K_OPUS ? new Int16Array(OPUS_PACKET) : NO_SAMPLES;
     this.opusOptions = { sampleRate: 48000, packetDuration: 20, ...(options.opus ?? {}) };
     if (this.kind === K_OPUS) this.opus = this.newOpus();
     const resamplerMs = this.resampler === null ? 0 : this.resampler.delaySeconds * 1000;

@@ -26,7 +26,7 @@
  * until it ends: another request of an organization within that margin of zero may be refused.
  */
 import { VoicewireError } from '../util/errors.js';
-import type { SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from '../sessions/engine.js';
+import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 import type { Principal } from './auth.js';
 import type { ServerContext } from './context.js';
 
@@ -200,84 +200,126 @@ export interface MeteredTtsEngine extends TtsEngine {
 
 const refusedText = (max: number): VoicewireError => new VoicewireError('LIMIT_EXCEEDED', `text is over the limit of ${max} characters per request`);
 
+/**
+ * One request's metered TTS stream. A class, as {@link MeteredTts}: an open, idle request holds
+ * its fields, not closures (issue 22).
+ */
+class MeteredTtsStream implements TtsEngineStream {
+  info!: TtsEngineStream['info'];
+  stream!: TtsEngineStream;
+  /** The inner stream's sample rate, once open (48 kHz until then). */
+  rate = 48000;
+
+  constructor(
+    private readonly ctx: ServerContext,
+    private readonly b: TtsBill,
+  ) {}
+
+  /** An engine event: audio and words are marked on the bill before they go on. */
+  onEvent(event: TtsEngineEvent, emit: (event: TtsEngineEvent) => void): void {
+    if (event.type === 'audio') this.b.emitted += event.pcm.length / this.rate;
+    else if (event.type === 'word') this.b.word(event.text, event.stop_s);
+    emit(event);
+  }
+
+  /** Speaks what was paid, then refuses: the client hears everything it pays for. */
+  private async refuse(err: unknown): Promise<never> {
+    await this.stream.flush();
+    this.b.barrier();
+    throw err;
+  }
+
+  async text(text: string): Promise<void> {
+    const b = this.b;
+    const max = this.ctx.config.limits.maxTextChars;
+    const n = codePoints(text);
+    if (b.chars + n > max) return this.refuse(refusedText(max));
+    try {
+      await b.hold(b.chars + n, max);
+    } catch (err) {
+      return this.refuse(err);
+    }
+    b.given(text, n);
+    return this.stream.text(text);
+  }
+
+  pause(seconds: number): MaybePromise<void> {
+    return this.stream.pause(seconds);
+  }
+
+  async flush(): Promise<void> {
+    await this.stream.flush();
+    this.b.barrier();
+  }
+
+  async end(): Promise<void> {
+    await this.stream.end();
+    this.b.barrier();
+    this.b.ended = true;
+  }
+
+  close(): void {
+    this.stream.close();
+  }
+}
+
+/** {@link meteredTtsEngine}'s engine: the bills of one caller's requests, by `client_req_id`. */
+class MeteredTts implements MeteredTtsEngine {
+  private readonly bills = new Map<string | null, TtsBill>();
+
+  constructor(
+    private readonly ctx: ServerContext,
+    private readonly who: Principal,
+    private readonly inner: TtsEngine,
+  ) {}
+
+  async prepay(chars: number): Promise<void> {
+    const max = this.ctx.config.limits.maxTextChars;
+    if (chars > max) throw refusedText(max);
+    await this.finish(null, false);
+    const bill = new TtsBill(this.ctx, this.who, 'tts');
+    this.bills.set(null, bill);
+    // A POST's text is whole: nothing to hold ahead.
+    await bill.hold(chars, chars);
+  }
+
+  sent(key: string | null, stopS: number): void {
+    this.bills.get(key)?.sent(stopS);
+  }
+
+  async finish(key: string | null, complete: boolean): Promise<void> {
+    const bill = this.bills.get(key);
+    if (bill === undefined) return;
+    this.bills.delete(key);
+    await bill.finish(complete);
+  }
+
+  async finishAll(): Promise<void> {
+    await Promise.all([...this.bills.keys()].map((k) => this.finish(k, false)));
+  }
+
+  async open(config: TtsEngineConfig, emit: (event: TtsEngineEvent) => void): Promise<TtsEngineStream> {
+    const key = config.clientReqId ?? null;
+    let bill = this.bills.get(key);
+    if (bill === undefined || bill.opened) {
+      // A new request on the same key: the previous one is over.
+      if (bill !== undefined) await this.finish(key, false);
+      bill = new TtsBill(this.ctx, this.who, 'tts');
+      this.bills.set(key, bill);
+    }
+    bill.opened = true;
+    const metered = new MeteredTtsStream(this.ctx, bill);
+    const stream = await this.inner.open(config, (event) => metered.onEvent(event, emit));
+    metered.stream = stream;
+    metered.info = stream.info;
+    metered.rate = stream.info.sampleRate ?? 48000;
+    return metered;
+  }
+}
+
 /** A TTS engine that holds credits and checks the text limit before each piece of text, and settles each request for what was sent. */
 export function meteredTtsEngine(ctx: ServerContext, who: Principal, inner: TtsEngine): MeteredTtsEngine {
-  const bills = new Map<string | null, TtsBill>();
-  const max = (): number => ctx.config.limits.maxTextChars;
-  const finish = async (key: string | null, complete: boolean): Promise<void> => {
-    const bill = bills.get(key);
-    if (bill === undefined) return;
-    bills.delete(key);
-    await bill.finish(complete);
-  };
-  return {
-    async prepay(chars) {
-      if (chars > max()) throw refusedText(max());
-      await finish(null, false);
-      const bill = new TtsBill(ctx, who, 'tts');
-      bills.set(null, bill);
-      // A POST's text is whole: nothing to hold ahead.
-      await bill.hold(chars, chars);
-    },
-    sent(key, stopS) {
-      bills.get(key)?.sent(stopS);
-    },
-    finish,
-    async finishAll() {
-      await Promise.all([...bills.keys()].map((k) => finish(k, false)));
-    },
-    async open(config, emit) {
-      const key = config.clientReqId ?? null;
-      let bill = bills.get(key);
-      if (bill === undefined || bill.opened) {
-        // A new request on the same key: the previous one is over.
-        if (bill !== undefined) await finish(key, false);
-        bill = new TtsBill(ctx, who, 'tts');
-        bills.set(key, bill);
-      }
-      const b = bill;
-      b.opened = true;
-      const rate = { value: 48000 };
-      const stream = await inner.open(config, (event) => {
-        if (event.type === 'audio') b.emitted += event.pcm.length / rate.value;
-        else if (event.type === 'word') b.word(event.text, event.stop_s);
-        emit(event);
-      });
-      rate.value = stream.info.sampleRate ?? 48000;
-      /** Speaks what was paid, then refuses: the client hears everything it pays for. */
-      const refuse = async (err: unknown): Promise<never> => {
-        await stream.flush();
-        b.barrier();
-        throw err;
-      };
-      const metered: TtsEngineStream = {
-        info: stream.info,
-        async text(text) {
-          const n = codePoints(text);
-          if (b.chars + n > max()) return refuse(refusedText(max()));
-          try {
-            await b.hold(b.chars + n, max());
-          } catch (err) {
-            return refuse(err);
-          }
-          b.given(text, n);
-          return stream.text(text);
-        },
-        pause: (s) => stream.pause(s),
-        async flush() {
-          await stream.flush();
-          b.barrier();
-        },
-        async end() {
-          await stream.end();
-          b.barrier();
-          b.ended = true;
-        },
-        close: () => stream.close(),
-      };
-      return metered;
-    },
-  };
+  return new MeteredTts(ctx, who, inner);
 }
 
 /** An STT engine that holds each started second of audio before the frame that starts it, and settles at the stream's close. */

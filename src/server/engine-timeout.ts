@@ -5,7 +5,7 @@
  * closes the stream; a late result of the hung call is ignored.
  */
 import { VoicewireError } from '../util/errors.js';
-import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from '../sessions/engine.js';
+import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 
 function timed<T>(what: string, ms: number, call: () => MaybePromise<T>, late?: (value: T) => void): MaybePromise<T> {
   const r = call();
@@ -24,22 +24,56 @@ function timed<T>(what: string, ms: number, call: () => MaybePromise<T>, late?: 
   return Promise.race([r, limit]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * A TTS stream whose calls settle within `ms`. A class: an idle request holds its two fields, not
+ * five closures (issue 22).
+ */
+class TimedTtsStream implements TtsEngineStream {
+  readonly info: TtsEngineStream['info'];
+
+  constructor(
+    private readonly s: TtsEngineStream,
+    private readonly ms: number,
+  ) {
+    this.info = s.info;
+  }
+
+  text(text: string): MaybePromise<void> {
+    return timed('text', this.ms, () => this.s.text(text));
+  }
+
+  pause(seconds: number): MaybePromise<void> {
+    return timed('pause', this.ms, () => this.s.pause(seconds));
+  }
+
+  flush(): MaybePromise<void> {
+    return timed('flush', this.ms, () => this.s.flush());
+  }
+
+  end(): MaybePromise<void> {
+    return timed('end', this.ms, () => this.s.end());
+  }
+
+  close(): void {
+    this.s.close();
+  }
+}
+
+class TimedTtsEngine implements TtsEngine {
+  constructor(
+    private readonly inner: TtsEngine,
+    private readonly ms: number,
+  ) {}
+
+  async open(config: TtsEngineConfig, emit: (event: TtsEngineEvent) => void): Promise<TtsEngineStream> {
+    const s = await timed('open', this.ms, () => this.inner.open(config, emit), (late) => late.close());
+    return new TimedTtsStream(s, this.ms);
+  }
+}
+
 /** Wraps a TTS engine so each call settles within `ms`. */
 export function timedTtsEngine(inner: TtsEngine, ms: number): TtsEngine {
-  return {
-    async open(config, emit) {
-      const s = await timed('open', ms, () => inner.open(config, emit), (late) => late.close());
-      const stream: TtsEngineStream = {
-        info: s.info,
-        text: (text) => timed('text', ms, () => s.text(text)),
-        pause: (seconds) => timed('pause', ms, () => s.pause(seconds)),
-        flush: () => timed('flush', ms, () => s.flush()),
-        end: () => timed('end', ms, () => s.end()),
-        close: () => s.close(),
-      };
-      return stream;
-    },
-  };
+  return new TimedTtsEngine(inner, ms);
 }
 
 /** Wraps an STT engine so each call settles within `ms`. */

@@ -12,7 +12,7 @@
  * input + engine + output is the time-to-first-output histogram's span; each is observed once
  * per session in `voicewire_first_output_stage_seconds{route, stage}`.
  */
-import type { SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from '../sessions/engine.js';
+import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 
 export type FirstOutputStage = 'auth' | 'input' | 'engine' | 'output';
 
@@ -55,29 +55,61 @@ export class FirstOutputStages {
   }
 }
 
+/** A TTS stream that tells `stages` when it is first asked for audio. A class: an idle request holds two fields, not closures (issue 22). */
+class StagedTtsStream implements TtsEngineStream {
+  readonly info: TtsEngineStream['info'];
+
+  constructor(
+    private readonly s: TtsEngineStream,
+    private readonly stages: FirstOutputStages,
+  ) {
+    this.info = s.info;
+  }
+
+  text(text: string): MaybePromise<void> {
+    this.stages.engineAsked();
+    return this.s.text(text);
+  }
+
+  pause(seconds: number): MaybePromise<void> {
+    this.stages.engineAsked();
+    return this.s.pause(seconds);
+  }
+
+  flush(): MaybePromise<void> {
+    this.stages.engineAsked();
+    return this.s.flush();
+  }
+
+  end(): MaybePromise<void> {
+    this.stages.engineAsked();
+    return this.s.end();
+  }
+
+  close(): void {
+    this.s.close();
+  }
+}
+
+class StagedTtsEngine implements TtsEngine {
+  constructor(
+    private readonly inner: TtsEngine,
+    private readonly stages: FirstOutputStages,
+  ) {}
+
+  async open(config: TtsEngineConfig, emit: (event: TtsEngineEvent) => void): Promise<TtsEngineStream> {
+    const stages = this.stages;
+    const s = await this.inner.open(config, (event) => {
+      if (event.type === 'audio') stages.engineOutput();
+      emit(event);
+    });
+    return new StagedTtsStream(s, stages);
+  }
+}
+
 /** A TTS engine whose streams tell `stages` when they are first asked for audio and first give it. */
 export function stagedTtsEngine(inner: TtsEngine, stages: FirstOutputStages): TtsEngine {
-  return {
-    async open(config, emit) {
-      const s = await inner.open(config, (event) => {
-        if (event.type === 'audio') stages.engineOutput();
-        emit(event);
-      });
-      const asked = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => {
-        stages.engineAsked();
-        return f(...a);
-      };
-      const stream: TtsEngineStream = {
-        info: s.info,
-        text: asked((text: string) => s.text(text)),
-        pause: asked((seconds: number) => s.pause(seconds)),
-        flush: asked(() => s.flush()),
-        end: asked(() => s.end()),
-        close: () => s.close(),
-      };
-      return stream;
-    },
-  };
+  return new StagedTtsEngine(inner, stages);
 }
 
 /** An STT engine whose streams tell `stages` when they first get audio and first give text. */

@@ -10,7 +10,7 @@ import type { WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { errorMessageOf, serializeSttServerMessage } from '../protocol/parse.js';
 import type { ServerSession, ServerSessionOptions } from '../sessions/server.js';
-import { attachWebSocketSession, type WebSocketTransport } from '../node/ws-session.js';
+import { attachWebSocketSession, type WebSocketTransport, type WsFrameData } from '../node/ws-session.js';
 import type { Principal } from './auth.js';
 import type { RequestScope } from './context.js';
 import { FirstOutputStages } from './first-output-stages.js';
@@ -36,9 +36,297 @@ export interface WsSessionOptions {
   firstOutput: 'audio' | 'text';
 }
 
+/**
+ * A session's deadline in a {@link DueList}: a link of a doubly linked list, so that a session
+ * that closes leaves it at once (nothing of it lingers until its deadline).
+ */
+class Due {
+  at = 0;
+  prev: Due | null = null;
+  next: Due | null = null;
+  listed = false;
+
+  constructor(readonly guard: SessionGuard) {}
+}
+
+/**
+ * Sessions waiting for a deadline, every one the same delay after its start: they are added in
+ * deadline order, so one timer, armed for the head, serves them all (issue 22: a Node timer per
+ * socket, two per session with their closures, was ~0.5 KiB of an idle session). Exact as
+ * per-socket timers are: each deadline fires at its own time, not on a sweep's tick. A repeating
+ * deadline is re-added when it fires, `now + delay` (as Node reschedules a setInterval), still
+ * the latest of the list.
+ */
+class DueList {
+  private head: Due | null = null;
+  private tail: Due | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  /** When the timer fires (Infinity: none armed). */
+  private timerAt = Infinity;
+
+  constructor(
+    readonly delayMs: number,
+    private readonly fire: (guard: SessionGuard) => void,
+  ) {}
+
+  /** Adds `d` to fire `delayMs` from now. */
+  add(d: Due): void {
+    d.at = performance.now() + this.delayMs;
+    d.prev = this.tail;
+    d.next = null;
+    d.listed = true;
+    if (this.tail !== null) this.tail.next = d;
+    else this.head = d;
+    this.tail = d;
+    if (this.head === d) this.arm();
+  }
+
+  remove(d: Due): void {
+    if (!d.listed) return;
+    d.listed = false;
+    if (d.prev !== null) d.prev.next = d.next;
+    else this.head = d.next;
+    if (d.next !== null) d.next.prev = d.prev;
+    else this.tail = d.prev;
+    d.prev = d.next = null;
+    // The head left: the timer waits for the new one (none: no timer at all).
+    if (this.head === null) this.disarm();
+  }
+
+  private disarm(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
+  }
+
+  private arm(): void {
+    if (this.head === null) return this.disarm();
+    // A timer set for an earlier head fires first and re-arms for the head it then finds.
+    if (this.timer !== undefined && this.timerAt <= this.head.at) return;
+    this.disarm();
+    this.timerAt = this.head.at;
+    this.timer = setTimeout(this.run, Math.max(1, this.head.at - performance.now()));
+    // Sessions' deadlines never keep the process alive (as their per-socket timers did not).
+    this.timer.unref();
+  }
+
+  private readonly run = (): void => {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = performance.now();
+    // Up to what is due now: a deadline re-added while running is later than now.
+    while (this.head !== null && this.head.at <= now) {
+      const d = this.head;
+      this.remove(d);
+      try {
+        this.fire(d.guard);
+      } catch (err) {
+        // One session's failure must not stop the others' deadlines (nor reach the process).
+        d.guard.scope.log.error({ route: d.guard.options.route, error: (err as Error).message }, 'session deadline failed');
+      }
+    }
+    this.arm();
+  };
+}
+
+/** The deadlines of one server's WebSocket sessions: pings (and the idle check) and the session limit. */
+interface Deadlines {
+  ping: DueList;
+  end: DueList;
+}
+
+/** Per server (its context), created with its first WebSocket session. */
+const deadlinesOf = new WeakMap<RequestScope['ctx'], Deadlines>();
+
+function deadlines(ctx: RequestScope['ctx']): Deadlines {
+  let d = deadlinesOf.get(ctx);
+  if (d === undefined) {
+    const limits = ctx.config.limits;
+    d = {
+      ping: new DueList(Math.min(limits.pingSeconds, limits.idleSeconds) * 1000, (g) => g.pingTick()),
+      end: new DueList(limits.sessionSeconds * 1000, (g) => g.session.fail(new VoicewireError('LIMIT_EXCEEDED', `session longer than ${limits.sessionSeconds} s`))),
+    };
+    deadlinesOf.set(ctx, d);
+  }
+  return d;
+}
+
+/** Where a socket's {@link SessionGuard} is (the socket's listeners are shared functions: `this` is the socket). */
+const GUARD = Symbol('voicewire.sessionGuard');
+const guardOf = (ws: WebSocket): SessionGuard => (ws as unknown as Record<symbol, SessionGuard>)[GUARD]!;
+
+/**
+ * One WebSocket session's limits and measures: idle time, pings for dead peers, the ping rate,
+ * the session's length, unsent bytes, the time to first output. One object per session with
+ * shared methods and listeners, not a closure for each (issue 22).
+ */
+class SessionGuard {
+  session!: ServerSession<unknown>;
+  lastActivity = Date.now();
+  /** A pong or a frame arrived since the last ping. */
+  alive = true;
+  firstFrameAt = 0;
+  timedFirst = false;
+  pingWindowStart = 0;
+  pingsInWindow = 0;
+  readonly pingDue = new Due(this);
+  readonly endDue = new Due(this);
+
+  constructor(
+    readonly ws: WebSocket,
+    readonly scope: RequestScope,
+    readonly options: WsSessionOptions,
+    readonly stages: FirstOutputStages,
+    readonly release: () => void,
+  ) {}
+
+  /** A frame from the peer, before the session sees it: limits first (false drops it). */
+  onFrame(data: WsFrameData, isBinary: boolean): boolean {
+    const limits = this.scope.ctx.config.limits;
+    this.lastActivity = Date.now();
+    // A frame proves the peer lives as well as a pong does: its pong may wait behind
+    // megabytes it sent before it (300 multiplexed STT requests on a loaded machine, issue 25).
+    this.alive = true;
+    if (this.firstFrameAt === 0) this.firstFrameAt = performance.now();
+    this.stages.frame();
+    const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
+    if (size > limits.maxFrameBytes) {
+      // An error message first (the Python client cannot see close codes), then the close.
+      this.session.fail(new VoicewireError('LIMIT_EXCEEDED', `message of ${size} bytes is over the limit of ${limits.maxFrameBytes}`));
+      return false;
+    }
+    // Before any parse (issue 20); the protocol parsers also refuse past MAX_JSON_DEPTH.
+    if (!isBinary && !Array.isArray(data) && jsonDepthExceededAt(data instanceof ArrayBuffer ? new Uint8Array(data) : data, limits.maxJsonDepth) >= 0) {
+      this.session.fail(new VoicewireError('PROTOCOL_INVALID_MESSAGE', `the message is ${jsonTooDeepReason(limits.maxJsonDepth)}`));
+      return false;
+    }
+    return true;
+  }
+
+  /** A text the session sends: activity, the first output's time, and the unsent-bytes cap. */
+  sent(text: string): void {
+    const { scope, options } = this;
+    this.lastActivity = Date.now();
+    if (!this.timedFirst && text.startsWith(options.firstOutput === 'audio' ? '{"type":"audio"' : '{"type":"text"')) {
+      this.timedFirst = true;
+      const histogram = options.firstOutput === 'audio' ? scope.ctx.metrics.timeToFirstAudio : scope.ctx.metrics.timeToFirstText;
+      histogram.observe({ route: options.route }, (performance.now() - this.firstFrameAt) / 1000);
+      this.stages.sent();
+    }
+  }
+
+  /** After a send: a peer that does not read (TCP window full) is cut past the cap. */
+  checkBuffered(): void {
+    const { ws, scope, options } = this;
+    const limits = scope.ctx.config.limits;
+    // The engine's output would pile up here: past the cap it is cut (no close frame: it would
+    // queue behind what the peer does not read).
+    if (ws.bufferedAmount > limits.maxBufferedBytes && ws.readyState === ws.OPEN) {
+      scope.log.info({ route: options.route, buffered: ws.bufferedAmount }, 'peer does not read: terminated');
+      scope.ctx.metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
+      ws.terminate();
+    }
+  }
+
+  /** Dead peers: a ping every pingSeconds; no pong and no frame since the last one → terminate. */
+  pingTick(): void {
+    const { ws, scope, options } = this;
+    const limits = scope.ctx.config.limits;
+    deadlines(scope.ctx).ping.add(this.pingDue);
+    // While the server does not read (its engines are behind: backpressure), the peer's pong and
+    // frames wait unread: that is not the peer's silence. A loaded server cut such live sockets
+    // with a bare 1006 (300 multiplexed requests beside other work, issue 25).
+    if (ws.isPaused) {
+      this.alive = true;
+      this.lastActivity = Date.now();
+      return;
+    }
+    if (!this.alive) {
+      // Timers run before the poll phase: after the event loop was held up (a loaded machine),
+      // a pong already received waits unread. Judge after one poll (setImmediate) has read it.
+      setImmediate(() => {
+        if (this.alive || ws.readyState !== ws.OPEN) return;
+        scope.log.info({ route: options.route }, 'peer did not answer a ping: terminated');
+        ws.terminate();
+      });
+      return;
+    }
+    this.alive = false;
+    ws.ping();
+    if (Date.now() - this.lastActivity > limits.idleSeconds * 1000) {
+      this.session.fail(new VoicewireError('LIMIT_EXCEEDED', `idle for more than ${limits.idleSeconds} s`));
+    }
+  }
+}
+
+/** The server answers pings itself (ws's autoPong is off, src/server/server.ts): ws's own guard cut a flood with a bare 1006 (issue 20); past maxPingsPerSecond the peer gets its §7.3 error. */
+function onPing(this: WebSocket, data: Buffer): void {
+  const g = guardOf(this);
+  const limits = g.scope.ctx.config.limits;
+  if (g.session.closed || this.readyState !== this.OPEN) return;
+  const now = Date.now();
+  if (now - g.pingWindowStart >= 1000) {
+    g.pingWindowStart = now;
+    g.pingsInWindow = 0;
+  }
+  if (++g.pingsInWindow > limits.maxPingsPerSecond) {
+    g.scope.ctx.metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
+    g.scope.log.info({ route: g.options.route }, 'ping flood: closed');
+    g.session.fail(new VoicewireError('LIMIT_EXCEEDED', `more than ${limits.maxPingsPerSecond} pings per second`));
+    return;
+  }
+  this.pong(data);
+}
+
+function onPong(this: WebSocket): void {
+  guardOf(this).alive = true;
+}
+
+function onClose(this: WebSocket, code: number): void {
+  const g = guardOf(this);
+  const d = deadlines(g.scope.ctx);
+  d.ping.remove(g.pingDue);
+  d.end.remove(g.endDue);
+  g.release();
+  g.scope.log.info({ route: g.options.route, code }, 'session closed');
+}
+
+/**
+ * The transport the runner gets: the socket's, with the session's measures on each send. A class
+ * (shared methods), where a spread copy and a closure per session were.
+ */
+export class GuardedTransport implements WebSocketTransport {
+  constructor(
+    private readonly inner: WebSocketTransport,
+    private readonly guard: SessionGuard,
+  ) {}
+
+  send(text: string): unknown {
+    this.guard.sent(text);
+    const r = this.inner.send(text);
+    this.guard.checkBuffered();
+    return r;
+  }
+
+  close(code: number, reason: string): void {
+    this.inner.close(code, reason);
+  }
+
+  drained(): Promise<void> {
+    return this.inner.drained ? this.inner.drained() : Promise.resolve();
+  }
+
+  pauseReading(): void {
+    this.inner.pauseReading();
+  }
+
+  resumeReading(): void {
+    this.inner.resumeReading();
+  }
+}
+
 export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, req: IncomingMessage, options: WsSessionOptions): Promise<void> {
   const { ctx, log } = scope;
-  const limits = ctx.config.limits;
   const upgradedAt = performance.now();
   const stages = new FirstOutputStages((stage, seconds) => ctx.metrics.firstOutputStages.observe({ route: options.route, stage }, seconds));
   ws.pause();
@@ -58,39 +346,14 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
   }
   stages.authenticated(performance.now() - upgradedAt);
   log.info({ route: options.route, org: who.org.name, key_id: who.key.id }, 'session opened');
-  let lastActivity = Date.now();
-  /** A pong or a frame arrived since the last ping. */
-  let alive = true;
-  let firstFrameAt = 0;
-  let timedFirst = false;
-  const marker = options.firstOutput === 'audio' ? '{"type":"audio"' : '{"type":"text"';
-  const histogram = options.firstOutput === 'audio' ? ctx.metrics.timeToFirstAudio : ctx.metrics.timeToFirstText;
+  const guard = new SessionGuard(ws, scope, options, stages, release);
+  (ws as unknown as Record<symbol, SessionGuard>)[GUARD] = guard;
 
-  const session = attachWebSocketSession(
+  guard.session = attachWebSocketSession(
     ws,
     (transport: WebSocketTransport) => {
-      const t: WebSocketTransport = {
-        ...transport,
-        send: (text) => {
-          lastActivity = Date.now();
-          if (!timedFirst && text.startsWith(marker)) {
-            timedFirst = true;
-            histogram.observe({ route: options.route }, (performance.now() - firstFrameAt) / 1000);
-            stages.sent();
-          }
-          const r = transport.send(text);
-          // A peer that does not read (TCP window full) would have the engine's output pile up
-          // here: past the cap it is cut (no close frame: it would queue behind what it does not read).
-          if (ws.bufferedAmount > limits.maxBufferedBytes && ws.readyState === ws.OPEN) {
-            log.info({ route: options.route, buffered: ws.bufferedAmount }, 'peer does not read: terminated');
-            ctx.metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
-            ws.terminate();
-          }
-          return r;
-        },
-      };
       const common: ServerSessionOptions = {
-        transport: t,
+        transport: new GuardedTransport(transport, guard),
         requestId: requestIds(scope.requestId),
         onEvent: (notice) => {
           if (notice.type === 'request_ended') {
@@ -102,90 +365,18 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
       return options.create(who, common, stages);
     },
     {
-      onFrame: (data, isBinary) => {
-        lastActivity = Date.now();
-        // A frame proves the peer lives as well as a pong does: its pong may wait behind
-        // megabytes it sent before it (300 multiplexed STT requests on a loaded machine, issue 25).
-        alive = true;
-        if (firstFrameAt === 0) firstFrameAt = performance.now();
-        stages.frame();
-        const size = Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data instanceof ArrayBuffer ? data.byteLength : data.length;
-        if (size > limits.maxFrameBytes) {
-          // An error message first (the Python client cannot see close codes), then the close.
-          session.fail(new VoicewireError('LIMIT_EXCEEDED', `message of ${size} bytes is over the limit of ${limits.maxFrameBytes}`));
-          return false;
-        }
-        // Before any parse (issue 20); the protocol parsers also refuse past MAX_JSON_DEPTH.
-        if (!isBinary && !Array.isArray(data) && jsonDepthExceededAt(data instanceof ArrayBuffer ? new Uint8Array(data) : data, limits.maxJsonDepth) >= 0) {
-          session.fail(new VoicewireError('PROTOCOL_INVALID_MESSAGE', `the message is ${jsonTooDeepReason(limits.maxJsonDepth)}`));
-          return false;
-        }
-        return true;
-      },
-      oversizeFrameError: () => new VoicewireError('LIMIT_EXCEEDED', `message is over the limit of ${limits.maxFrameBytes} bytes`),
+      onFrame: (data, isBinary) => guard.onFrame(data, isBinary),
+      oversizeFrameError: () => new VoicewireError('LIMIT_EXCEEDED', `message is over the limit of ${ctx.config.limits.maxFrameBytes} bytes`),
     },
   );
 
-  // The server answers pings itself (ws's autoPong is off, src/server/server.ts): ws's own guard
-  // cut a flood with a bare 1006 (issue 20); past maxPingsPerSecond the peer gets its §7.3 error.
-  let pingWindowStart = 0;
-  let pingsInWindow = 0;
-  ws.on('ping', (data: Buffer) => {
-    if (session.closed || ws.readyState !== ws.OPEN) return;
-    const now = Date.now();
-    if (now - pingWindowStart >= 1000) {
-      pingWindowStart = now;
-      pingsInWindow = 0;
-    }
-    if (++pingsInWindow > limits.maxPingsPerSecond) {
-      ctx.metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
-      log.info({ route: options.route }, 'ping flood: closed');
-      session.fail(new VoicewireError('LIMIT_EXCEEDED', `more than ${limits.maxPingsPerSecond} pings per second`));
-      return;
-    }
-    ws.pong(data);
-  });
-
-  // Dead peers: a ping every pingSeconds; no pong and no frame since the last one → terminate.
-  ws.on('pong', () => {
-    alive = true;
-  });
-  const ping = setInterval(() => {
-    // While the server does not read (its engines are behind: backpressure), the peer's pong and
-    // frames wait unread: that is not the peer's silence. A loaded server cut such live sockets
-    // with a bare 1006 (300 multiplexed requests beside other work, issue 25).
-    if (ws.isPaused) {
-      alive = true;
-      lastActivity = Date.now();
-      return;
-    }
-    if (!alive) {
-      // Timers run before the poll phase: after the event loop was held up (a loaded machine),
-      // a pong already received waits unread. Judge after one poll (setImmediate) has read it.
-      setImmediate(() => {
-        if (alive || ws.readyState !== ws.OPEN) return;
-        log.info({ route: options.route }, 'peer did not answer a ping: terminated');
-        ws.terminate();
-      });
-      return;
-    }
-    alive = false;
-    ws.ping();
-    if (Date.now() - lastActivity > limits.idleSeconds * 1000) {
-      session.fail(new VoicewireError('LIMIT_EXCEEDED', `idle for more than ${limits.idleSeconds} s`));
-    }
-  }, Math.min(limits.pingSeconds, limits.idleSeconds) * 1000);
-  const duration = setTimeout(() => {
-    session.fail(new VoicewireError('LIMIT_EXCEEDED', `session longer than ${limits.sessionSeconds} s`));
-  }, limits.sessionSeconds * 1000);
-  ping.unref();
-  duration.unref();
-  ws.once('close', (code: number) => {
-    clearInterval(ping);
-    clearTimeout(duration);
-    release();
-    log.info({ route: options.route, code }, 'session closed');
-  });
+  ws.on('ping', onPing);
+  ws.on('pong', onPong);
+  const d = deadlines(ctx);
+  d.ping.add(guard.pingDue);
+  d.end.add(guard.endDue);
+  // 'close' comes once: `on`, not `once` (its wrapper is two more objects per session).
+  ws.on('close', onClose);
   ws.resume();
 }
 

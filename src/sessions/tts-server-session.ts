@@ -6,7 +6,7 @@
 import { objectArg } from '../util/args.js';
 import type { VoicewireError } from '../util/errors.js';
 import type { AudioFormatName } from '../audio/format.js';
-import { createTtsOutputEncoder } from '../pipelines/tts-audio-encoder.js';
+import { createTtsAudioEncoder, type TtsAudioEncoder } from '../pipelines/tts-audio-encoder.js';
 import { createTagParser, type TagEvent, type TagParser, type TagParserOptions } from '../text/tags.js';
 import type { TtsWordMessage } from '../protocol/messages.js';
 import { serializeTtsAudioMessage, serializeTtsServerMessage } from '../protocol/parse.js';
@@ -58,7 +58,20 @@ export interface TtsServerSessionOptions extends ServerSessionOptions {
  * output format of §4.2 (one chunk per model frame; Ogg header pages first, EOS page on `end`).
  */
 export function defaultTtsOutputEncoder(format: AudioFormatName, sampleRate: number): TtsOutputEncoder {
-  return createTtsOutputEncoder(format, sampleRate);
+  return new DefaultTtsOutputEncoder(createTtsAudioEncoder(format, { sampleRate }));
+}
+
+/** {@link createTtsOutputEncoder}'s encoder with shared methods instead of two closures (issue 22: one per request). */
+class DefaultTtsOutputEncoder implements TtsOutputEncoder {
+  constructor(private readonly enc: TtsAudioEncoder) {}
+
+  push(pcm: Int16Array): TtsOutputChunk {
+    return this.enc.encode(pcm);
+  }
+
+  end(): TtsOutputChunk {
+    return this.enc.end();
+  }
 }
 
 interface TtsDriver {
@@ -66,7 +79,8 @@ interface TtsDriver {
   closed: boolean;
   stream: TtsEngineStream | null;
   encoder: TtsOutputEncoder | null;
-  tags: TagParser;
+  /** Made at the request's first text (null until then) when the session's tag options are the defaults. */
+  tags: TagParser | null;
   clientReqId: string | undefined;
   /** `stream_id` of the last model frame (the trailing chunk of `end()` carries it too). */
   streamId: number | null;
@@ -142,7 +156,9 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
             closed: false,
             stream: null,
             encoder: null,
-            tags: createTagParser(this.tts.tags ?? {}),
+            // Default options cannot fail: the parser waits for the first text (an idle request
+            // holds none, issue 22). Options of the caller's are checked here, as ever.
+            tags: this.tts.tags === undefined ? null : createTagParser(this.tts.tags),
             clientReqId: key ?? undefined,
             streamId: 0,
             sentStop: 0,
@@ -206,7 +222,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
       case 'text': {
         let events: TagEvent[];
         try {
-          events = d.tags.push(op.text);
+          events = (d.tags ??= createTagParser({})).push(op.text);
         } catch (err) {
           // An 'error' tag policy: the parser consumed the whole piece; report the tag as the client's fault.
           throw clientFault(err, 'PROTOCOL_INVALID_MESSAGE', 'TTS: invalid tag in text');
@@ -216,7 +232,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
       case 'end': {
         let events: TagEvent[];
         try {
-          events = d.tags.flush();
+          events = d.tags === null ? [] : d.tags.flush();
         } catch (err) {
           throw clientFault(err, 'PROTOCOL_INVALID_MESSAGE', 'TTS: invalid tag in text');
         }

@@ -10,6 +10,8 @@ import { VoicewireError } from '../../util/errors.js';
 import { validateTtsRequestBody } from '../../protocol/rest.js';
 import { createTtsHttpResponse } from '../../sessions/http.js';
 import { createTtsServerSession } from '../../sessions/server.js';
+import type { ServerTransport } from '../../sessions/server-session.js';
+import type { MeteredTtsEngine } from '../credits.js';
 import { readJson, write } from '../http.js';
 import { serveWebSocketSession } from '../ws.js';
 import { stagedTtsEngine } from '../first-output-stages.js';
@@ -97,6 +99,42 @@ function audioSpan(text: string): { key: string | null; stop: number } | undefin
 }
 
 /**
+ * The socket's transport, telling the engine's meter what each `audio` message handed to the open
+ * socket delivered. A class over the transport (issue 22: a spread copy and a closure per session).
+ */
+class BilledTransport implements ServerTransport {
+  constructor(
+    private readonly inner: ServerTransport,
+    private readonly ws: WebSocket,
+    private readonly engine: MeteredTtsEngine,
+  ) {}
+
+  send(text: string): unknown {
+    const open = this.ws.readyState === this.ws.OPEN;
+    const r = this.inner.send(text);
+    const span = open ? audioSpan(text) : undefined;
+    if (span !== undefined) this.engine.sent(span.key, span.stop);
+    return r;
+  }
+
+  close(code: number, reason: string): void {
+    this.inner.close(code, reason);
+  }
+
+  drained(): Promise<void> {
+    return this.inner.drained ? this.inner.drained() : Promise.resolve();
+  }
+
+  pauseReading(): void {
+    this.inner.pauseReading?.();
+  }
+
+  resumeReading(): void {
+    this.inner.resumeReading?.();
+  }
+}
+
+/**
  * The TTS WebSocket: audio handed to the open socket counts as delivered to its request; each
  * request settles when it ends (in full after `end_of_stream`), every bill still open when the
  * socket closes.
@@ -108,19 +146,11 @@ function ttsSocket(scope: RequestScope, ws: WebSocket, req: IncomingMessage): Pr
     firstOutput: 'audio',
     create: (who, common, stages) => {
       const engine = scope.ctx.ttsEngine(who);
-      ws.once('close', () => void engine.finishAll());
+      // 'close' comes once: `on`, not `once` (its wrapper is two more objects per session).
+      ws.on('close', () => void engine.finishAll());
       return createTtsServerSession({
         ...common,
-        transport: {
-          ...common.transport,
-          send: (text) => {
-            const open = ws.readyState === ws.OPEN;
-            const r = common.transport.send(text);
-            const span = open ? audioSpan(text) : undefined;
-            if (span !== undefined) engine.sent(span.key, span.stop);
-            return r;
-          },
-        },
+        transport: new BilledTransport(common.transport, ws, engine),
         onEvent: (notice) => {
           common.onEvent?.(notice);
           if (notice.type === 'request_ended') void engine.finish(notice.clientReqId, notice.outcome === 'ended');
