@@ -25,7 +25,7 @@ export interface MakeVadOptions {
 }
 
 export interface MakeModelOptions {
-  /** Matrix products per token (Piper): more makes synthesis slower. Default 1. */
+  /** Matrix products per token (Piper) or per chunk (nemo-ctc-online): more makes the model slower. Default 1. */
   loops?: number;
   /** Speakers (Piper). Default 1. */
   speakers?: number;
