@@ -181,8 +181,8 @@ describe('a slow streaming model leaves the event loop free', () => {
   let h: Harness;
   let entry: SttEngineEntry;
   beforeAll(async () => {
-    // 150 matrix products a chunk: decoding takes a good part of a second per second of audio here.
-    entry = await sherpaSttEntry(folders.make('nemo-ctc-online', { loops: 150 }));
+    // 400 matrix products a chunk: decoding the 2.3 s clip took about a second here (the check needs only 0.2 s).
+    entry = await sherpaSttEntry(folders.make('nemo-ctc-online', { loops: 400 }));
     registerSttEngine('sherpa-online-slow', entry);
     h = await startServer({ stt: 'sherpa-online-slow', limits: { sherpaWorkers: 1 } });
   }, 180_000);
@@ -214,7 +214,7 @@ describe('a slow streaming model leaves the event loop free', () => {
     expect((await c.closed).code).toBe(1000);
     expect(c.messages.filter((m) => m['type'] === 'text').length).toBeGreaterThan(0);
     // The probes overlapped the decoding (it took a while), and each answered promptly.
-    expect(streamMs).toBeGreaterThan(300);
+    expect(streamMs).toBeGreaterThan(200);
     expect(took.length).toBeGreaterThan(3);
     took.sort((a, b) => a - b);
     expect(took[Math.floor(took.length / 2)]!).toBeLessThan(100);
