@@ -60,7 +60,8 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
   --stt: pocketsphinx (default) | sherpa-onnx | tone.
   --tts-model DIR: a sherpa-onnx voice folder (Piper, VITS, Kokoro); implies --tts sherpa-onnx.
   --stt-model PATH: with --stt sherpa-onnx (or --stt-model-type), a sherpa-onnx model folder (NeMo or
-    Zipformer CTC, Whisper, SenseVoice, Paraformer, Moonshine, transducer); else a pocketsphinx
+    Zipformer CTC, Whisper, SenseVoice, Paraformer, Moonshine, transducer, or a streaming NeMo CTC,
+    whose words come while the audio streams); else a pocketsphinx
     model directory, or a module whose default export is an SttEngine.
   --tts-model-type ${SHERPA_TTS_TYPES.join('|')}; --stt-model-type ${SHERPA_STT_TYPES.join('|')}:
     the model family, when detecting it from the folder's files and metadata is not enough.

@@ -31,6 +31,8 @@ import { resolveSherpaSttModel, resolveSherpaTtsModel, sherpaPackagePath, valida
 import { DEFAULT_SHERPA_QUEUE, defaultSherpaWorkers, SherpaPool } from './sherpa-pool.js';
 import { createSherpaTtsEngine, sherpaCatalogVoices } from './sherpa-tts.js';
 import { createSherpaSttEngine } from './sherpa-stt.js';
+import { createSherpaOnlineSttEngine } from './sherpa-stt-online.js';
+import { DEFAULT_SHERPA_STREAMS, SherpaOnlinePool } from './sherpa-online.js';
 import { resolveSherpaVad, SherpaVadWorker, validateSherpaVad } from './sherpa-vad.js';
 
 /** A catalog voice an engine offers (seeded into the store at start as a voice with orgId null). */
@@ -40,6 +42,8 @@ export type CatalogVoice = Omit<EngineVoice, 'orgId' | 'createdAt'>;
 export interface EngineLimits {
   sherpaWorkers: number;
   sherpaQueue: number;
+  /** Streams per worker of a streaming model (sherpa-online.ts). */
+  sherpaStreams: number;
 }
 
 /** One TTS engine: its factory and its catalog of voices. */
@@ -160,15 +164,33 @@ export function registerTtsEngine(name: string, entry: TtsEngineEntry): void {
 
 /** The worker pool of a checked model, made on first use with the limits the server gave. */
 function lazyPool(model: SherpaModel): { configure(limits: EngineLimits): void; pool(): SherpaPool; close(): Promise<void> } {
-  let limits: EngineLimits = { sherpaWorkers: defaultSherpaWorkers(), sherpaQueue: DEFAULT_SHERPA_QUEUE };
+  let limits: EngineLimits = { sherpaWorkers: defaultSherpaWorkers(), sherpaQueue: DEFAULT_SHERPA_QUEUE, sherpaStreams: DEFAULT_SHERPA_STREAMS };
   let pool: SherpaPool | undefined;
   return {
     configure(l) {
-      limits = { sherpaWorkers: l.sherpaWorkers, sherpaQueue: l.sherpaQueue };
+      limits = { sherpaWorkers: l.sherpaWorkers, sherpaQueue: l.sherpaQueue, sherpaStreams: l.sherpaStreams };
       pool?.setWorkers(limits.sherpaWorkers);
       pool?.setMaxQueued(limits.sherpaQueue);
     },
     pool: () => (pool ??= new SherpaPool(model, { workers: limits.sherpaWorkers, maxQueued: limits.sherpaQueue })),
+    close: async () => {
+      await pool?.close();
+      pool = undefined;
+    },
+  };
+}
+
+/** The streaming pool of a checked streaming model, made on first use with the limits the server gave. */
+function lazyOnlinePool(model: SherpaModel): { configure(limits: EngineLimits): void; pool(): SherpaOnlinePool; close(): Promise<void> } {
+  let limits = { workers: defaultSherpaWorkers(), streams: DEFAULT_SHERPA_STREAMS };
+  let pool: SherpaOnlinePool | undefined;
+  return {
+    configure(l) {
+      limits = { workers: l.sherpaWorkers, streams: l.sherpaStreams };
+      pool?.setWorkers(limits.workers);
+      pool?.setStreamsPerWorker(limits.streams);
+    },
+    pool: () => (pool ??= new SherpaOnlinePool(model, { workers: limits.workers, streamsPerWorker: limits.streams })),
     close: async () => {
       await pool?.close();
       pool = undefined;
@@ -204,12 +226,29 @@ export async function sherpaTtsEntry(dir: string, type?: SherpaTtsType): Promise
  * that declares none, and narrows one that does (see resolveSherpaSttModel). One engine per
  * process; its worker pool bounds the work (not heavy: a stream holds no model instance). With
  * `vadModel` (`--vad-model FILE`), a Silero VAD file checked the same way cuts the segments, on its
- * own worker thread (sherpa-vad.ts).
- * @throws VoicewireError `MODEL_INVALID` naming the folder or the VAD file and the cause.
+ * own worker thread (sherpa-vad.ts). A streaming model (`nemo-ctc-online`) runs on its own pool,
+ * a stream pinned to one worker (sherpa-online.ts, sherpa-stt-online.ts); it finds its own
+ * endpoints, so `vadModel` is refused with it.
+ * @throws VoicewireError `MODEL_INVALID` naming the folder or the VAD file and the cause;
+ * `INVALID_ARGUMENT` for a VAD with a streaming model.
  */
 export async function sherpaSttEntry(dir: string, type?: SherpaSttType, languages?: readonly string[], vadModel?: string): Promise<SttEngineEntry> {
   sherpaPackagePath();
   const model = resolveSherpaSttModel(dir, type, languages);
+  if (model.streaming === true) {
+    if (vadModel !== undefined) throw new VoicewireError('INVALID_ARGUMENT', `--vad-model cuts segments for an offline model; ${model.dir} is a streaming model (${model.type}), which finds its own endpoints`);
+    await validateSherpaModel(model);
+    const online = lazyOnlinePool(model);
+    let onlineEngine: SttEngine | undefined;
+    return {
+      configure: online.configure,
+      close: async () => {
+        await online.close();
+        onlineEngine = undefined;
+      },
+      create: () => (onlineEngine ??= createSherpaOnlineSttEngine(online.pool())),
+    };
+  }
   const vad = vadModel === undefined ? undefined : resolveSherpaVad(vadModel);
   await Promise.all([validateSherpaModel(model), vad && validateSherpaVad(vad)]);
   const lazy = lazyPool(model);

@@ -12,6 +12,8 @@
  *   + `joiner*` → `transducer`; `preprocess.onnx` + `encode.onnx` → `moonshine`; one model with an
  *   `audio_signal` input or NeMo's metadata (`subsampling_factor`, `normalize_type`) → `nemo-ctc`; with
  *   `lfr_window_size` and "sense" in `model_type`/`comment` → `sense-voice`, else `paraformer`; one
+ *   model with a streaming NeMo export's metadata (`window_size`, `chunk_shift`, `cache_last_*`) →
+ *   `nemo-ctc-online` (a streaming model: {@link SherpaModel.streaming}); one
  *   model with no such metadata → `zipformer2-ctc` (it declares nothing: its graph's shapes are
  *   checked instead, features `[N, T, 80]` and log-probs `[N, T', V]` with V fixed and ≤ the tokens).
  *
@@ -36,7 +38,7 @@ export const SHERPA_PACKAGE = 'sherpa-onnx-node';
 /** TTS families `--tts-model-type` accepts. */
 export const SHERPA_TTS_TYPES = ['piper', 'vits', 'kokoro'] as const;
 /** STT families `--stt-model-type` accepts. */
-export const SHERPA_STT_TYPES = ['nemo-ctc', 'zipformer2-ctc', 'whisper', 'sense-voice', 'paraformer', 'moonshine', 'transducer'] as const;
+export const SHERPA_STT_TYPES = ['nemo-ctc', 'nemo-ctc-online', 'zipformer2-ctc', 'whisper', 'sense-voice', 'paraformer', 'moonshine', 'transducer'] as const;
 export type SherpaTtsType = (typeof SHERPA_TTS_TYPES)[number];
 export type SherpaSttType = (typeof SHERPA_STT_TYPES)[number];
 
@@ -60,6 +62,11 @@ export interface SherpaModel {
    * `whisper.language` before the segment is decoded, see sherpa-pool.ts). Otherwise fixed at load.
    */
   perRequestLanguage?: boolean;
+  /**
+   * STT: a streaming (online) model, run by sherpa-onnx's `OnlineRecognizer` (`config` is its
+   * config): each request's stream lives on one worker (sherpa-online.ts). Otherwise offline.
+   */
+  streaming?: boolean;
   /**
    * TTS: the speakers the model names (a Kokoro folder's `speaker_names`), by speaker id; absent
    * when it names none (the speakers are then numbered).
@@ -107,7 +114,8 @@ export function sherpaModelArg(model: SherpaModel, what: string): SherpaModel {
     Array.isArray(model.languages) &&
     model.languages.every((l) => typeof l === 'string') &&
     model.config !== null &&
-    typeof model.config === 'object';
+    typeof model.config === 'object' &&
+    (model.streaming === undefined || typeof model.streaming === 'boolean');
   if (!ok) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a model resolved by resolveSherpaTtsModel or resolveSherpaSttModel, got ${describeValue(model)}`);
   return model;
 }
@@ -406,7 +414,9 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType, languag
   const declared = (): string[] => servedLanguages(dir, meta.language === undefined ? undefined : languageList(meta.language), languages);
   if (family === undefined) {
     // NeMo's exports take `audio_signal`; any of its metadata keys marks one too (a missing one is then named).
-    if (info.inputs.includes('audio_signal') || 'subsampling_factor' in meta || 'normalize_type' in meta) family = 'nemo-ctc';
+    // A streaming NeMo export declares its chunking and caches; an offline one does not.
+    if ('window_size' in meta || 'cache_last_channel_dim1' in meta) family = 'nemo-ctc-online';
+    else if (info.inputs.includes('audio_signal') || 'subsampling_factor' in meta || 'normalize_type' in meta) family = 'nemo-ctc';
     else if ('lfr_window_size' in meta) family = /sense/i.test(`${meta.model_type ?? ''} ${meta.comment ?? ''}`) ? 'sense-voice' : 'paraformer';
     else family = 'zipformer2-ctc';
   }
@@ -415,6 +425,24 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType, languag
     for (const n of ['audio_signal', 'length']) if (!info.inputs.includes(n)) invalid(dir, `${basename(model)} has no input "${n}" (a NeMo CTC model takes audio_signal and length; it has ${info.inputs.join(', ')})`);
     checkCtcTokens(dir, tokens);
     return { ...base, type: family, languages: declared(), config: modelConfig({ nemoCtc: { model } }) };
+  }
+  if (family === 'nemo-ctc-online') {
+    requireMetadata(dir, model, info, ONLINE_NEMO_KEYS, 'streaming NeMo CTC');
+    // Inputs and outputs are taken by position (online-nemo-ctc-model.cc): features, length, the three caches; log-probs, lengths, the three next caches.
+    if (info.inputs.length !== 5) invalid(dir, `${basename(model)} has ${info.inputs.length} inputs (${info.inputs.join(', ')}): a streaming NeMo CTC model takes audio_signal, length, cache_last_channel, cache_last_time, cache_last_channel_len`);
+    if (info.outputs.length !== 5) invalid(dir, `${basename(model)} has ${info.outputs.length} outputs (${info.outputs.join(', ')}): a streaming NeMo CTC model gives log-probs, their lengths and the three next caches`);
+    checkCtcTokens(dir, tokens);
+    const vocab = info.outputShapes[0]?.[2];
+    const count = readFileSync(tokens, 'utf8').split('\n').filter((l) => l.trim() !== '').length;
+    if (typeof vocab === 'number' && count < vocab) invalid(dir, `${basename(tokens)} holds ${count} tokens, the model's vocabulary is ${vocab} (an id past the table would end the process)`);
+    return {
+      ...base,
+      type: family,
+      languages: declared(),
+      streaming: true,
+      // Endpoints (sherpa-onnx's defaults): 2.4 s of silence before any word, 0.8 s after one, or 20 s of speech.
+      config: { ...modelConfig({ nemoCtc: { model } }), decodingMethod: 'greedy_search', enableEndpoint: 1, rule1MinTrailingSilence: 2.4, rule2MinTrailingSilence: 0.8, rule3MinUtteranceLength: 20 },
+    };
   }
   if (family === 'zipformer2-ctc') {
     checkCtcTokens(dir, tokens);
@@ -434,6 +462,8 @@ export function resolveSherpaSttModel(dir: string, type?: SherpaSttType, languag
 
 /** The encoder metadata sherpa-onnx's Whisper reads (offline-whisper-model.cc): a missing key ends the process. */
 const WHISPER_KEYS = ['n_mels', 'n_text_layer', 'n_text_ctx', 'n_text_state', 'n_vocab', 'sot', 'eot', 'blank_id', 'translate', 'transcribe', 'is_multilingual', 'no_timestamps', 'no_speech', 'sot_sequence'];
+/** The metadata sherpa-onnx's streaming NeMo CTC reads (online-nemo-ctc-model.cc): a missing key ends the process. */
+const ONLINE_NEMO_KEYS = ['window_size', 'chunk_shift', 'subsampling_factor', 'vocab_size', 'cache_last_channel_dim1', 'cache_last_channel_dim2', 'cache_last_channel_dim3', 'cache_last_time_dim1', 'cache_last_time_dim2', 'cache_last_time_dim3'];
 /** The metadata sherpa-onnx's SenseVoice reads (offline-sense-voice-model.cc). */
 const SENSE_VOICE_KEYS = ['vocab_size', 'lfr_window_size', 'lfr_window_shift', 'normalize_samples', 'with_itn', 'without_itn', 'lang_auto', 'lang_zh', 'lang_en', 'lang_ja', 'lang_ko', 'lang_yue', 'neg_mean', 'inv_stddev'];
 
@@ -448,7 +478,7 @@ export interface SherpaModelFacts {
 export const MODEL_CHECK_TIMEOUT_MS = 120_000;
 
 /**
- * The check the child runs: load with the async API, run once (TTS one word, STT one second of
+ * The check the child runs: load with the async API (a streaming model: the only, synchronous, one), run once (TTS one word, STT one second of
  * quiet noise, a VAD two seconds of noise), print the facts as one JSON line.
  */
 const CHECK_SCRIPT = `
@@ -468,6 +498,17 @@ const sherpa = require(pkg);
     for (let i = 0; i < samples.length; i++) samples[i] = 0.01 * Math.sin(i * 0.3);
     s.acceptWaveform({ samples, sampleRate: 16000 });
     await rec.decodeAsync(s);
+    console.log(JSON.stringify({}));
+  } else if (kind === 'stt-online') {
+    // A streaming model: sherpa-onnx 1.13.8 has no async online API (the server runs it on a worker thread).
+    const rec = new sherpa.OnlineRecognizer(c);
+    const s = rec.createStream();
+    const samples = new Float32Array(16000);
+    for (let i = 0; i < samples.length; i++) samples[i] = 0.3 * Math.sin(i * 0.3) * Math.sin(i * 0.0007);
+    s.acceptWaveform({ samples, sampleRate: 16000 });
+    s.inputFinished();
+    while (rec.isReady(s)) rec.decode(s);
+    rec.getResult(s);
     console.log(JSON.stringify({}));
   } else {
     // A VAD (sherpa-vad.ts): synchronous, which is fine here; two seconds of noise, then a flush.
@@ -498,14 +539,14 @@ function lastWords(stderr: string): string {
  */
 export function validateSherpaModel(model: SherpaModel, timeoutMs: number = MODEL_CHECK_TIMEOUT_MS): Promise<SherpaModelFacts> {
   sherpaModelArg(model, 'validateSherpaModel: model');
-  return checkInChild(model.kind, model.config, `model folder ${model.dir}`, ` (${model.type})`, timeoutMs, 'validateSherpaModel');
+  return checkInChild(model.streaming === true ? 'stt-online' : model.kind, model.config, `model folder ${model.dir}`, ` (${model.type})`, timeoutMs, 'validateSherpaModel');
 }
 
 /**
  * Loads `config` (a `kind` of sherpa-onnx object) in a child process and runs it once; rejects
  * with `MODEL_INVALID` that starts with `what` (the folder or file, as the user named it).
  */
-export function checkInChild(kind: 'tts' | 'stt' | 'vad', config: Record<string, unknown>, what: string, detail: string, timeoutMs: number, caller: string): Promise<SherpaModelFacts> {
+export function checkInChild(kind: 'tts' | 'stt' | 'stt-online' | 'vad', config: Record<string, unknown>, what: string, detail: string, timeoutMs: number, caller: string): Promise<SherpaModelFacts> {
   if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= 3_600_000)) throw new VoicewireError('INVALID_ARGUMENT', `${caller}: timeoutMs must be a number in (0, 3600000], got ${describeValue(timeoutMs)}`);
   const pkg = sherpaPackagePath();
   return new Promise((resolvePromise, reject) => {

@@ -198,7 +198,7 @@ class SherpaSttStream implements SttEngineStream {
  * model gives both (a token that starts with a space or `▁` starts a word), else the text's words
  * spread evenly over the segment.
  */
-function wordsOf(result: SttJobResult, seconds: number): Array<{ text: string; at: number }> {
+export function wordsOf(result: SttJobResult, seconds: number): Array<{ text: string; at: number }> {
   const { tokens, timestamps } = result;
   if (tokens.length > 0 && tokens.length === timestamps.length) {
     const words: Array<{ text: string; at: number }> = [];

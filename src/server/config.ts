@@ -6,6 +6,7 @@ import { describeValue, objectArg, optionsArg, shown, stringArg } from '../util/
 import { VoicewireError } from '../util/errors.js';
 import { defaultSttDecoders } from '../engines/budget.js';
 import { DEFAULT_SHERPA_QUEUE, defaultSherpaWorkers } from '../engines/sherpa-pool.js';
+import { DEFAULT_SHERPA_STREAMS } from '../engines/sherpa-online.js';
 
 /**
  * Limits, each with its default (README "Server"). Fixed, not configurable: JSON a route stores
@@ -96,6 +97,14 @@ export interface ServerLimits {
    * An integer.
    */
   sherpaQueue: number;
+  /**
+   * Streams one sherpa-onnx worker decodes at once for a streaming STT model (`nemo-ctc-online`):
+   * a request's stream stays on one worker (sherpa-onnx keeps its state there), so the model
+   * serves `sherpaWorkers × sherpaStreams` requests at once; one more is `ENGINE_BUSY`: WebSocket
+   * `error` 1011 for that request, POST 503. Each stream holds its features and caches (a few MB
+   * for a real model) until its request ends. Default 4. An integer.
+   */
+  sherpaStreams: number;
 }
 
 /** Credit rates (README "Server"). */
@@ -151,6 +160,7 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   sttDecodersPerKey: 8,
   sherpaWorkers: defaultSherpaWorkers(),
   sherpaQueue: DEFAULT_SHERPA_QUEUE,
+  sherpaStreams: DEFAULT_SHERPA_STREAMS,
 });
 
 export const DEFAULT_RATES: Readonly<CreditRates> = Object.freeze({ ttsPerChar: 1, sttPerSecond: 1 });
@@ -181,7 +191,7 @@ const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
 const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxJsonDepth', 'maxConnections', 'connectionsPerAddress']);
 
 /** Limits that count instances. */
-const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey', 'sherpaWorkers', 'sherpaQueue']);
+const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey', 'sherpaWorkers', 'sherpaQueue', 'sherpaStreams']);
 
 /** `given` over `defaults`, refusing a key `defaults` does not have (a misspelt limit would be ignored). */
 function withDefaults<T extends object>(what: string, defaults: Readonly<T>, given: Partial<T> | undefined): T {

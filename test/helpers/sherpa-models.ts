@@ -25,17 +25,17 @@ export interface MakeVadOptions {
 }
 
 export interface MakeModelOptions {
-  /** Matrix products per token (Piper): more makes synthesis slower. Default 1. */
+  /** Matrix products per token (Piper) or per chunk (nemo-ctc-online): more makes the model slower. Default 1. */
   loops?: number;
   /** Speakers (Piper). Default 1. */
   speakers?: number;
   broken?: ModelBreak;
-  /** A CTC model's `language` metadata (nemo-ctc, zipformer2-ctc), e.g. `de` or `en,fr`. */
+  /** A CTC model's `language` metadata (nemo-ctc, nemo-ctc-online, zipformer2-ctc), e.g. `de` or `en,fr`. */
   language?: string;
 }
 
 /** What make-models.py makes: runnable tiny models, and metadata-only folders (`meta-*`) for detection. */
-export type ModelKind = 'piper' | 'nemo-ctc' | 'zipformer2-ctc' | 'whisper' | 'meta-whisper' | 'meta-whisper-en' | 'meta-sense-voice' | 'meta-kokoro';
+export type ModelKind = 'piper' | 'nemo-ctc' | 'nemo-ctc-online' | 'zipformer2-ctc' | 'whisper' | 'meta-whisper' | 'meta-whisper-en' | 'meta-sense-voice' | 'meta-kokoro';
 
 /** Model folders under one temporary root; `cleanup()` removes them all. */
 export class ModelFolders {
