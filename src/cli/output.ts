@@ -112,8 +112,10 @@ class FdOutput implements CliOutput {
     private readonly base: number | null,
     private readonly handle: FileHandle | null = null,
     private readonly temp: { path: string; target: string } | null = null,
+    /** The temporary file's signal guard, installed before the file was made (guardTemp). */
+    guard: Array<[NodeJS.Signals, () => void]> = [],
   ) {
-    if (temp !== null) this.handlers = guardTemp(temp.path);
+    this.handlers = guard;
   }
 
   get seekable(): boolean {
@@ -271,8 +273,10 @@ export async function openOutput(output: string | undefined): Promise<CliOutput>
     for (const [sig, h] of guard) process.removeListener(sig, h);
     throw ioError('write', output, err);
   }
-  for (const [sig, h] of guard) process.removeListener(sig, h);
-  const out = new FdOutput(handle.fd, output, 0, handle, { path: temp, target });
+  // The same guard stays: removing a signal's last listener and adding another drops a signal
+  // that arrived in between (node closes the signal's handle, and libuv the event it queued), so
+  // a Ctrl-C just after the file appeared was lost and the conversion went on (issue 25).
+  const out = new FdOutput(handle.fd, output, 0, handle, { path: temp, target }, guard);
   // Replacing a file keeps its permissions (the umask applied to the new one).
   if (st !== null) await handle.chmod(st.mode & 0o7777).catch(() => {});
   return out;
