@@ -19,7 +19,7 @@ import type { SttEngine, SttEngineEvent, SttEngineStream } from '../sessions/eng
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { SherpaOnlinePool, type OnlineResult, type SherpaOnlineStream } from './sherpa-online.js';
-import { wordsOf } from './sherpa-stt.js';
+import { sherpaSttLanguage, wordsOf } from './sherpa-stt.js';
 import { loadVad, VoiceActivity } from './vad.js';
 
 const RATE = 16000;
@@ -27,14 +27,9 @@ const RATE = 16000;
 /** The streaming sherpa-onnx STT engine over `pool` (one per process: it serves every request). */
 export function createSherpaOnlineSttEngine(pool: SherpaOnlinePool): SttEngine {
   if (!(pool instanceof SherpaOnlinePool)) throw new VoicewireError('INVALID_ARGUMENT', `createSherpaOnlineSttEngine: pool must be a SherpaOnlinePool, got ${describeValue(pool)}`);
-  const languages = pool.model.languages;
   return {
     async open(config, emit) {
-      objectArg(config, 'sherpa-onnx open: config');
-      functionArg(emit, 'sherpa-onnx open: emit');
-      const language = optionsArg(config.jsonConfig, 'sherpa-onnx open: config.jsonConfig').language ?? 'en';
-      if (typeof language !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `sherpa-onnx open: config.jsonConfig.language must be a string, got ${describeValue(language)}`);
-      if (!languages.includes(language)) throw new VoicewireError('STT_LANGUAGE_UNSUPPORTED', `speech-to-text in "${language}" is not served by the model ${pool.model.name}; its languages: ${languages.join(', ')}`);
+      sherpaSttLanguage(config, emit, pool.model);
       const vad = new VoiceActivity(await loadVad());
       try {
         return new OnlineSttStream(pool, vad, emit, config.modelName === 'default' ? pool.model.name : config.modelName);

@@ -25,7 +25,7 @@
  * segment in the stream's language (no detection); other models have one language set at load.
  */
 import { createInt16Resampler, type Resampler } from '../audio/resampler.js';
-import type { SttEngine, SttEngineEvent, SttEngineStream } from '../sessions/engine.js';
+import type { SttEngine, SttEngineConfig, SttEngineEvent, SttEngineStream } from '../sessions/engine.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { SherpaPool, type SttJobResult } from './sherpa-pool.js';
@@ -54,14 +54,9 @@ export function createSherpaSttEngine(pool: SherpaPool, options: SherpaSttOption
   if (typeof maxSeconds !== 'number' || !(maxSeconds > 0 && maxSeconds <= 600)) throw new VoicewireError('INVALID_ARGUMENT', `createSherpaSttEngine: maxSegmentSeconds must be a number in (0, 600], got ${describeValue(maxSeconds)}`);
   if (options.vad !== undefined && !(options.vad instanceof SherpaVadWorker)) throw new VoicewireError('INVALID_ARGUMENT', `createSherpaSttEngine: vad must be a SherpaVadWorker, got ${describeValue(options.vad)}`);
   const silero = options.vad;
-  const languages = pool.model.languages;
   return {
     async open(config, emit) {
-      objectArg(config, 'sherpa-onnx open: config');
-      functionArg(emit, 'sherpa-onnx open: emit');
-      const language = optionsArg(config.jsonConfig, 'sherpa-onnx open: config.jsonConfig').language ?? 'en';
-      if (typeof language !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `sherpa-onnx open: config.jsonConfig.language must be a string, got ${describeValue(language)}`);
-      if (!languages.includes(language)) throw new VoicewireError('STT_LANGUAGE_UNSUPPORTED', `speech-to-text in "${language}" is not served by the model ${pool.model.name}; its languages: ${languages.join(', ')}`);
+      const language = sherpaSttLanguage(config, emit, pool.model);
       const fvad = await loadVad();
       const vad = new VoiceActivity(fvad);
       return new SherpaSttStream(pool, vad, emit, config.modelName === 'default' ? pool.model.name : config.modelName, Math.round(maxSeconds * RATE), pool.model.perRequestLanguage === true ? language : undefined, silero);
@@ -224,4 +219,17 @@ function floats(pcm: Int16Array): Float32Array {
 
 function round(t: number): number {
   return Math.round(t * 1000) / 1000;
+}
+
+/**
+ * The checks both sherpa-onnx STT engines make at `open`: the arguments, and the request's
+ * `language` (default `en`) among the model's. Returns the language.
+ */
+export function sherpaSttLanguage(config: SttEngineConfig, emit: unknown, model: { name: string; languages: readonly string[] }): string {
+  objectArg(config, 'sherpa-onnx open: config');
+  functionArg(emit, 'sherpa-onnx open: emit');
+  const language = optionsArg(config.jsonConfig, 'sherpa-onnx open: config.jsonConfig').language ?? 'en';
+  if (typeof language !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `sherpa-onnx open: config.jsonConfig.language must be a string, got ${describeValue(language)}`);
+  if (!model.languages.includes(language)) throw new VoicewireError('STT_LANGUAGE_UNSUPPORTED', `speech-to-text in "${language}" is not served by the model ${model.name}; its languages: ${model.languages.join(', ')}`);
+  return language;
 }
