@@ -11,6 +11,7 @@ import { startServer, type Harness } from './harness.js';
 import { pocketsphinxAvailable } from '../../src/engines/pocketsphinx-ffi.js';
 import { parseSpeechRequest, speedToPaddingBonus } from '../../src/server/routes/openai/speech.js';
 import { openAIErrorResponse } from '../../src/server/routes/openai/errors.js';
+import { parseTranscriptionFields } from '../../src/server/routes/openai/transcriptions.js';
 import { VoicewireError } from '../../src/util/errors.js';
 
 let h: Harness | undefined;
@@ -314,6 +315,22 @@ describe('units', () => {
     expect(openAIErrorResponse(err).status).toBe(400);
     // Without ffmpeg the default is wav, not an error.
     expect(parseSpeechRequest({ model: 'tts-1', input: 'x', voice: 'alloy' }, { ffmpeg: false, maxTextChars: 100 }).format).toBe('wav');
+  });
+
+  it('transcriptions: stream true is a 400 on `stream` (a streaming client would wait for events that never come); false is fine', () => {
+    const fields = (stream: string): Map<string, string[]> => new Map([['model', ['whisper-1']], ['stream', [stream]]]);
+    const err = (() => {
+      try {
+        parseTranscriptionFields(fields('true'));
+      } catch (e) {
+        return e as VoicewireError;
+      }
+      return undefined;
+    })();
+    expect(err).toBeInstanceOf(VoicewireError);
+    expect(openAIErrorResponse(err).status).toBe(400);
+    expect(openAIErrorResponse(err).body.error.param).toBe('stream');
+    expect(parseTranscriptionFields(fields('false')).format).toBe('json');
   });
 
   it('maps server failures onto OpenAI statuses', () => {

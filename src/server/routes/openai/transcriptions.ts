@@ -154,6 +154,10 @@ export function parseTranscriptionFields(fields: ReadonlyMap<string, readonly st
   if (!(OPENAI_TRANSCRIPTION_FORMATS as readonly string[]).includes(format)) {
     throw invalidParam('response_format', `response_format must be one of ${OPENAI_TRANSCRIPTION_FORMATS.join(', ')}`);
   }
+  // OpenAI streams transcription events (SSE) for stream=true; answering one JSON body instead
+  // would leave such a client waiting for events, so it is refused, not ignored.
+  const stream = one('stream');
+  if (stream !== undefined && stream !== 'false') throw invalidParam('stream', 'stream is not offered: send stream false or leave it out');
   const granularities = [...(fields.get('timestamp_granularities[]') ?? []), ...(fields.get('timestamp_granularities') ?? [])];
   for (const g of granularities) {
     if (!(OPENAI_TIMESTAMP_GRANULARITIES as readonly string[]).includes(g)) {
