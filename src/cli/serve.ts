@@ -28,6 +28,7 @@ import { catalogVoices, chooseTtsEngine, registerSttEngine, registerTtsEngine, s
 import { SHERPA_STT_TYPES, SHERPA_TTS_TYPES, type SherpaSttType, type SherpaTtsType } from '../engines/sherpa-model.js';
 import { PROTOCOL_LANGUAGES } from '../protocol/validate.js';
 import { MemoryStore } from '../server/store/memory-store.js';
+import { listenForStop, type StopSignal } from './stop-signals.js';
 import type { Store } from '../server/store/store.js';
 import type { CliSubcommand } from './main.js';
 import { clusterMetricsText, isServeWorker, leaveCluster, runPrimary, shareMetrics } from './serve-workers.js';
@@ -127,6 +128,8 @@ export const serveCommand: CliSubcommand = {
     if (workers > 1 && (values.store ?? process.env['VOICEWIRE_STORE']) === 'memory:') {
       throw usage('--workers above 1 needs a shared store (a --data folder or a postgres:// --store), not memory:');
     }
+    // Listened to before anything can take time (./stop-signals.ts); the primary of --workers has its own.
+    const signals = primary ? undefined : listenForStop();
     // Model folders are checked before the store is opened: a refused start leaves no data behind.
     // Before the store is opened: a machine that cannot speak is told so before anything is written.
     const tts = await chooseTtsEngine(await sherpaTts(values));
@@ -210,7 +213,7 @@ export const serveCommand: CliSubcommand = {
     }
     await new Promise<void>((resolve) => {
       let stopping = false;
-      const stop = (signal: string): void => {
+      const stop = (signal: StopSignal): void => {
         if (stopping) {
           // A second Ctrl-C: stop now, cutting what is left.
           if (signal === 'SIGINT') void server.close();
@@ -229,9 +232,9 @@ export const serveCommand: CliSubcommand = {
           resolve();
         });
       };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
+      signals!.handle(stop);
     });
+    signals!.dispose();
     // A worker's IPC channel to the primary would keep it alive.
     if (worker) leaveCluster();
     return 0;

@@ -86,6 +86,39 @@ describe('process signals', { timeout: 60_000 }, () => {
     expect(await s.exited).toBe(0);
   });
 
+  it('SIGTERM as soon as a line is read (the first-start keys, or `listening on`): the server drains and exits 0, never dies undrained', { timeout: 240_000 }, async () => {
+    // Before the fix the listeners were added after `listening on` was written: a SIGTERM during
+    // start-up, or sent on reading that line, met node's default and ended the process (exit by
+    // signal, no drain; in the issue-25 runs one such stop hung a test for 60 s).
+    const stopOn = async (pattern: RegExp, env: Record<string, string>): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string }> => {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'serve', '--tts', 'tone', '--stt', 'tone'], {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, VOICEWIRE_PORT: '0', VOICEWIRE_LOG_LEVEL: 'warn', ...env },
+      });
+      children.push(child);
+      let stdout = '';
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+      child.stdout!.on('data', (d: Buffer) => {
+        const before = stdout;
+        stdout += d.toString();
+        if (!pattern.test(before) && pattern.test(stdout)) child.kill('SIGTERM');
+      });
+      return { ...(await exited), stdout };
+    };
+    for (let i = 0; i < 2; i++) {
+      const dir = mkdtempSync(join(tmpdir(), 'vw-sigterm-start-'));
+      dirs.push(dir);
+      // The keys are printed before the engines and the port are set up: the signal comes mid start-up.
+      const early = await stopOn(/^API key/m, { VOICEWIRE_DATA: dir });
+      expect(early).toEqual({ code: 0, signal: null, stdout: expect.stringMatching(/listening on/) });
+    }
+    for (let i = 0; i < 3; i++) {
+      const onListening = await stopOn(/listening on .*\n/, { VOICEWIRE_STORE: 'memory:' });
+      expect({ code: onListening.code, signal: onListening.signal }).toEqual({ code: 0, signal: null });
+    }
+  });
+
   it('SIGKILL during debits on a SQLite store: after restart remaining + recorded usage == allocated', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'vw-sigkill-'));
     dirs.push(dir);
