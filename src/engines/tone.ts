@@ -5,7 +5,10 @@
  * TTS: each word is a run of 80 ms tones, one per character, at `TONE_BASE_HZ + i · TONE_STEP_HZ`
  * for the character's index `i` in {@link TONE_ALPHABET} (unknown characters are `?`). Words are
  * separated by `2 + round(padding_bonus)` silent frames (at least 1; §2.8: positive is slower).
- * A `<break>` is `round(s / 0.08)` silent frames. `cfg_coef` other than its default 2 is refused
+ * A `<break>` is `round(s / 0.08)` silent frames. `json_config.rewrite_rules` (§2.8) rewrites each
+ * word as espeak's does (rewrite-rules.ts {@link rewriteWordWithRules}; a pronunciation respelling
+ * wins for its word); a word rewritten into several (`1234` → `1 thousand 234`) is said as several,
+ * and the word events name what was said, so the tone STT reads them back. `cfg_coef` other than its default 2 is refused
  * (PROTOCOL_INVALID_CONFIG, 1008): there is no timbre to be similar to. Output: 48 kHz s16 mono, 3840-sample frames. Word
  * timestamps are exact: a word's `start_s`/`stop_s` are the bounds of its tones on the 80 ms grid.
  *
@@ -18,6 +21,8 @@
 import { VoicewireError } from '../util/errors.js';
 import type { SttEngine, SttEngineEvent, SttEngineStream, TtsEngine, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 import type { EngineContext } from './registry.js';
+import { rewriteWordWithRules } from './rewrite-rules.js';
+import { parseRewriteRules, type RewriteRuleName } from '../protocol/config.js';
 
 /** Characters a tone can say; anything else is said as `?`. */
 export const TONE_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789'-?";
@@ -90,6 +95,7 @@ class ToneTtsStream implements TtsEngineStream {
     private readonly emit: (event: TtsEngineEvent) => void,
     private readonly rules: ReadonlyMap<string, string>,
     private readonly gap: number,
+    private readonly rewriteRules: readonly RewriteRuleName[],
   ) {
     this.info = { modelName, sampleRate: TTS_RATE, frameSize: TTS_FRAME, audioStreamNames: ['main'], textStreamNames: ['main'] };
   }
@@ -122,8 +128,15 @@ class ToneTtsStream implements TtsEngineStream {
     this.frames += n;
   }
 
-  private say(word: string): void {
-    const chars = [...respell(word, this.rules).toLowerCase()].filter((c) => c.trim() !== '');
+  /** A client's word: its respelling (said as the client's word), else its rewrite (each word of it said and named). */
+  private sayWord(word: string): void {
+    const respelled = respell(word, this.rules);
+    if (respelled !== word || this.rewriteRules.length === 0) return this.say(word, respelled);
+    for (const w of rewriteWordWithRules(word, this.rewriteRules).split(/\s+/)) if (w !== '') this.say(w, w);
+  }
+
+  private say(word: string, spoken: string): void {
+    const chars = [...spoken.toLowerCase()].filter((c) => c.trim() !== '');
     if (chars.length === 0) return;
     if (this.spoken > 0) this.silence(this.gap);
     this.spoken++;
@@ -138,7 +151,7 @@ class ToneTtsStream implements TtsEngineStream {
   private speakPending(all: boolean): void {
     const words = this.pending.split(/\s+/);
     this.pending = all ? '' : words.pop()!;
-    for (const w of words) if (w !== '') this.say(w);
+    for (const w of words) if (w !== '') this.sayWord(w);
   }
 }
 
@@ -170,7 +183,9 @@ class ToneTtsEngine implements TtsEngine {
       throw new VoicewireError('PROTOCOL_INVALID_CONFIG', `json_config.cfg_coef ${String(cfg)}: the tone engine has no voice timbre to be similar to; only the default 2.0 is accepted`);
     }
     const gap = Math.max(1, 2 + Math.round(config.jsonConfig.padding_bonus ?? 0));
-    return new ToneTtsStream(config.modelName === 'default' ? 'tone' : config.modelName, emit, rules, gap);
+    // Names were checked at the edge (422 §2.7); unknown ones left here are dropped, as espeak does.
+    const rewrite = typeof config.jsonConfig.rewrite_rules === 'string' ? parseRewriteRules(config.jsonConfig.rewrite_rules).rules : [];
+    return new ToneTtsStream(config.modelName === 'default' ? 'tone' : config.modelName, emit, rules, gap, rewrite);
   }
 }
 

@@ -122,3 +122,30 @@ describe('tone STT hears tone TTS', () => {
     expect(await hear(int16View(concatChunks(out, (n) => new Uint8Array(n))))).toEqual(['hello', 'world', "it's", '2025']);
   });
 });
+
+describe('tone TTS json_config.rewrite_rules (§2.8: honoured, not ignored)', () => {
+  it('rewrites each word with the named rules; the word events carry the words said', async () => {
+    const { words } = await speak('at 12:30 on 12/31/2020 call +1-555-123-4567', { rewrite_rules: 'TimeEn,Date,PhoneEn' });
+    expect(words.map((w) => w.text)).toEqual(['at', '12.30', 'on', '12-31', '2020', 'call', 'plus', '1,', '5', '5', '5,', '1', '2', '3,', '4', '5', '6', '7']);
+    // Every word is still one tone per character, two silent frames apart, on the 80 ms grid.
+    expect(words[1]).toEqual({ text: '12.30', start_s: 0.32, stop_s: 0.72 });
+    expect(words[3]).toEqual({ text: '12-31', start_s: 1.2, stop_s: 1.6 });
+  });
+
+  it('a language alias enables its rules; without rewrite_rules the words are said as sent', async () => {
+    expect((await speak('1234', { rewrite_rules: 'en' })).words.map((w) => w.text)).toEqual(['1', 'thousand', '234']);
+    expect((await speak('1234 12:30')).words.map((w) => w.text)).toEqual(['1234', '12:30']);
+  });
+
+  it('a pronunciation respelling wins over the rewrite rules for its word (as espeak does)', async () => {
+    const { frames, words } = await speak('Dr 1234', { rewrite_rules: 'NumberEn' }, 'd');
+    expect(words.map((w) => w.text)).toEqual(['Dr', '1', 'thousand', '234']);
+    expect(frames).toHaveLength('doctor'.length + 2 + 1 + 2 + 'thousand'.length + 2 + 3);
+  });
+
+  it('the tone STT hears the rewritten words back', async () => {
+    const { frames } = await speak('at 12:30', { rewrite_rules: 'TimeFr' });
+    const pcm = resampleInt16(concatChunks(frames, (n) => new Int16Array(n)), 48000, 24000);
+    expect(await hear(pcm)).toEqual(['at', '12h30']);
+  });
+});

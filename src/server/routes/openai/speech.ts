@@ -95,19 +95,24 @@ export function speedToPaddingBonus(speed: number): number {
   return Math.abs(p) < L.deadZone ? 0 : Math.round(p * 1000) / 1000;
 }
 
-/** Yields `first` and then the rest of `it`, rethrowing a runner failure as the engine's own error. */
-async function* audioChunks(first: IteratorResult<Uint8Array | string>, it: AsyncIterator<Uint8Array | string>, box: ErrorBox): AsyncGenerator<Uint8Array> {
+/**
+ * Yields `first` and then the rest of `it`, rethrowing a runner failure as the engine's own error;
+ * once all of it was taken, `done` (the bill settled before the response ends, as /api's).
+ */
+async function* audioChunks(first: IteratorResult<Uint8Array | string>, it: AsyncIterator<Uint8Array | string>, box: ErrorBox, done: () => Promise<void>): AsyncGenerator<Uint8Array> {
   try {
     for (let r = first; !r.done; r = await it.next()) if (typeof r.value !== 'string') yield r.value;
   } catch (err) {
     throw box.error ?? err;
   }
+  await done();
 }
 
 /** Handles POST /v1/audio/speech. */
 export async function postSpeech(scope: RequestScope, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { ctx, log } = scope;
   const who = await openAIAuth(ctx, req);
+  const engine = ctx.ttsEngine(who);
   const release = ctx.sessions.open('openai_speech', who.key.id);
   const started = performance.now();
   try {
@@ -121,9 +126,20 @@ export async function postSpeech(scope: RequestScope, req: IncomingMessage, res:
       only_audio: true,
       json_config: { padding_bonus: speedToPaddingBonus(r.speed) },
     });
+    // Billed as POST /api/post/speech/tts (credits.ts): the whole text held before any work, then
+    // paid for the audio taken (all of it once the last chunk was taken), the rest given back.
+    await engine.prepay([...r.input].length);
+    let gone = false;
     const box: ErrorBox = {};
-    const it = createTtsHttpResponse({ engine: capturingTtsEngine(ctx.ttsEngine(who), box), body })[Symbol.asyncIterator]();
-    res.once('close', () => void it.return?.());
+    const onAudioTaken = (stopS: number): void => {
+      if (!gone) engine.sent(null, stopS);
+    };
+    const it = createTtsHttpResponse({ engine: capturingTtsEngine(engine, box), body, onAudioTaken })[Symbol.asyncIterator]();
+    const settle = (): Promise<void> => engine.finish(null, true);
+    res.once('close', () => {
+      gone = true;
+      void it.return?.();
+    });
     // The first chunk decides the status: a failure before it is an error answer.
     let first: IteratorResult<Uint8Array | string>;
     try {
@@ -137,7 +153,7 @@ export async function postSpeech(scope: RequestScope, req: IncomingMessage, res:
     if (native !== undefined) {
       res.writeHead(200, headers(native.contentType));
       try {
-        for await (const chunk of audioChunks(first, it, box)) {
+        for await (const chunk of audioChunks(first, it, box, settle)) {
           // A client that went away: stop (a write to a closed response would wait for a drain that never comes).
           if (res.destroyed) break;
           await write(res, chunk, stallMs);
@@ -149,10 +165,12 @@ export async function postSpeech(scope: RequestScope, req: IncomingMessage, res:
       }
       res.end();
     } else {
-      await encodeWithFfmpeg(r.format as FfmpegSpeechFormat, audioChunks(first, it, box), res, headers, stallMs, scope);
+      await encodeWithFfmpeg(r.format as FfmpegSpeechFormat, audioChunks(first, it, box, settle), res, headers, stallMs, scope);
     }
     log.info({ route: 'openai_speech', chars: r.input.length, format: r.format, ms: Math.round(performance.now() - started) }, 'openai speech done');
   } finally {
+    // A refused, failed or abandoned request pays for what was taken; the rest of its hold goes back.
+    await engine.finishAll();
     release();
   }
 }
