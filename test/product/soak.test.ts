@@ -9,12 +9,11 @@
  *
  * A longer soak lives in bench/soak.ts (its figures in the README).
  */
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { has, needs } from '../helpers/tools.js';
-import { built, pool, rssOf, startBuiltServer, sttMessages, wavHead, wsSession, root, type BuiltServer } from './built-server.js';
+import { bugLines, describeBuilt, pool, rssOf, startBuiltServer, sttMessages, wavHead, wsSession, root, type BuiltServer } from './built-server.js';
 import { fetchFresh } from './built-server.js';
 
 /** Most RSS may grow from after warm-up to the end of the soak, bytes (README "Limits and budgets"). */
@@ -97,8 +96,7 @@ async function settledRss(pid: number): Promise<number> {
   return xs.sort((a, b) => a - b)[2]!;
 }
 
-const ready = built && has('pocketsphinx_continuous');
-describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under mixed traffic'), () => {
+describeBuilt('the built server under mixed traffic', () => {
   it('RSS after warm-up stays within the bound over hundreds of STT and thousands of TTS requests; the process lives', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'voicewire-soak-'));
     const s = await startBuiltServer({ dataDir: join(dir, 'data'), maxRssBytes: WATCHDOG });
@@ -130,6 +128,8 @@ describe.skipIf(!ready)(needs('pocketsphinx_continuous', 'the built server under
       expect(s.killedForMemory()).toBeUndefined();
       expect(s.alive(), s.output()).toBe(true);
       expect(end - warm, `RSS grew ${mb(end - warm)} MB (${mb(warm)} → ${mb(end)} MB)`).toBeLessThan(GROWTH_BOUND);
+      // Ordinary traffic never reaches a last resort, an unhandled rejection or an uncaught exception.
+      expect(bugLines(s.output()), 'the server logged a last resort, an unhandled rejection or an uncaught exception').toEqual([]);
       expect(await s.stop()).toBe(0);
     } finally {
       if (s.alive()) s.child.kill('SIGKILL');
