@@ -16,8 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { DEFAULT_LIMITS } from '../../src/server/config.js';
-import { BUG_LINES, bugLines, describeBuilt, fdsOf, root, rssOf, startBuiltServer, sttMessages, wavHead, type BuiltServer } from './built-server.js';
+import { BUG_LINES, bugLines, fdsOf, root, rssOf, startBuiltServer, sttMessages, wavHead, type BuiltServer } from './built-server.js';
 import { fetchFresh } from './built-server.js';
+import { describeBuilt } from './describe-built.js';
 
 const WATCHDOG = 2 * 2 ** 30;
 /** Most bytes an error answer may take: it names the fault, it never echoes a body. */

@@ -7,10 +7,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, it } from 'vitest';
 import WebSocket from 'ws';
 import { Agent, fetch as undiciFetch } from 'undici';
-import { pocketsphinxAvailable } from '../../src/engines/pocketsphinx-ffi.js';
 
 /**
  * `fetch` that reuses a connection only within 500 ms of its last use. With undici's default (the
@@ -25,37 +23,6 @@ export const fetchFresh = ((url: string, init: Parameters<typeof undiciFetch>[1]
 export const root = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(root, 'dist', 'cli.js');
 export const built = existsSync(CLI);
-
-/** True in CI (`CI` set to anything but `0`/`false`, as GitHub Actions and most runners set it). */
-export const inCI = process.env['CI'] !== undefined && !['', '0', 'false'].includes(process.env['CI'].toLowerCase());
-
-/** Why the built server cannot run here (no dist/cli.js, no pocketsphinx), or undefined when it can. */
-export function builtServerMissing(): string | undefined {
-  const why: string[] = [];
-  if (!built) why.push('dist/cli.js is missing (npm run build)');
-  const ps = pocketsphinxAvailable();
-  if (ps !== undefined) why.push(`pocketsphinx, the default STT engine, is not usable (${ps})`);
-  return why.length === 0 ? undefined : why.join('; ');
-}
-
-/**
- * `describe` for a suite that runs the built server. Outside CI a missing prerequisite skips it,
- * saying why (title and a warning line); in CI it fails: .ci/run builds and installs pocketsphinx,
- * so a skip there would hide a broken CI, the silence issue 20 found.
- */
-export function describeBuilt(title: string, body: () => void): void {
-  const why = builtServerMissing();
-  if (why === undefined) return void describe(title, body);
-  if (inCI) {
-    return void describe(title, () => {
-      it('has the built server and its engines (CI must not skip this suite)', () => {
-        throw new Error(`${title}: ${why}. CI (.ci/run) builds dist/ and installs pocketsphinx, so this suite must run there.`);
-      });
-    });
-  }
-  console.warn(`[skipped] ${title}: ${why}`);
-  describe.skip(`${title} [SKIPPED: ${why}]`, body);
-}
 
 /** Open file descriptors of a process (Linux /proc), or NaN once it is gone. */
 export function fdsOf(pid: number): number {

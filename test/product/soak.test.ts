@@ -13,8 +13,9 @@ import { expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bugLines, describeBuilt, pool, rssOf, startBuiltServer, sttMessages, wavHead, wsSession, root, type BuiltServer } from './built-server.js';
+import { bugLines, pool, rssOf, startBuiltServer, sttMessages, wavHead, wsSession, root, type BuiltServer } from './built-server.js';
 import { fetchFresh } from './built-server.js';
+import { describeBuilt } from './describe-built.js';
 
 /** Most RSS may grow from after warm-up to the end of the soak, bytes (README "Limits and budgets"). */
 const GROWTH_BOUND = 50 << 20;
