@@ -9,7 +9,7 @@
  *
  * A longer soak lives in bench/soak.ts (its figures in the README).
  */
-import { expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,9 +98,19 @@ async function settledRss(pid: number): Promise<number> {
 }
 
 describeBuilt('the built server under mixed traffic', () => {
+  // A test that times out never reaches its `finally`: this hook still ends the server, which
+  // would otherwise outlive the run (an orphan found after a 600 s timeout on a loaded machine).
+  const started: Array<{ s: BuiltServer; dir: string }> = [];
+  afterAll(() => {
+    for (const { s, dir } of started) {
+      if (s.alive()) s.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
   it('RSS after warm-up stays within the bound over hundreds of STT and thousands of TTS requests; the process lives', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'voicewire-soak-'));
     const s = await startBuiltServer({ dataDir: join(dir, 'data'), maxRssBytes: WATCHDOG });
+    started.push({ s, dir });
     try {
       // The warm-up is a whole round: every engine, pool and allocator arena reaches the high-water
       // mark of this traffic's concurrency (5 STT decoders at once), so what grows after it is kept.
