@@ -4,7 +4,7 @@
  * the test, not take the machine), and clients that speak the API as real ones do.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
@@ -23,6 +23,28 @@ export const fetchFresh = ((url: string, init: Parameters<typeof undiciFetch>[1]
 export const root = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI = join(root, 'dist', 'cli.js');
 export const built = existsSync(CLI);
+
+/** Open file descriptors of a process (Linux /proc), or NaN once it is gone. */
+export function fdsOf(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Lines of a server's output that only a bug writes: the last resorts of src/server/server.ts
+ * (a request or WebSocket route that threw past its handler, an upgrade that failed) and what Node
+ * prints for an unhandled rejection or an uncaught exception (the process then ends). A route that
+ * needed the last resort answered 500 / 1011 and lived, but it is still a bug.
+ */
+export const BUG_LINES = /request failed past its handler|websocket route failed|upgrade failed|unhandledRejection|uncaughtException|UnhandledPromiseRejection|Uncaught |triggerUncaughtException|RangeError: Maximum call stack/;
+
+/** The lines of `output` that {@link BUG_LINES} matches. */
+export function bugLines(output: string): string[] {
+  return output.split('\n').filter((l) => BUG_LINES.test(l));
+}
 
 /** Resident memory of a process, bytes (Linux /proc), or NaN once it is gone. */
 export function rssOf(pid: number): number {
@@ -60,8 +82,9 @@ export interface BuiltServerOptions {
 
 /** Starts `node dist/cli.js serve --port 0 --data DIR` with the default engines. */
 export async function startBuiltServer(o: BuiltServerOptions): Promise<BuiltServer> {
-  const keyRun = spawnSync(process.execPath, [CLI, 'keys', 'create', '--org', 'strangers', '--credits', String(o.credits ?? 1e9), '--data', o.dataDir], { encoding: 'utf8', timeout: 30_000 });
-  if (keyRun.status !== 0) throw new Error(`keys create failed: ${keyRun.stderr}`);
+  const keyRun = spawnSync(process.execPath, [CLI, 'keys', 'create', '--org', 'strangers', '--credits', String(o.credits ?? 1e9), '--data', o.dataDir], { encoding: 'utf8', timeout: 120_000 });
+  // A generous bound: beside two CPU hogs starting node and the store took over 30 s.
+  if (keyRun.status !== 0) throw new Error(`keys create failed (status ${keyRun.status}, signal ${keyRun.signal}, ${keyRun.error?.message ?? 'no spawn error'}): ${keyRun.stderr}`);
   const key = keyRun.stdout.trim().split('\n').at(-1)!;
   const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', o.dataDir, ...(o.args ?? [])], {
     cwd: root,
@@ -84,7 +107,7 @@ export async function startBuiltServer(o: BuiltServerOptions): Promise<BuiltServ
   }, 100);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => (clearInterval(watchdog), resolve(code))));
   const base = await new Promise<string>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`serve did not start in 30 s:\n${out}`)), 30_000);
+    const t = setTimeout(() => reject(new Error(`serve did not start in 120 s:\n${out}`)), 120_000);
     child.once('exit', (code) => reject(new Error(`serve exited ${code} before listening:\n${out}`)));
     child.stdout!.on('data', () => {
       const m = /listening on (http:\/\/127\.0\.0\.1:\d+\/api)/.exec(out);
