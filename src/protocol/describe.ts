@@ -101,7 +101,7 @@ export class SchemaRecorder extends FieldReader {
   override refine<V>(key: string, _value: V | undefined, _error: (v: V) => string | undefined, description: string, schema: JsonSchema = {}): void {
     const was = this.fields.get(key);
     const said = typeof was?.schema['description'] === 'string' ? `${was.schema['description']} ` : '';
-    this.record(key, { ...schema, description: `${said}${description.charAt(0).toUpperCase()}${description.slice(1)}.` }, { nullable: was?.nullable !== false });
+    this.record(key, { ...schema, description: `${said}${description}.` }, { nullable: was?.nullable !== false });
   }
 
   override closed(): void {
@@ -118,7 +118,7 @@ export class SchemaRecorder extends FieldReader {
     const properties: Record<string, JsonSchema> = {};
     const required: string[] = [];
     for (const [key, f] of this.fields) {
-      properties[key] = f.nullable && this.options.showNull !== false ? { anyOf: [f.schema, { type: 'null' }] } : f.schema;
+      properties[key] = f.nullable && this.options.showNull !== false ? orNull(f.schema) : f.schema;
       if (f.required) required.push(key);
     }
     const out: JsonSchema = { type: 'object', properties };
@@ -127,6 +127,15 @@ export class SchemaRecorder extends FieldReader {
     if (this.options.description !== undefined) out['description'] = this.options.description;
     return out;
   }
+}
+
+/** `schema` or null: one `anyOf` (a choice gets null as one more), the description and default outside it. */
+function orNull(schema: JsonSchema): JsonSchema {
+  const { description, default: dflt, ...rest } = schema;
+  const outer: JsonSchema = Array.isArray(rest['anyOf']) ? { ...rest, anyOf: [...(rest['anyOf'] as JsonSchema[]), { type: 'null' }] } : { anyOf: [rest, { type: 'null' }] };
+  if (dflt !== undefined) outer['default'] = dflt;
+  if (description !== undefined) outer['description'] = description;
+  return outer;
 }
 
 function bounds(s: JsonSchema, options: { ge?: number; le?: number }): JsonSchema {
