@@ -14,13 +14,10 @@
  */
 import { arrayArg, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import { MAX_JSON_DEPTH, jsonDepthExceededAt, jsonTooDeepReason } from './json-depth.js';
 import {
   FieldReader,
   PROTOCOL_LANGUAGES,
   describeIssue,
-  isRecord,
-  makeIssue,
   objectValue,
   type ProtocolLanguage,
   type ValidationIssue,

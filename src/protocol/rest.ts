@@ -37,7 +37,6 @@ import {
   describeIssue,
   isRecord,
   makeIssue,
-  own,
   type ProtocolLanguage,
   type ValidationErrorBody,
   type ValidationIssue,
