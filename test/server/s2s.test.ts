@@ -104,9 +104,9 @@ describe('/speech/s2s', () => {
   });
 
   it('json_config: every key is honoured by a half or refused with 1008 (never dropped); a JSON string is parsed depth-limited', async () => {
-    h = await startServer();
+    const hh = (h = await startServer());
     const refused = async (json_config: unknown, why: RegExp): Promise<void> => {
-      const c = connect(`${h.wsBase}/speech/s2s`, { 'x-api-key': h.apiKey });
+      const c = connect(`${hh.wsBase}/speech/s2s`, { 'x-api-key': hh.apiKey });
       c.send({ type: 'setup', json_config });
       expect((await c.closed).code, JSON.stringify(json_config).slice(0, 80)).toBe(1008);
       expect(c.messages).toHaveLength(1);
