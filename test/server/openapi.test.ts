@@ -290,6 +290,9 @@ describe('/api/docs', () => {
     const html = await r.text();
     for (const path of Object.keys(doc.paths)) expect(html).toContain(`<code>${path}</code>`);
     for (const name of Object.keys(doc.components.schemas)) expect(html).toContain(`id="schema-${name}"`);
+    // What the validators add: a pattern (rewrite_rules), closed objects (json_config).
+    expect(html).toContain('matching <code>');
+    expect(html).toContain('No other key is accepted.');
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
   });
 });
