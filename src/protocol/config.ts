@@ -3,25 +3,28 @@
  * generation settings (§2.9) and STT settings (§4.4, protocol-notes.md "STT").
  *
  * `json_config` may arrive as an object or as a string holding a JSON object (§4.2 "string or
- * object", §4.4 "object or string"); both validate to the same object. Known keys are checked;
- * unknown keys are kept as they are (the model may know them; §2.9 "only needed keys should be
- * sent"). Numbers must be JSON numbers: a string `"0.5"` is a wrong type.
+ * object", §4.4 "object or string"); both validate to the same object. Known keys are checked.
+ * A TTS `json_config` key other than §2.8's four is refused (`extra_forbidden`: never accepted
+ * and ignored, issue 21); voice generation and STT keep unknown keys here (§2.9 "only needed keys
+ * should be sent"; the server's STT engines refuse them, {@link unsupportedSttConfigIssues}).
+ * Numbers must be JSON numbers: a string `"0.5"` is a wrong type.
+ *
+ * Each check is a function of a {@link FieldReader} (`read…`), so the same code validates and,
+ * run against a describing reader (describe.ts), gives the schema of the OpenAPI document.
  */
 import { arrayArg, objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import { MAX_JSON_DEPTH, jsonDepthExceededAt, jsonTooDeepReason } from './json-depth.js';
 import {
   FieldReader,
   PROTOCOL_LANGUAGES,
   describeIssue,
-  isRecord,
-  makeIssue,
+  objectValue,
   type ProtocolLanguage,
   type ValidationIssue,
   type ValidationLoc,
 } from './validate.js';
 
-/** Validated TTS `json_config` (§2.8). Unknown keys are kept. */
+/** Validated TTS `json_config` (§2.8): only these four keys. */
 export interface TtsJsonConfig {
   /** Speech speed: default 0.0; -4.0 to -0.1 faster; 0.1 to 4.0 slower. */
   padding_bonus?: number;
@@ -34,7 +37,6 @@ export interface TtsJsonConfig {
    * rules"): `"en"`, `"TimeEn,Date"`, `"en,fr"`. See {@link REWRITE_RULE_NAMES}, {@link REWRITE_RULE_ALIASES}.
    */
   rewrite_rules?: string;
-  [key: string]: unknown;
 }
 
 /**
@@ -114,30 +116,64 @@ export const TTS_CONFIG_LIMITS = Object.freeze({
 });
 
 /**
- * Reads `json_config` as an object: a string is parsed as JSON. Records `json_invalid` or
- * `dict_type` issues at `loc` and returns `undefined` when it is not an object.
+ * Reads `json_config` as an object: a string is parsed as JSON (depth-limited: the message's own
+ * depth check came before it was parsed). Records `json_invalid` or `dict_type` issues at `loc`
+ * and returns `undefined` when it is not an object.
  */
 function configObject(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): Record<string, unknown> | undefined {
-  let value = input;
-  if (typeof input === 'string') {
-    // A string is parsed here, after the message's own depth check: it gets its own.
-    if (jsonDepthExceededAt(input, MAX_JSON_DEPTH) >= 0) {
-      issues.push(makeIssue(loc, 'json_invalid', input, { error: jsonTooDeepReason(MAX_JSON_DEPTH) }));
-      return undefined;
-    }
-    try {
-      value = JSON.parse(input);
-    } catch (err) {
-      issues.push(makeIssue(loc, 'json_invalid', input, { error: err instanceof Error ? err.message : String(err) }));
-      return undefined;
-    }
-  }
-  if (!isRecord(value)) {
-    issues.push(makeIssue(loc, 'dict_type', input));
-    return undefined;
-  }
-  return value;
+  return objectValue(input, loc, issues, true);
 }
+
+/** Runs `read` over a `json_config` (object or JSON string) at `loc`; `undefined` when it has issues. */
+function checkWith<T>(read: (r: FieldReader) => T, input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): T | undefined {
+  const obj = configObject(input, loc, issues);
+  if (obj === undefined) return undefined;
+  const before = issues.length;
+  const out = read(new FieldReader(obj, loc, 'strict', issues));
+  return issues.length === before ? out : undefined;
+}
+
+/** Kept keys of a config whose unknown keys are kept: the object itself (a shallow copy). */
+const copy = <T>(r: FieldReader): T => ({ ...r.obj }) as T;
+
+/**
+ * Reads a TTS `json_config` (§2.8, limits §8): `padding_bonus` in [-4, -0.1] ∪ {0} ∪ [0.1, 4],
+ * `temp` in [0, 1.4], `cfg_coef` in [1, 4], `rewrite_rules` a comma-delimited list of rule names
+ * and language aliases; any other key is refused.
+ */
+export function readTtsJsonConfig(r: FieldReader): TtsJsonConfig {
+  const L = TTS_CONFIG_LIMITS;
+  const out: TtsJsonConfig = {};
+  const padding = r.number('padding_bonus', { ge: L.paddingBonus.min, le: L.paddingBonus.max, description: 'Speech speed (§2.8): negative faster, positive slower; default 0.' });
+  // §2.8/§8: -4.0 to -0.1 or 0.1 to 4.0, or exactly the default 0.0.
+  const deadZone = 'padding_bonus must be 0.0 or have an absolute value between 0.1 and 4.0';
+  r.refine('padding_bonus', padding, (p) => (p !== 0 && Math.abs(p) < L.paddingBonus.deadZone ? deadZone : undefined), deadZone);
+  const temp = r.number('temp', { ge: L.temp.min, le: L.temp.max, description: `Sampling temperature, default ${L.temp.default}; 0 is deterministic.` });
+  const cfg = r.number('cfg_coef', { ge: L.cfgCoef.min, le: L.cfgCoef.max, description: `Similarity to the target voice, default ${L.cfgCoef.default}.` });
+  const rewrite = r.string('rewrite_rules', { description: `A comma-delimited list of rewrite rules (${REWRITE_RULE_NAMES.join(', ')}) and languages (${PROTOCOL_LANGUAGES.join(', ')}: all of that language's rules), e.g. "TimeEn,Date" or "en,fr".` });
+  r.refine('rewrite_rules', rewrite, rewriteRulesError, 'rewrite_rules must name at least one rule, and only known rules and languages', { pattern: REWRITE_RULES_PATTERN });
+  r.closed();
+  if (padding !== undefined) out.padding_bonus = padding;
+  if (temp !== undefined) out.temp = temp;
+  if (cfg !== undefined) out.cfg_coef = cfg;
+  if (rewrite !== undefined) out.rewrite_rules = rewrite;
+  return out;
+}
+
+/** The `value_error` of a `rewrite_rules` value (its wording is §2.7's 422 body), or `undefined` when it is good. */
+function rewriteRulesError(value: string): string | undefined {
+  const { rules, unknown } = parseRewriteRules(value);
+  if (unknown.length === 0 && rules.length > 0) return undefined;
+  const what = unknown.length > 0 ? `unknown rewrite rule ${unknown.map((u) => `'${u}'`).join(', ')}` : 'no rewrite rule named';
+  return `${what}: a comma-delimited list of ${PROTOCOL_LANGUAGES.join(', ')} or ${REWRITE_RULE_NAMES.join(', ')}`;
+}
+
+/** The values {@link parseRewriteRules} takes with no unknown name and at least one rule, as a JSON Schema pattern. */
+const REWRITE_RULES_PATTERN = (() => {
+  const item = `(?:${[...PROTOCOL_LANGUAGES, ...REWRITE_RULE_NAMES].join('|')})`;
+  const sp = '\\s*';
+  return `^(?:${sp},)*${sp}${item}${sp}(?:,(?:${sp}${item})?${sp})*$`;
+})();
 
 /**
  * Collects the issues of a TTS `json_config` at `loc` (for REST: `["body", "json_config"]`).
@@ -145,27 +181,7 @@ function configObject(input: unknown, loc: ValidationLoc, issues: ValidationIssu
  */
 export function checkTtsJsonConfig(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): TtsJsonConfig | undefined {
   checkIssueArgs(loc, issues, 'checkTtsJsonConfig');
-  const obj = configObject(input, loc, issues);
-  if (obj === undefined) return undefined;
-  const before = issues.length;
-  const r = new FieldReader(obj, loc, 'strict', issues);
-  const L = TTS_CONFIG_LIMITS;
-  const padding = r.number('padding_bonus', { ge: L.paddingBonus.min, le: L.paddingBonus.max });
-  // §2.8/§8: -4.0 to -0.1 or 0.1 to 4.0, or exactly the default 0.0.
-  if (padding !== undefined && padding !== 0 && Math.abs(padding) < L.paddingBonus.deadZone) {
-    r.fail('padding_bonus', 'value_error', padding, { error: 'padding_bonus must be 0.0 or have an absolute value between 0.1 and 4.0' });
-  }
-  r.number('temp', { ge: L.temp.min, le: L.temp.max });
-  r.number('cfg_coef', { ge: L.cfgCoef.min, le: L.cfgCoef.max });
-  const rewrite = r.string('rewrite_rules');
-  if (rewrite !== undefined) {
-    const { rules, unknown } = parseRewriteRules(rewrite);
-    if (unknown.length > 0 || rules.length === 0) {
-      const what = unknown.length > 0 ? `unknown rewrite rule ${unknown.map((u) => `'${u}'`).join(', ')}` : 'no rewrite rule named';
-      r.fail('rewrite_rules', 'value_error', rewrite, { error: `${what}: a comma-delimited list of ${PROTOCOL_LANGUAGES.join(', ')} or ${REWRITE_RULE_NAMES.join(', ')}` });
-    }
-  }
-  return issues.length === before ? ({ ...obj } as TtsJsonConfig) : undefined;
+  return checkWith(readTtsJsonConfig, input, loc, issues);
 }
 
 function checkIssueArgs(loc: ValidationLoc, issues: ValidationIssue[], what: string): void {
@@ -173,29 +189,54 @@ function checkIssueArgs(loc: ValidationLoc, issues: ValidationIssue[], what: str
   arrayArg(issues, `${what}: issues`);
 }
 
+/** Reads a voice generation `json_config` (§2.9): each known key a finite number; unknown keys kept. */
+export function readVoiceGenerationJsonConfig(r: FieldReader): VoiceGenerationJsonConfig {
+  for (const key of ['cfg_scale', 'steps', 'seed', 'utmos_score']) r.number(key);
+  return copy<VoiceGenerationJsonConfig>(r);
+}
+
 /** Collects the issues of a voice generation `json_config` (§2.9) at `loc`. */
 export function checkVoiceGenerationJsonConfig(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): VoiceGenerationJsonConfig | undefined {
   checkIssueArgs(loc, issues, 'checkVoiceGenerationJsonConfig');
-  const obj = configObject(input, loc, issues);
-  if (obj === undefined) return undefined;
-  const before = issues.length;
-  const r = new FieldReader(obj, loc, 'strict', issues);
-  for (const key of ['cfg_scale', 'steps', 'seed', 'utmos_score']) r.number(key);
-  return issues.length === before ? ({ ...obj } as VoiceGenerationJsonConfig) : undefined;
+  return checkWith(readVoiceGenerationJsonConfig, input, loc, issues);
+}
+
+/** Reads an STT `json_config` (protocol-notes.md "STT"); unknown keys kept (see {@link readSttEngineSupport}). */
+export function readSttJsonConfig(r: FieldReader): SttJsonConfig {
+  r.literal('language', PROTOCOL_LANGUAGES);
+  r.integer('delay_in_frames', { ge: 0 });
+  r.number('temp', { ge: 0 });
+  r.number('padding_bonus');
+  return copy<SttJsonConfig>(r);
 }
 
 /** Collects the issues of an STT `json_config` at `loc`. */
 export function checkSttJsonConfig(input: unknown, loc: ValidationLoc, issues: ValidationIssue[]): SttJsonConfig | undefined {
   checkIssueArgs(loc, issues, 'checkSttJsonConfig');
-  const obj = configObject(input, loc, issues);
-  if (obj === undefined) return undefined;
-  const before = issues.length;
-  const r = new FieldReader(obj, loc, 'strict', issues);
-  r.literal('language', PROTOCOL_LANGUAGES);
-  r.integer('delay_in_frames', { ge: 0 });
-  r.number('temp', { ge: 0 });
-  r.number('padding_bonus');
-  return issues.length === before ? ({ ...obj } as SttJsonConfig) : undefined;
+  return checkWith(readSttJsonConfig, input, loc, issues);
+}
+
+const GREEDY = "tunes a sampling decoder; this server's STT engines decode greedily, so only 0 is accepted";
+
+/**
+ * The second pass of a server's STT `json_config`, after {@link readSttJsonConfig}: what
+ * voicewire's STT engines honour (see {@link unsupportedSttConfigIssues}). `modelDelay`: the
+ * model's `delay_in_frames`, unchecked when not known.
+ */
+export function readSttEngineSupport(r: FieldReader, modelDelay?: number): void {
+  r.literal('language', PROTOCOL_LANGUAGES, { description: 'Honoured: it picks the model.' });
+  const delay = r.integer('delay_in_frames', { ge: 0 });
+  r.refine(
+    'delay_in_frames',
+    delay,
+    (d) => (modelDelay !== undefined && d !== modelDelay ? `delay_in_frames is the model's own delay, ${modelDelay} frames, and cannot be changed` : undefined),
+    "delay_in_frames is the model's own delay (ready's delay_in_frames) and cannot be changed: only that value is accepted",
+  );
+  for (const key of ['temp', 'padding_bonus']) {
+    const value = r.number(key);
+    r.refine(key, value, (v) => (v !== 0 ? `${key} ${GREEDY}` : undefined), `${key} ${GREEDY}`, { const: 0 });
+  }
+  r.closed();
 }
 
 /**
@@ -211,18 +252,11 @@ export function unsupportedSttConfigIssues(config: SttJsonConfig, loc: Validatio
   objectArg(config, 'unsupportedSttConfigIssues: config');
   checkIssueArgs(loc, [], 'unsupportedSttConfigIssues');
   const issues: ValidationIssue[] = [];
-  for (const [key, value] of Object.entries(config)) {
-    if (value === null || value === undefined || key === 'language') continue;
-    const at = [...loc, key];
-    if (key === 'delay_in_frames') {
-      if (modelDelay !== undefined && value !== modelDelay) issues.push(makeIssue(at, 'value_error', value, { error: `delay_in_frames is the model's own delay, ${modelDelay} frames, and cannot be changed` }));
-    } else if (key === 'temp' || key === 'padding_bonus') {
-      if (value !== 0) issues.push(makeIssue(at, 'value_error', value, { error: `${key} tunes a sampling decoder; this server's STT engines decode greedily, so only 0 is accepted` }));
-    } else {
-      issues.push(makeIssue(at, 'extra_forbidden', value));
-    }
-  }
-  return issues;
+  readSttEngineSupport(new FieldReader(config, loc, 'strict', issues), modelDelay);
+  // In the config's key order, as they were before this pass was a reader.
+  const order = Object.keys(config);
+  const at = (i: ValidationIssue): number => order.indexOf(String(i.loc[loc.length]));
+  return issues.map((issue, n) => ({ issue, n })).sort((a, b) => at(a.issue) - at(b.issue) || a.n - b.n).map((x) => x.issue);
 }
 
 function throwing<T>(check: (input: unknown, loc: ValidationLoc, issues: ValidationIssue[]) => T | undefined, input: unknown): T {
@@ -239,9 +273,10 @@ function throwing<T>(check: (input: unknown, loc: ValidationLoc, issues: Validat
 /**
  * Validates a TTS `json_config` (object or JSON string) against §2.8: `padding_bonus` in
  * [-4, -0.1] ∪ {0} ∪ [0.1, 4], `temp` in [0, 1.4], `cfg_coef` in [1, 4], `rewrite_rules` a
- * comma-delimited list of rule names and language aliases ({@link parseRewriteRules}). Unknown keys are kept.
+ * comma-delimited list of rule names and language aliases ({@link parseRewriteRules}). Any other
+ * key is refused (`extra_forbidden`).
  *
- * @returns a shallow copy of the object.
+ * @returns the four keys given.
  * @throws VoicewireError `PROTOCOL_INVALID_CONFIG` (close code 1008); `details.issues` holds the
  *   pydantic-style issues with `loc` starting at `"json_config"`.
  */

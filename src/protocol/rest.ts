@@ -8,6 +8,9 @@
  * values always arrive as strings and are parsed the same way. Unknown fields are ignored. For a
  * repeated query parameter the last value wins (FastAPI's rule for scalar parameters).
  *
+ * Each body and query is read by a function of a {@link FieldReader} (`read…`): the same code
+ * validates here and describes the schema of the OpenAPI document (describe.ts, issue 21).
+ *
  * Where the API leaves a name or a default unstated, voicewire chooses and documents it:
  * - voice generation (§4.7): the language field is `language` (optional, default `en`);
  *   `n_samples` is optional, default 1;
@@ -21,9 +24,9 @@ import { MAX_JSON_DEPTH, jsonDepthExceededAt, jsonTooDeepReason } from './json-d
 import { VoicewireError } from '../util/errors.js';
 import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, type AudioFormatName } from '../audio/format.js';
 import {
-  checkSttJsonConfig,
-  checkTtsJsonConfig,
-  checkVoiceGenerationJsonConfig,
+  readSttJsonConfig,
+  readTtsJsonConfig,
+  readVoiceGenerationJsonConfig,
   type SttJsonConfig,
   type TtsJsonConfig,
   type VoiceGenerationJsonConfig,
@@ -34,7 +37,6 @@ import {
   describeIssue,
   isRecord,
   makeIssue,
-  own,
   type ProtocolLanguage,
   type ValidationErrorBody,
   type ValidationIssue,
@@ -103,10 +105,35 @@ export interface TtsRequestBody {
   only_audio: boolean;
 }
 
-function nullableString(r: FieldReader, key: string): string | null | undefined {
-  const v = own(r.obj, key);
-  if (v === null || v === undefined) return null;
-  return r.string(key);
+/** Runs `read` over a body; throws the 422 when it recorded issues. */
+function validateBody<T>(body: unknown, read: (r: FieldReader) => T): T {
+  const issues: ValidationIssue[] = [];
+  const r = bodyReader(body, issues);
+  if (r === undefined) return failed(issues);
+  const out = read(r);
+  if (issues.length > 0) return failed(issues);
+  return out;
+}
+
+/** Reads the body of POST /post/speech/tts (§4.2), defaults applied. */
+export function readTtsRequestBody(r: FieldReader): TtsRequestBody {
+  // §2.7: an empty text is refused (it would answer an empty WAV), as pydantic's min_length 1.
+  const text = r.string('text', { required: true, minLength: 1, description: 'Text with optional <break time="…s" /> and <flush> tags.' });
+  const voice = r.string('voice', { description: 'A voice uid or name, or "default".' });
+  const voiceId = r.string('voice_id');
+  const format = r.literal<AudioFormatName>('output_format', AUDIO_FORMAT_NAMES, { default: 'wav' });
+  const model = r.string('model_name', { default: 'default' });
+  const config = r.object('json_config', readTtsJsonConfig, { name: 'TtsJsonConfig', jsonString: true, description: 'TTS settings (§2.8): an object, or a string holding its JSON.' });
+  const onlyAudio = r.boolean('only_audio', { default: false, description: 'true: raw audio bytes; false: NDJSON events.' });
+  return {
+    text: text!,
+    voice: voice ?? null,
+    voice_id: voiceId ?? null,
+    output_format: format!,
+    model_name: model!,
+    json_config: config ?? {},
+    only_audio: onlyAudio!,
+  };
 }
 
 /**
@@ -114,28 +141,7 @@ function nullableString(r: FieldReader, key: string): string | null | undefined 
  * @throws VoicewireError `VALIDATION_FAILED` whose `details` is the 422 body (§2.7).
  */
 export function validateTtsRequestBody(body: unknown): TtsRequestBody {
-  const issues: ValidationIssue[] = [];
-  const r = bodyReader(body, issues);
-  if (r === undefined) return failed(issues);
-  // §2.7: an empty text is refused (it would answer an empty WAV), as pydantic's min_length 1.
-  const text = r.string('text', { required: true, minLength: 1 });
-  const voice = nullableString(r, 'voice');
-  const voiceId = nullableString(r, 'voice_id');
-  const format = r.literal<AudioFormatName>('output_format', AUDIO_FORMAT_NAMES);
-  const model = r.string('model_name');
-  const rawConfig = own(r.obj, 'json_config');
-  const config = rawConfig === undefined || rawConfig === null ? {} : checkTtsJsonConfig(rawConfig, ['body', 'json_config'], issues);
-  const onlyAudio = r.boolean('only_audio');
-  if (issues.length > 0) return failed(issues);
-  return {
-    text: text!,
-    voice: voice ?? null,
-    voice_id: voiceId ?? null,
-    output_format: format ?? 'wav',
-    model_name: model ?? 'default',
-    json_config: config ?? {},
-    only_audio: onlyAudio ?? false,
-  };
+  return validateBody(body, readTtsRequestBody);
 }
 
 /** The validated body of POST /voice-generator/generate (§4.7). */
@@ -152,6 +158,19 @@ export interface VoiceGenerationBody {
 /** Limits of §4.7 / §8. */
 export const VOICE_GENERATION_LIMITS = Object.freeze({ promptMinLength: 1, promptMaxLength: 500, nSamplesMin: 1, nSamplesMax: 5 });
 
+/** Reads the body of POST /voice-generator/generate (§4.7, §8). */
+export function readVoiceGenerationBody(r: FieldReader): VoiceGenerationBody {
+  const L = VOICE_GENERATION_LIMITS;
+  const prompt = r.string('prompt', { required: true, minLength: L.promptMinLength, maxLength: L.promptMaxLength });
+  r.refine('prompt', prompt, (p) => (p.trim() === '' ? 'prompt must contain actual text, not only spaces' : undefined), 'prompt must contain actual text, not only spaces');
+  const n = r.integer('n_samples', { ge: L.nSamplesMin, le: L.nSamplesMax, default: 1 });
+  const language = r.literal('language', PROTOCOL_LANGUAGES, { default: 'en' });
+  const config = r.object('json_config', readVoiceGenerationJsonConfig, { name: 'VoiceGenerationJsonConfig', jsonString: true, description: '§2.9 voice-generation settings: an object, or a string holding its JSON.' });
+  const out: VoiceGenerationBody = { prompt: prompt!, n_samples: n!, language: language! };
+  if (config !== undefined) out.json_config = config;
+  return out;
+}
+
 /**
  * Validates the body of POST /voice-generator/generate (§4.7, §8): `prompt` 1–500 characters
  * with actual text (`value_error` when only whitespace), `n_samples` an integer 1–5, `language`
@@ -159,22 +178,7 @@ export const VOICE_GENERATION_LIMITS = Object.freeze({ promptMinLength: 1, promp
  * @throws VoicewireError `VALIDATION_FAILED` whose `details` is the 422 body.
  */
 export function validateVoiceGenerationBody(body: unknown): VoiceGenerationBody {
-  const issues: ValidationIssue[] = [];
-  const r = bodyReader(body, issues);
-  if (r === undefined) return failed(issues);
-  const L = VOICE_GENERATION_LIMITS;
-  const prompt = r.string('prompt', { required: true, minLength: L.promptMinLength, maxLength: L.promptMaxLength });
-  if (prompt !== undefined && prompt.trim() === '') {
-    r.fail('prompt', 'value_error', prompt, { error: 'prompt must contain actual text, not only spaces' });
-  }
-  const n = r.integer('n_samples', { ge: L.nSamplesMin, le: L.nSamplesMax });
-  const language = r.literal('language', PROTOCOL_LANGUAGES);
-  const rawConfig = own(r.obj, 'json_config');
-  const config = rawConfig === undefined || rawConfig === null ? undefined : checkVoiceGenerationJsonConfig(rawConfig, ['body', 'json_config'], issues);
-  if (issues.length > 0) return failed(issues);
-  const out: VoiceGenerationBody = { prompt: prompt!, n_samples: n ?? 1, language: language ?? 'en' };
-  if (config !== undefined) out.json_config = config;
-  return out;
+  return validateBody(body, readVoiceGenerationBody);
 }
 
 /** The validated body of POST /voices/from-embedding (§4.8). */
@@ -185,20 +189,21 @@ export interface VoiceFromEmbeddingBody {
   description: string;
 }
 
+/** Reads the body of POST /voices/from-embedding (§4.8). */
+export function readVoiceFromEmbeddingBody(r: FieldReader): VoiceFromEmbeddingBody {
+  const id = r.string('voice_embedding_id', { required: true, minLength: 1 });
+  const name = r.string('name', { required: true, minLength: 1 });
+  const description = r.string('description', { default: '' });
+  return { voice_embedding_id: id!, name: name!, description: description! };
+}
+
 /**
  * Validates the body of POST /voices/from-embedding (§4.8): `voice_embedding_id` and `name`
  * required, non-empty strings; `description` an optional string.
  * @throws VoicewireError `VALIDATION_FAILED` whose `details` is the 422 body.
  */
 export function validateVoiceFromEmbeddingBody(body: unknown): VoiceFromEmbeddingBody {
-  const issues: ValidationIssue[] = [];
-  const r = bodyReader(body, issues);
-  if (r === undefined) return failed(issues);
-  const id = r.string('voice_embedding_id', { required: true, minLength: 1 });
-  const name = r.string('name', { required: true, minLength: 1 });
-  const description = r.string('description');
-  if (issues.length > 0) return failed(issues);
-  return { voice_embedding_id: id!, name: name!, description: description ?? '' };
+  return validateBody(body, readVoiceFromEmbeddingBody);
 }
 
 function queryRecord(query: QueryInput): Record<string, string> {
@@ -219,21 +224,31 @@ function queryRecord(query: QueryInput): Record<string, string> {
   return out;
 }
 
+/** Runs `read` over a query; throws the 422 when it recorded issues. */
+function validateQuery<T>(query: QueryInput, read: (r: FieldReader) => T): T {
+  const issues: ValidationIssue[] = [];
+  const out = read(new FieldReader(queryRecord(query), ['query'], 'lax', issues));
+  if (issues.length > 0) return failed(issues);
+  return out;
+}
+
 /** A list query: `limit` (absent = the server's default page) and `offset` (default 0). */
 export interface ListQuery {
   limit?: number;
   offset: number;
 }
 
-function listQuery(query: QueryInput, limitMax: number | undefined): ListQuery {
-  const issues: ValidationIssue[] = [];
-  const r = new FieldReader(queryRecord(query), ['query'], 'lax', issues);
-  const limit = r.integer('limit', limitMax === undefined ? { ge: 0 } : { ge: 0, le: limitMax });
-  const offset = r.integer('offset', { ge: 0 });
-  if (issues.length > 0) return failed(issues);
-  const out: ListQuery = { offset: offset ?? 0 };
+function readListQuery(r: FieldReader, limitMax: number | undefined, limitDescription: string): ListQuery {
+  const limit = r.integer('limit', limitMax === undefined ? { ge: 0, description: limitDescription } : { ge: 0, le: limitMax, description: limitDescription });
+  const offset = r.integer('offset', { ge: 0, default: 0 });
+  const out: ListQuery = { offset: offset! };
   if (limit !== undefined) out.limit = limit;
   return out;
+}
+
+/** Reads the query of GET /voices/ (§4.10). */
+export function readVoicesListQuery(r: FieldReader): ListQuery {
+  return readListQuery(r, undefined, 'Absent or 0: every voice.');
 }
 
 /**
@@ -242,18 +257,23 @@ function listQuery(query: QueryInput, limitMax: number | undefined): ListQuery {
  * @throws VoicewireError `VALIDATION_FAILED` (`int_parsing`, `greater_than_equal` at `["query", name]`).
  */
 export function parseVoicesListQuery(query: QueryInput): ListQuery {
-  return listQuery(query, undefined);
+  return validateQuery(query, readVoicesListQuery);
 }
 
 /** Bound of the pronunciation list's `limit` (§4.11, §8). */
 export const PRONUNCIATIONS_LIMIT_MAX = 1000;
+
+/** Reads the query of GET /pronunciations/ (§4.11). */
+export function readPronunciationsListQuery(r: FieldReader): ListQuery {
+  return readListQuery(r, PRONUNCIATIONS_LIMIT_MAX, "Absent: the server's default page; 0: only `total`.");
+}
 
 /**
  * Parses the query of GET /pronunciations/ (§4.11): `limit` 0–1000 and `offset` ≥ 0, both optional.
  * @throws VoicewireError `VALIDATION_FAILED`.
  */
 export function parsePronunciationsListQuery(query: QueryInput): ListQuery {
-  return listQuery(query, PRONUNCIATIONS_LIMIT_MAX);
+  return validateQuery(query, readPronunciationsListQuery);
 }
 
 /** The validated query of POST /post/speech/asr (§4.3). */
@@ -265,21 +285,21 @@ export interface AsrQuery {
   json_config: SttJsonConfig | null;
 }
 
+/** Reads the query of POST /post/speech/asr (§4.3). */
+export function readAsrQuery(r: FieldReader): AsrQuery {
+  const model = r.string('model', { default: 'default' });
+  const format = r.literal<AudioFormatName>('input_format', STT_INPUT_FORMATS, { description: 'Absent: the Content-Type decides.' });
+  const config = r.object('json_config', readSttJsonConfig, { name: 'SttJsonConfig', jsonString: true, description: 'STT settings as a JSON string.' });
+  return { model: model!, input_format: format ?? null, json_config: config ?? null };
+}
+
 /**
  * Parses the query of POST /post/speech/asr (§4.3): `model`, `input_format`, `json_config` (a JSON
  * string, validated as STT settings).
  * @throws VoicewireError `VALIDATION_FAILED`.
  */
 export function parseAsrQuery(query: QueryInput): AsrQuery {
-  const issues: ValidationIssue[] = [];
-  const q = queryRecord(query);
-  const r = new FieldReader(q, ['query'], 'lax', issues);
-  const model = r.string('model');
-  const format = r.literal<AudioFormatName>('input_format', STT_INPUT_FORMATS);
-  const raw = own(q, 'json_config');
-  const config = raw === undefined ? null : checkSttJsonConfig(raw, ['query', 'json_config'], issues);
-  if (issues.length > 0) return failed(issues);
-  return { model: model ?? 'default', input_format: format ?? null, json_config: config ?? null };
+  return validateQuery(query, readAsrQuery);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * values and messages (the service is a FastAPI/pydantic app; its clients match on these).
  */
 import { arrayArg, objectArg } from '../util/args.js';
+import { MAX_JSON_DEPTH, jsonDepthExceededAt, jsonTooDeepReason } from './json-depth.js';
 
 /** A path into the validated value: `["body", "prompt"]`, `["query", "limit"]`, `["json_config", "temp"]`. */
 export type ValidationLoc = Array<string | number>;
@@ -224,6 +225,21 @@ export interface FieldOptions {
   required?: boolean;
   /** Treat `null` as absent (optional fields only). Default true. */
   nullable?: boolean;
+  /** What the field means, for the schema a {@link FieldReader} describes (src/protocol/describe.ts). */
+  description?: string;
+}
+
+/** A JSON Schema (2020-12) object, as a describing reader records it. */
+export type JsonSchema = Record<string, unknown>;
+
+/** Options of {@link FieldReader.object}. */
+export interface ObjectFieldOptions extends FieldOptions {
+  /** The name of the nested object's schema among the document's components. */
+  name?: string;
+  /** The object may also come as a string holding its JSON (`json_config`, §4.2 "string or object"). */
+  jsonString?: boolean;
+  /** How the nested object's fields are read. Default `strict`. */
+  coercion?: Coercion;
 }
 
 /**
@@ -232,6 +248,8 @@ export interface FieldOptions {
  */
 export class FieldReader {
   readonly issues: ValidationIssue[];
+  /** The keys read so far ({@link closed} refuses the others). */
+  private readonly seen = new Set<string>();
   constructor(
     readonly obj: Record<string, unknown>,
     readonly loc: ValidationLoc,
@@ -242,6 +260,7 @@ export class FieldReader {
   }
 
   private present(key: string, options: FieldOptions): { value: unknown; ok: boolean } {
+    this.seen.add(key);
     const value = own(this.obj, key);
     if (value === undefined || (value === null && options.nullable !== false && !options.required)) {
       if (options.required) this.issues.push(makeIssue([...this.loc, key], 'missing', undefined));
@@ -256,9 +275,10 @@ export class FieldReader {
     return undefined;
   }
 
-  string(key: string, options: FieldOptions & { minLength?: number; maxLength?: number } = {}): string | undefined {
+  /** A string; `default` is returned when the field is absent (and is the schema's `default`). */
+  string(key: string, options: FieldOptions & { minLength?: number; maxLength?: number; default?: string } = {}): string | undefined {
     const { value, ok } = this.present(key, options);
-    if (!ok) return undefined;
+    if (!ok) return options.default;
     if (typeof value !== 'string') return this.fail(key, 'string_type', value);
     if (options.minLength !== undefined && value.length < options.minLength) {
       return this.fail(key, 'string_too_short', value, { min_length: options.minLength });
@@ -269,18 +289,18 @@ export class FieldReader {
     return value;
   }
 
-  literal<T extends string>(key: string, values: readonly T[], options: FieldOptions = {}): T | undefined {
+  literal<T extends string>(key: string, values: readonly T[], options: FieldOptions & { default?: T } = {}): T | undefined {
     const { value, ok } = this.present(key, options);
-    if (!ok) return undefined;
+    if (!ok) return options.default;
     if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
       return this.fail(key, 'literal_error', value, { expected: expectedList(values) });
     }
     return value as T;
   }
 
-  boolean(key: string, options: FieldOptions = {}): boolean | undefined {
+  boolean(key: string, options: FieldOptions & { default?: boolean } = {}): boolean | undefined {
     const { value, ok } = this.present(key, options);
-    if (!ok) return undefined;
+    if (!ok) return options.default;
     if (typeof value === 'boolean') return value;
     if (this.coercion === 'lax') {
       const parsed = parseLaxBoolean(value);
@@ -290,9 +310,9 @@ export class FieldReader {
     return this.fail(key, 'bool_type', value);
   }
 
-  number(key: string, options: FieldOptions & { ge?: number; le?: number } = {}): number | undefined {
+  number(key: string, options: FieldOptions & { ge?: number; le?: number; default?: number } = {}): number | undefined {
     const { value, ok } = this.present(key, options);
-    if (!ok) return undefined;
+    if (!ok) return options.default;
     let n: number;
     if (typeof value === 'number') n = value;
     else if (this.coercion === 'lax' && typeof value === 'string' && LAX_NUMBER.test(value)) n = Number(value);
@@ -301,9 +321,9 @@ export class FieldReader {
     return this.range(key, n, value, options);
   }
 
-  integer(key: string, options: FieldOptions & { ge?: number; le?: number } = {}): number | undefined {
+  integer(key: string, options: FieldOptions & { ge?: number; le?: number; default?: number } = {}): number | undefined {
     const { value, ok } = this.present(key, options);
-    if (!ok) return undefined;
+    if (!ok) return options.default;
     const n = readInteger(value, this.coercion);
     if (typeof n === 'string') return this.fail(key, n, value);
     return this.range(key, n, value, options);
@@ -325,6 +345,65 @@ export class FieldReader {
     });
     return this.issues.length === before ? (value.slice() as string[]) : undefined;
   }
+
+  /**
+   * A nested object read by `read` with its own reader (issues shared, `loc` extended by `key`).
+   * With `jsonString` a string is parsed as JSON first (depth-limited, {@link parseJsonObjectText}).
+   * Returns what `read` returns, or `undefined` when absent or when the object has issues.
+   */
+  object<T>(key: string, read: (r: FieldReader) => T, options: ObjectFieldOptions = {}): T | undefined {
+    const { value, ok } = this.present(key, options);
+    if (!ok) return undefined;
+    const loc = [...this.loc, key];
+    const obj = objectValue(value, loc, this.issues, options.jsonString === true);
+    if (obj === undefined) return undefined;
+    const before = this.issues.length;
+    const out = read(new FieldReader(obj, loc, options.coercion ?? 'strict', this.issues));
+    return this.issues.length === before ? out : undefined;
+  }
+
+  /**
+   * A check no bound expresses (pydantic's `value_error`): when `value` was read and
+   * `error(value)` says what is wrong, an issue `Value error, <that>`. `description` (what the
+   * check wants) and `schema` (e.g. `{ const: 0 }`) are what a describing reader adds to the
+   * field's schema.
+   */
+  refine<V>(key: string, value: V | undefined, error: (v: V) => string | undefined, _description: string, _schema?: JsonSchema): void {
+    const what = value === undefined ? undefined : error(value);
+    if (what !== undefined) this.fail(key, 'value_error', value, { error: what });
+  }
+
+  /** Refuses every key not read so far (`extra_forbidden`, pydantic's `extra="forbid"`), in the object's order. */
+  closed(): void {
+    for (const key of Object.keys(this.obj)) {
+      if (!this.seen.has(key)) this.fail(key, 'extra_forbidden', this.obj[key]);
+    }
+  }
+}
+
+/**
+ * `value` as an object: with `jsonString`, a string is parsed as JSON, refused past
+ * {@link MAX_JSON_DEPTH} before parsing (issue 20). Records `json_invalid` or `dict_type` at `loc`.
+ */
+export function objectValue(value: unknown, loc: ValidationLoc, issues: ValidationIssue[], jsonString: boolean): Record<string, unknown> | undefined {
+  let parsed = value;
+  if (jsonString && typeof value === 'string') {
+    if (jsonDepthExceededAt(value, MAX_JSON_DEPTH) >= 0) {
+      issues.push(makeIssue(loc, 'json_invalid', value, { error: jsonTooDeepReason(MAX_JSON_DEPTH) }));
+      return undefined;
+    }
+    try {
+      parsed = JSON.parse(value);
+    } catch (err) {
+      issues.push(makeIssue(loc, 'json_invalid', value, { error: err instanceof Error ? err.message : String(err) }));
+      return undefined;
+    }
+  }
+  if (!isRecord(parsed)) {
+    issues.push(makeIssue(loc, 'dict_type', value));
+    return undefined;
+  }
+  return parsed;
 }
 
 /** pydantic's lax booleans: true/false, 0/1, and the strings of `str_to_bool` (case-insensitive). */

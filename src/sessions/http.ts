@@ -60,6 +60,9 @@ const CONTENT_TYPES: ReadonlyMap<string, AudioFormatName> = new Map<string, Audi
   ['audio/opus', 'opus'],
 ]);
 
+/** The media types POST /post/speech/asr reads (see {@link sttInputFormatFromContentType}); the OpenAPI document lists them. */
+export const STT_CONTENT_TYPES: readonly string[] = Object.freeze([...CONTENT_TYPES.keys()]);
+
 /**
  * The STT input format POST /post/speech/asr reads from a `Content-Type` (protocol-notes.md):
  * `audio/wav` → `wav` (also when the header is absent or empty; `audio/x-wav`, `audio/wave` and

@@ -143,3 +143,19 @@ describe('deep JSON over the WebSocket setup (issue 20 finding 3)', { timeout: 6
     });
   }
 });
+
+describe('the server\'s maxJsonDepth on every JSON body route (issue 20)', { timeout: 60_000 }, () => {
+  it('POST /v1/audio/speech honours a configured maxJsonDepth (4 here), not only the default 64', async () => {
+    const small = await startServer({ limits: { maxJsonDepth: 4 } });
+    try {
+      // Depth 5: within 64, past 4. The depth check comes before the fields are read.
+      const body = JSON.stringify({ model: 'tts-1', input: 'hi', voice: 'alloy', extra: { a: { b: { c: { d: 1 } } } } });
+      const r = await fetch(`${small.base.replace(/\/api$/, '')}/v1/audio/speech`, { method: 'POST', body, headers: { authorization: `Bearer ${small.apiKey}`, 'content-type': 'application/json' } });
+      const text = await r.text();
+      expect(r.status, text.slice(0, 200)).toBe(400);
+      expect(text).toMatch(/JSON decode error/);
+    } finally {
+      await small.close();
+    }
+  });
+});

@@ -208,9 +208,13 @@ describe('TTS messages (docs/api.md §4.5, protocol-notes.md)', () => {
 
   it('client: bad format, bad config, bad fields, unknown types', () => {
     expect(thrown(() => parseTtsClientMessage({ type: 'setup', output_format: 'mp3' })).code).toBe('PROTOCOL_INVALID_AUDIO_FORMAT');
-    for (const c of [{ temp: 1.5 }, { cfg_coef: 0.5 }, { padding_bonus: 0.05 }, { rewrite_rules: 'it' }]) {
-      expect(thrown(() => parseTtsClientMessage({ type: 'setup', json_config: c })).code).toBe('PROTOCOL_INVALID_CONFIG');
+    // A json_config key §2.8 does not list is refused, never kept and ignored (issue 21).
+    for (const c of [{ temp: 1.5 }, { cfg_coef: 0.5 }, { padding_bonus: 0.05 }, { rewrite_rules: 'it' }, { seed: 1 }, '{"temp":0.5,"beam":4}']) {
+      expect(thrown(() => parseTtsClientMessage({ type: 'setup', json_config: c })).code, JSON.stringify(c)).toBe('PROTOCOL_INVALID_CONFIG');
     }
+    expect(thrown(() => parseTtsClientMessage({ type: 'setup', json_config: { beam: 4 } })).details).toMatchObject({ issues: [{ loc: ['json_config', 'beam'], type: 'extra_forbidden' }] });
+    // Keys of the setup itself that the server does not use are still ignored (protocol-notes.md: retry_for_s, voice).
+    expect(parseTtsClientMessage({ type: 'setup', retry_for_s: 5, voice: 'x' })).toEqual({ type: 'setup' });
     expect(thrown(() => parseTtsClientMessage({ type: 'setup', voice_id: 5 })).code).toBe('PROTOCOL_INVALID_SETUP');
     expect(thrown(() => parseTtsClientMessage({ type: 'text' })).code).toBe('PROTOCOL_INVALID_MESSAGE');
     expect(thrown(() => parseTtsClientMessage({ type: 'audio', audio: '' })).code).toBe('PROTOCOL_INVALID_MESSAGE');

@@ -72,8 +72,12 @@ describe('json_config (docs/api.md §2.8, §2.9, §8)', () => {
     expect(issues(() => validateTtsJsonConfig([1]), 'PROTOCOL_INVALID_CONFIG')[0]).toMatchObject({ type: 'dict_type' });
   });
 
-  it('a string form validates like the object; unknown keys are kept; each language enables rewrite rules', () => {
-    expect(validateTtsJsonConfig('{"temp":0,"cfg_coef":2,"x":[1]}')).toEqual({ temp: 0, cfg_coef: 2, x: [1] });
+  it('a string form validates like the object; unknown keys are refused (issue 21: never ignored); each language enables rewrite rules', () => {
+    expect(validateTtsJsonConfig('{"temp":0,"cfg_coef":2}')).toEqual({ temp: 0, cfg_coef: 2 });
+    expect(issues(() => validateTtsJsonConfig('{"temp":0,"x":[1],"voice":"a"}'), 'PROTOCOL_INVALID_CONFIG')).toEqual([
+      { loc: ['json_config', 'x'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: [1] },
+      { loc: ['json_config', 'voice'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: 'a' },
+    ]);
     for (const lang of ['en', 'fr', 'de', 'es', 'pt']) expect(validateTtsJsonConfig({ rewrite_rules: lang }).rewrite_rules).toBe(lang);
   });
 

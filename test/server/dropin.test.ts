@@ -161,6 +161,15 @@ describe('STT json_config: every key honoured or refused', () => {
     expect(((await r.json()) as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc).toEqual(['query', 'json_config', 'temp']);
   });
 
+  it('a TTS json_config key §2.8 does not list is refused, never ignored (issue 21): 422 extra_forbidden on POST, error 1008 on the socket', async () => {
+    const r = await tts({ text: 'a', json_config: { temp: 0.5, seed: 3 } });
+    expect(r.status).toBe(422);
+    expect(await r.json()).toEqual({ detail: [{ loc: ['body', 'json_config', 'seed'], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: 3 }] });
+    const m = await ttsWs({ json_config: JSON.stringify({ beam: 4 }) }, ['a']);
+    expect(m.find((x) => x['type'] === 'error')).toMatchObject({ code: 1008 });
+    expect(String(m.find((x) => x['type'] === 'error')!['message'])).toMatch(/json_config\.beam: Extra inputs are not permitted/);
+  });
+
   it('TTS cfg_coef on the tone engine (no timbre to be similar to) is refused unless it is the default 2', async () => {
     const m = await ttsWs({ json_config: { cfg_coef: 3 } }, ['a']);
     expect(m.find((x) => x['type'] === 'error')).toMatchObject({ code: 1008 });

@@ -17,7 +17,21 @@ import { voiceDesignRoutes } from '../../src/server/routes/voice-design.js';
 import { pronunciationRoutes, corePronunciationRoutes } from '../../src/server/routes/pronunciations.js';
 import { openApiRoutes } from '../../src/server/routes/openapi.js';
 import { openAIRoutes } from '../../src/server/routes/openai.js';
-import { parsePronunciationsListQuery, validateTtsRequestBody, validateVoiceFromEmbeddingBody, validateVoiceGenerationBody } from '../../src/protocol/rest.js';
+import {
+  parseAsrQuery,
+  parsePronunciationsListQuery,
+  parseVoicesListQuery,
+  readAsrQuery,
+  readTtsRequestBody,
+  readVoiceFromEmbeddingBody,
+  readVoiceGenerationBody,
+  validateTtsRequestBody,
+  validateVoiceFromEmbeddingBody,
+  validateVoiceGenerationBody,
+} from '../../src/protocol/rest.js';
+import { readSttEngineSupport, readSttJsonConfig, readTtsJsonConfig, readVoiceGenerationJsonConfig, unsupportedSttConfigIssues } from '../../src/protocol/config.js';
+import { keysRead } from '../../src/protocol/describe.js';
+import { sttInputFormatFromContentType } from '../../src/sessions/http.js';
 import { parseSpeechRequest } from '../../src/server/routes/openai/speech.js';
 import { parseTranscriptionFields } from '../../src/server/routes/openai/transcriptions.js';
 import { resolveServerConfig } from '../../src/server/config.js';
@@ -48,19 +62,31 @@ function edges(s: Json): Array<[unknown, boolean]> {
     for (const v of s.enum) out.push([v, true]);
     out.push(['not-a-member', false]);
   }
-  if (s.type === 'integer' || s.type === 'number') {
+  if (s.const !== undefined) {
+    out.push([s.const, true]);
+    if (typeof s.const === 'number') out.push([s.const + 0.5, false], [s.const - 0.5, false]);
+  }
+  if (typeof s.pattern === 'string') {
+    // Samples on both sides of the pattern: the validator must agree with it on each.
+    const re = new RegExp(s.pattern);
+    for (const v of PATTERN_SAMPLES) out.push([v, re.test(v)]);
+  }
+  if ((s.type === 'integer' || s.type === 'number') && s.const === undefined) {
     const step = s.type === 'integer' ? 1 : 0.5;
     if (s.minimum !== undefined) out.push([s.minimum, true], [s.minimum - step, false]);
     if (s.maximum !== undefined) out.push([s.maximum, true], [s.maximum + step, false]);
     if (s.type === 'integer' && (s.minimum !== undefined || s.maximum !== undefined)) out.push([(s.minimum ?? 0) + 0.5, false]);
   }
-  if (s.type === 'string' && s.enum === undefined) {
+  if (s.type === 'string' && s.enum === undefined && s.pattern === undefined) {
     if (s.minLength !== undefined) out.push(['x'.repeat(s.minLength), true]);
     if (s.minLength > 0) out.push(['', false]);
     if (s.maxLength !== undefined) out.push(['x'.repeat(s.maxLength), true], ['x'.repeat(s.maxLength + 1), false]);
   }
   return out;
 }
+
+/** Strings for a `pattern`: some it matches, some it does not (rewrite_rules' names and languages). */
+const PATTERN_SAMPLES = ['en', 'TimeEn,Date', 'en,fr', ' en , fr ', ',en,,', 'NumberPt', '', ',', 'it', 'TimeEn,Klingon', 'en fr', 'EN', 'timeen'];
 
 const accepts = (f: () => unknown): boolean => {
   try {
@@ -85,6 +111,9 @@ function conform(name: string, base: Json, validate: (body: Json) => unknown, sk
     if (skip.includes(prop)) continue;
     const inner = deref((ps as Json).anyOf?.find((x: Json) => x.$ref) ?? ps);
     if (inner.type === 'object' && inner.properties) {
+      // Closed to other keys in the document: the validator refuses one too (and otherwise takes it).
+      expect(accepts(() => validate({ ...base, [prop]: { zz_unknown: 1 } })), `${name}.${prop} with an unknown key`).toBe(inner.additionalProperties !== false);
+      checked++;
       for (const [sub, ss] of Object.entries<Json>(inner.properties)) {
         for (const [v, ok] of edges(ss)) {
           expect(accepts(() => validate({ ...base, [prop]: { [sub]: v } })), `${name}.${prop}.${sub} = ${JSON.stringify(v)}`).toBe(ok);
@@ -142,6 +171,11 @@ describe('/api/openapi.json', () => {
     }
   });
 
+  it('info.version is the edge description\'s (§9: 1.0.0); voicewire\'s own version is named in the description', () => {
+    expect(doc.info.version).toBe('1.0.0');
+    expect(doc.info.description).toMatch(/voicewire version \S+/);
+  });
+
   it('bounds follow the server\'s limits (maxTextChars 500 here)', () => {
     expect(schema('TtsRequest').properties.text.maxLength).toBe(500);
     expect(schema('OpenAISpeechRequest').properties.input.maxLength).toBe(500);
@@ -151,7 +185,64 @@ describe('/api/openapi.json', () => {
 describe('the document agrees with the validators the routes use', () => {
   const limits = resolveServerConfig({ limits: { maxTextChars: 500 } }, { tts: 'tone', stt: 'tone' }).limits;
   it('POST /api/post/speech/tts body (validateTtsRequestBody), json_config included', () => {
-    expect(conform('TtsRequest', { text: 'hi' }, validateTtsRequestBody, ['text'])).toBeGreaterThan(30);
+    expect(conform('TtsRequest', { text: 'hi' }, validateTtsRequestBody, ['text'])).toBeGreaterThan(35);
+    // text: its minLength is the validator's ("" is a 422); its maxLength is the server's limit, checked when the request runs.
+    expect(schema('TtsRequest').properties.text.minLength).toBe(1);
+    expect(accepts(() => validateTtsRequestBody({ text: '' }))).toBe(false);
+    expect(accepts(() => validateTtsRequestBody({ text: 'x' }))).toBe(true);
+  });
+  it('TTS json_config: rule lists as the route takes them ("TimeEn,Date"), no key besides §2.8\'s four', () => {
+    const rr = deref(schema('TtsJsonConfig').properties.rewrite_rules.anyOf[0]);
+    expect(new RegExp(rr.pattern).test('TimeEn,Date')).toBe(true);
+    expect(accepts(() => validateTtsRequestBody({ text: 'hi', json_config: { rewrite_rules: 'TimeEn,Date' } }))).toBe(true);
+    expect(Object.keys(schema('TtsJsonConfig').properties).sort()).toEqual(['cfg_coef', 'padding_bonus', 'rewrite_rules', 'temp']);
+    expect(schema('TtsJsonConfig').additionalProperties).toBe(false);
+    expect(schema('TtsJsonConfig').description).not.toMatch(/ignored/);
+  });
+  it('STT json_config as the server takes it (parseAsrQuery, then the engines\' pass): temp and padding_bonus only 0, no other key', () => {
+    const sttServer = (b: Json): unknown => {
+      const q = parseAsrQuery({ json_config: JSON.stringify(b.json_config ?? {}) });
+      const issues = unsupportedSttConfigIssues(q.json_config ?? {}, ['query', 'json_config']);
+      if (issues.length > 0) throw new Error(JSON.stringify(issues));
+      return q;
+    };
+    const fake = { type: 'object', properties: { json_config: { $ref: '#/components/schemas/SttJsonConfig' } } };
+    doc.components.schemas['__SttQuery'] = fake;
+    try {
+      expect(conform('__SttQuery', {}, sttServer)).toBeGreaterThan(8);
+    } finally {
+      delete doc.components.schemas['__SttQuery'];
+    }
+    const stt = schema('SttJsonConfig');
+    expect(stt.additionalProperties).toBe(false);
+    expect(deref(stt.properties.temp.anyOf[0]).const).toBe(0);
+    expect(deref(stt.properties.padding_bonus.anyOf[0]).const).toBe(0);
+  });
+  it('every key a validator reads is in the document (read by running the validator against the describing reader), and no other', () => {
+    const props = (name: string): string[] => Object.keys(schema(name).properties).sort();
+    expect(props('TtsRequest')).toEqual(keysRead(readTtsRequestBody).sort());
+    expect(props('TtsJsonConfig')).toEqual(keysRead(readTtsJsonConfig).sort());
+    expect(props('SttJsonConfig')).toEqual(keysRead((r) => (readSttJsonConfig(r), readSttEngineSupport(r))).sort());
+    expect(props('VoiceGenerationRequest')).toEqual(keysRead(readVoiceGenerationBody).sort());
+    expect(props('VoiceGenerationJsonConfig')).toEqual(keysRead(readVoiceGenerationJsonConfig).sort());
+    expect(props('VoiceFromEmbeddingRequest')).toEqual(keysRead(readVoiceFromEmbeddingBody).sort());
+    const asr = (doc.paths['/api/post/speech/asr'].post.parameters as Json[]).map((p) => p.name).sort();
+    expect(asr).toEqual(keysRead(readAsrQuery).sort());
+    // A bound the validator checks is the document's: the validator is the only source.
+    expect(schema('VoiceGenerationRequest').properties.prompt.maxLength).toBe(500);
+    expect(accepts(() => validateVoiceGenerationBody({ prompt: 'x'.repeat(501) }))).toBe(false);
+  });
+  it('POST /api/post/speech/asr: every Content-Type the route reads is listed, and each listed one is read', () => {
+    const listed = Object.keys(doc.paths['/api/post/speech/asr'].post.requestBody.content);
+    for (const t of ['audio/wav', 'audio/x-wav', 'audio/wave', 'audio/vnd.wave', 'audio/pcm', 'audio/ogg', 'audio/opus']) expect(listed).toContain(t);
+    for (const t of listed) expect(() => sttInputFormatFromContentType(t), t).not.toThrow();
+    const params = doc.paths['/api/post/speech/asr'].post.parameters as Json[];
+    for (const p of params) for (const [v, ok] of edges(p.schema)) expect(accepts(() => parseAsrQuery({ [p.name]: String(v) })), `${p.name}=${v}`).toBe(ok);
+  });
+  it('GET /api/voices query (parseVoicesListQuery)', () => {
+    const params = (doc.paths['/api/voices'].get.parameters as Json[]).filter((p) => p.name !== 'include_catalog');
+    expect(params.map((p) => p.name)).toEqual(['limit', 'offset']);
+    for (const p of params) for (const [v, ok] of edges(p.schema)) expect(accepts(() => parseVoicesListQuery({ [p.name]: String(v) })), `${p.name}=${v}`).toBe(ok);
   });
   it('voice design bodies', () => {
     expect(conform('VoiceGenerationRequest', { prompt: 'a calm voice' }, validateVoiceGenerationBody, ['json_config'])).toBeGreaterThan(10);
@@ -199,6 +290,9 @@ describe('/api/docs', () => {
     const html = await r.text();
     for (const path of Object.keys(doc.paths)) expect(html).toContain(`<code>${path}</code>`);
     for (const name of Object.keys(doc.components.schemas)) expect(html).toContain(`id="schema-${name}"`);
+    // What the validators add: a pattern (rewrite_rules), closed objects (json_config).
+    expect(html).toContain('matching <code>');
+    expect(html).toContain('No other key is accepted.');
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
   });
 });

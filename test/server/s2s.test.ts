@@ -103,6 +103,34 @@ describe('/speech/s2s', () => {
     expect(same.messages.map((m) => m['type'])).toEqual(['ready', 'end_of_stream']);
   });
 
+  it('json_config: every key is honoured by a half or refused with 1008 (never dropped); a JSON string is parsed depth-limited', async () => {
+    const hh = (h = await startServer());
+    const refused = async (json_config: unknown, why: RegExp): Promise<void> => {
+      const c = connect(`${hh.wsBase}/speech/s2s`, { 'x-api-key': hh.apiKey });
+      c.send({ type: 'setup', json_config });
+      expect((await c.closed).code, JSON.stringify(json_config).slice(0, 80)).toBe(1008);
+      expect(c.messages).toHaveLength(1);
+      expect(c.messages[0]).toMatchObject({ type: 'error', code: 1008 });
+      expect(String(c.messages[0]!['message'])).toMatch(why);
+    };
+    // An unknown key (it used to be dropped silently), in both forms.
+    await refused({ beam: 4 }, /json_config\.beam: Extra inputs are not permitted/);
+    await refused(JSON.stringify({ language: 'en', voice: 'x' }), /json_config\.voice: Extra inputs/);
+    // Known keys with bad values, refused by s2s itself.
+    await refused({ temp: 9 }, /json_config\.temp/);
+    await refused({ target_language: 'xx' }, /json_config\.target_language/);
+    await refused({ rewrite_rules: 'Klingon' }, /json_config\.rewrite_rules/);
+    // Deeper than the JSON depth limit (64): refused before it is parsed.
+    await refused('{"a":'.repeat(70) + '1' + '}'.repeat(70), /nested deeper than 64/);
+    await refused('{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000), /nested deeper than 64/);
+    // The TTS keys go to the TTS half, the STT keys to the STT half: the setup runs.
+    const ok = connect(`${h.wsBase}/speech/s2s`, { 'x-api-key': h.apiKey });
+    ok.send({ type: 'setup', json_config: JSON.stringify({ language: 'en', target_language: 'en', padding_bonus: 1, temp: 0.5, cfg_coef: 2, rewrite_rules: 'TimeEn,Date' }) });
+    ok.send({ type: 'end_of_stream' });
+    expect((await ok.closed).code).toBe(1000);
+    expect(ok.messages.map((m) => m['type'])).toEqual(['ready', 'end_of_stream']);
+  });
+
   it('the key is checked first: a bad key is refused as "invalid API key" even with a translation setup', async () => {
     h = await startServer();
     const c = connect(`${h.wsBase}/speech/s2s`, { 'x-api-key': 'vw_wrong' });

@@ -6,7 +6,11 @@
  * (`/api/...`, `/v1/...`, `/metrics`) under the server `/`.
  */
 import type { ServerLimits } from '../config.js';
-import { componentSchemas, PRONUNCIATIONS_DEFAULT_LIMIT, PRONUNCIATIONS_LIMIT_MAX, STT_INPUT_FORMATS, WS_FORMATS, type Schema } from './schemas.js';
+import type { FieldReader } from '../../protocol/validate.js';
+import { describeReader } from '../../protocol/describe.js';
+import { readAsrQuery, readPronunciationsListQuery, readVoicesListQuery } from '../../protocol/rest.js';
+import { STT_CONTENT_TYPES } from '../../sessions/http.js';
+import { componentSchemas, PRONUNCIATIONS_DEFAULT_LIMIT, WS_FORMATS, type Schema } from './schemas.js';
 import { FFMPEG_SPEECH_FORMATS } from '../routes/openai/ffmpeg-encoder.js';
 import { NATIVE_SPEECH_FORMATS } from '../routes/openai/speech.js';
 
@@ -14,9 +18,16 @@ import { NATIVE_SPEECH_FORMATS } from '../routes/openai/speech.js';
 export interface OpenApiDocumentOptions {
   /** The server's limits (bounds such as the longest text come from them). */
   limits: ServerLimits;
-  /** `info.version`. */
+  /** voicewire's version, named in `info.description` (`info.version` is the API's, {@link EDGE_API_VERSION}). */
   version: string;
 }
+
+/**
+ * `info.version`: §9 "The edge description carries version 1.0.0" (the public one 0.1.0). The
+ * server is an edge deployment (§1: it serves the Endpoints and forwards the rest to a core API),
+ * so its description is the edge's.
+ */
+export const EDGE_API_VERSION = '1.0.0';
 
 type Operation = Record<string, unknown>;
 type Responses = Record<string, unknown>;
@@ -60,6 +71,23 @@ const ADMIN = [{ apiKey: [] }];
 const BEARER = [{ bearer: [] }, { apiKey: [] }];
 
 const query = (name: string, schema: Schema, description?: string): Record<string, unknown> => ({ name, in: 'query', required: false, schema, ...(description ? { description } : {}) });
+
+/**
+ * The query parameters a validator reads (issue 21: from the validator, not a copy): each field
+ * it reads is a parameter; a JSON-string field (`json_config`) is its string form, whose
+ * `contentSchema` refers to the named component.
+ */
+function queryParameters(read: (r: FieldReader) => unknown, extra: Record<string, Schema> = {}): Array<Record<string, unknown>> {
+  // Named objects are described once among the components (schemas.ts): not collected again here.
+  const s = describeReader(read, { coercion: 'lax', showNull: false, components: {} });
+  const required = new Set((s['required'] as string[] | undefined) ?? []);
+  return Object.entries(s['properties'] as Record<string, Schema>).map(([name, field]) => {
+    const { description, ...rest } = field;
+    const choices = rest['anyOf'] as Schema[] | undefined;
+    const schema = { ...(choices?.find((c) => c['type'] === 'string') ?? rest), ...(extra[name] ?? {}) };
+    return { ...query(name, schema, typeof description === 'string' ? description : undefined), required: required.has(name) };
+  });
+}
 const pathParam = (name: string): Record<string, unknown> => ({ name, in: 'path', required: true, schema: { type: 'string' } });
 
 function wsOperation(summary: string, description: string, security: unknown[]): Operation {
@@ -97,16 +125,12 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
   const asrPost: Operation = {
     tags: ['Speech'],
     summary: 'Speech to text in one request (§4.3)',
-    description: `The body is audio (at most ${limits.maxAudioBytes} bytes); its format is \`input_format\` or else the Content-Type (audio/wav by default, audio/pcm = 24 kHz s16le, audio/ogg or audio/opus). Any other Content-Type: 500 plain text \`unsupported content type …\`.`,
+    description: `The body is audio (at most ${limits.maxAudioBytes} bytes); its format is \`input_format\` or else the Content-Type (audio/wav by default, and its other names; audio/pcm = 24 kHz s16le; audio/ogg or audio/opus). Any other Content-Type: 500 plain text \`unsupported content type …\`.`,
     security: KEY,
-    parameters: [
-      query('model', { type: 'string', default: 'default' }),
-      query('input_format', { type: 'string', enum: [...STT_INPUT_FORMATS] }),
-      query('json_config', { type: 'string', contentMediaType: 'application/json', contentSchema: ref('SttJsonConfig') }, 'STT settings as a JSON string.'),
-    ],
+    parameters: queryParameters(readAsrQuery),
     requestBody: {
       required: true,
-      content: Object.fromEntries(['audio/wav', 'audio/pcm', 'audio/ogg', 'audio/opus'].map((t) => [t, { schema: { type: 'string', contentMediaType: t } }])),
+      content: Object.fromEntries(STT_CONTENT_TYPES.map((t) => [t, { schema: { type: 'string', contentMediaType: t } }])),
     },
     responses: { ...ok('NDJSON events.', { 'application/x-ndjson': { schema: ref('SttEvent') } }), ...REST_ERRORS },
   };
@@ -141,11 +165,8 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
         tags: ['Voices'],
         summary: 'List voices (§4.10)',
         security: KEY_OR_TOKEN,
-        parameters: [
-          query('limit', { type: 'integer', minimum: 0 }, 'Absent or 0: every voice.'),
-          query('offset', { type: 'integer', minimum: 0, default: 0 }),
-          query('include_catalog', { type: 'boolean', default: true }),
-        ],
+        // include_catalog is read by the route itself (routes/voices.ts), not by the library's query validator.
+        parameters: [...queryParameters(readVoicesListQuery), query('include_catalog', { type: 'boolean', default: true })],
         responses: { ...ok('Voices, catalog first.', json({ type: 'array', items: ref('Voice') })), ...REST_ERRORS },
       },
       post: {
@@ -194,10 +215,8 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
         tags: ['Pronunciations'],
         summary: 'List pronunciation dictionaries (§4.11)',
         security: KEY,
-        parameters: [
-          query('limit', { type: 'integer', minimum: 0, maximum: PRONUNCIATIONS_LIMIT_MAX, default: PRONUNCIATIONS_DEFAULT_LIMIT }, '0: only `total`.'),
-          query('offset', { type: 'integer', minimum: 0, default: 0 }),
-        ],
+        // The route's default page (routes/pronunciations.ts) is the default of `limit`.
+        parameters: queryParameters(readPronunciationsListQuery, { limit: { default: PRONUNCIATIONS_DEFAULT_LIMIT } }),
         responses: { ...ok('A page.', json(ref('PronunciationList'))), ...REST_ERRORS },
       },
       post: {
@@ -293,9 +312,8 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
     openapi: '3.1.0',
     info: {
       title: 'voicewire',
-      version: options.version,
-      description:
-        'The voicewire reference server: the voice service API (docs/api.md; § numbers in the summaries), its WebSocket routes (GET operations answering 101, described in text), and OpenAI-compatible routes at /v1.',
+      version: EDGE_API_VERSION,
+      description: `The voicewire reference server, voicewire version ${options.version} (info.version is the API's: the edge description, §9): the voice service API (docs/api.md; § numbers in the summaries), its WebSocket routes (GET operations answering 101, described in text), and OpenAI-compatible routes at /v1. The request schemas of the native routes are made by the routes' own validators.`,
     },
     servers: [{ url: '/' }],
     tags: ['Speech', 'WebSocket', 'Voices', 'Voice design', 'Pronunciations', 'Account', 'Operations', 'OpenAI-compatible'].map((name) => ({ name })),

@@ -25,6 +25,7 @@ export function describeSchema(s: unknown): string {
   if (Array.isArray(o['enum'])) facts.push(`one of ${(o['enum'] as unknown[]).map((v) => `<code>${esc(v)}</code>`).join(', ')}`);
   for (const [k, label] of [['minimum', '≥'], ['maximum', '≤'], ['minLength', 'length ≥'], ['maxLength', 'length ≤']] as const) if (o[k] !== undefined) facts.push(`${label} ${esc(o[k])}`);
   if (o['format'] !== undefined) facts.push(esc(o['format']));
+  if (o['pattern'] !== undefined) facts.push(`matching <code>${esc(o['pattern'])}</code>`);
   if (o['contentMediaType'] !== undefined) facts.push(esc(o['contentMediaType']));
   if (o['default'] !== undefined) facts.push(`default <code>${esc(JSON.stringify(o['default']))}</code>`);
   if (facts.length > 0) out += ` (${facts.join('; ')})`;
@@ -41,6 +42,7 @@ function schemaTable(name: string, s: Json): string {
     html += '<table><tr><th>field</th><th>schema</th><th></th></tr>';
     for (const [k, v] of Object.entries(props)) html += `<tr><td><code>${esc(k)}</code></td><td>${describeSchema(v)}</td><td>${required.has(k) ? 'required' : ''}</td></tr>`;
     html += '</table>';
+    if (s['additionalProperties'] === false) html += '<p>No other key is accepted.</p>';
   } else {
     html += `<p>${describeSchema({ ...s, description: undefined })}</p>`;
   }

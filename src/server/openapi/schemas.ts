@@ -1,14 +1,21 @@
 /**
  * JSON Schemas (2020-12, as OpenAPI 3.1 uses) of the bodies, queries and answers of the routes.
- * Every enum and bound comes from the constant the validator itself checks against (the format
- * tables, TTS_CONFIG_LIMITS, VOICE_GENERATION_LIMITS, PRONUNCIATIONS_LIMIT_MAX, the OpenAI
- * tables, the server's limits), and test/server/openapi.test.ts feeds each schema's edges to
- * the validator, so the document cannot drift from what the routes accept.
+ *
+ * The request schemas of the routes the library validates — the TTS body and its `json_config`,
+ * the STT query and its `json_config`, the voice-design bodies, the list queries — are not
+ * written here: {@link validatorSchemas} runs the validators themselves against a describing
+ * reader (src/protocol/describe.ts, issue 21), so a field, bound or enum exists in the document
+ * exactly when the route checks it. What follows by hand is only what no FieldReader-based
+ * validator reads: the answers and event shapes, the error forms, the core routes' inline
+ * bodies (voices, dictionaries), and the OpenAI `/v1` bodies (checked by their own code in
+ * routes/openai/); their enums and bounds still come from the constants the routes check
+ * against, and test/server/openapi.test.ts feeds each schema's edges to the route's validator.
  */
-import { AUDIO_FORMAT_NAMES, STT_INPUT_FORMATS, TTS_STREAMING_OUTPUT_FORMATS } from '../../audio/format.js';
-import { TTS_CONFIG_LIMITS } from '../../protocol/config.js';
+import { STT_INPUT_FORMATS, TTS_STREAMING_OUTPUT_FORMATS } from '../../audio/format.js';
+import { readSttEngineSupport, readSttJsonConfig } from '../../protocol/config.js';
+import { describeReader } from '../../protocol/describe.js';
 import { PROTOCOL_LANGUAGES } from '../../protocol/validate.js';
-import { PRONUNCIATIONS_LIMIT_MAX, VOICE_GENERATION_LIMITS } from '../../protocol/rest.js';
+import { PRONUNCIATIONS_LIMIT_MAX, readTtsRequestBody, readVoiceFromEmbeddingBody, readVoiceGenerationBody } from '../../protocol/rest.js';
 import type { ServerLimits } from '../config.js';
 import { OPENAI_STT_MODELS, OPENAI_TTS_MODELS } from '../routes/openai/models.js';
 import { OPENAI_VOICES } from '../routes/openai/voices.js';
@@ -38,38 +45,37 @@ const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
 const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 const binary = (mediaType: string): Schema => ({ type: 'string', contentMediaType: mediaType });
 
+/**
+ * The request schemas made by the validators (see the module comment), and the named objects
+ * they read (`TtsJsonConfig`, `SttJsonConfig`, `VoiceGenerationJsonConfig`). `SttJsonConfig` is
+ * the server's: the protocol's checks and then what this server's STT engines honour (the second
+ * pass every STT route runs, config.ts `readSttEngineSupport`).
+ */
+export function validatorSchemas(limits: ServerLimits): Record<string, Schema> {
+  const components: Record<string, Schema> = {};
+  components['SttJsonConfig'] = describeReader(
+    (r) => {
+      readSttJsonConfig(r);
+      readSttEngineSupport(r);
+    },
+    { description: "STT settings as this server takes them: each key is honoured or refused (422 on POST, error 1008 on the WebSocket), none ignored. Sent as an object or a JSON string." },
+  );
+  const lax = { coercion: 'lax' as const, components };
+  const tts = describeReader(readTtsRequestBody, lax);
+  // The longest text is the server's limit (ServerLimits.maxTextChars), checked when the request runs.
+  (tts['properties'] as Record<string, Schema>)['text'] = { ...(tts['properties'] as Record<string, Schema>)['text'], maxLength: limits.maxTextChars };
+  components['TtsRequest'] = tts;
+  components['VoiceGenerationRequest'] = describeReader(readVoiceGenerationBody, lax);
+  components['VoiceFromEmbeddingRequest'] = describeReader(readVoiceFromEmbeddingBody, lax);
+  const tc = components['TtsJsonConfig'];
+  if (tc !== undefined) tc['description'] = 'TTS settings (§2.8): only these four keys (any other is refused, 422 `extra_forbidden` on POST, error 1008 on the WebSocket). Sent as an object or a JSON string.';
+  return components;
+}
+
 /** The component schemas, for a server with these limits. */
 export function componentSchemas(limits: ServerLimits): Record<string, Schema> {
-  const P = TTS_CONFIG_LIMITS;
-  const G = VOICE_GENERATION_LIMITS;
   return {
-    TtsJsonConfig: obj(
-      {
-        padding_bonus: num({ minimum: P.paddingBonus.min, maximum: P.paddingBonus.max, default: P.paddingBonus.default, description: `Speech speed (§2.8): negative faster, positive slower; 0 or an absolute value of at least ${P.paddingBonus.deadZone}.` }),
-        temp: num({ minimum: P.temp.min, maximum: P.temp.max, default: P.temp.default }),
-        cfg_coef: num({ minimum: P.cfgCoef.min, maximum: P.cfgCoef.max, default: P.cfgCoef.default }),
-        rewrite_rules: str({ enum: [...PROTOCOL_LANGUAGES], description: 'A language enables all its rewrite rules.' }),
-      },
-      [],
-      { description: 'TTS settings (§2.8); sent as an object or a JSON string. Unknown keys are ignored.' },
-    ),
-    SttJsonConfig: obj(
-      { language: str({ enum: [...PROTOCOL_LANGUAGES] }), delay_in_frames: int({ minimum: 0 }), temp: num({ minimum: 0 }), padding_bonus: num() },
-      [],
-      { description: 'STT settings; sent as an object or a JSON string.' },
-    ),
-    TtsRequest: obj(
-      {
-        text: str({ maxLength: limits.maxTextChars, description: 'Text with optional <break time="…s" /> and <flush> tags.' }),
-        voice: nullable(str({ description: 'A voice uid or name, or "default".' })),
-        voice_id: nullable(str()),
-        output_format: str({ enum: [...AUDIO_FORMAT_NAMES], default: 'wav' }),
-        model_name: str({ default: 'default' }),
-        json_config: nullable(ref('TtsJsonConfig')),
-        only_audio: bool({ default: false, description: 'true: raw audio bytes; false: NDJSON events.' }),
-      },
-      ['text'],
-    ),
+    ...validatorSchemas(limits),
     TtsEvent: {
       description: 'One NDJSON line of POST /post/speech/tts with only_audio false.',
       oneOf: [
@@ -113,18 +119,8 @@ export function componentSchemas(limits: ServerLimits): Record<string, Schema> {
     ),
     VoicePatch: obj({ name: str({ minLength: 1 }), description: str(), tags: arr(str()) }),
     Deleted: obj({ uid: str(), deleted: bool({ const: true }) }, ['uid', 'deleted']),
-    VoiceGenerationRequest: obj(
-      {
-        prompt: str({ minLength: G.promptMinLength, maxLength: G.promptMaxLength, description: 'Not only spaces.' }),
-        n_samples: int({ minimum: G.nSamplesMin, maximum: G.nSamplesMax, default: 1 }),
-        language: str({ enum: [...PROTOCOL_LANGUAGES], default: 'en' }),
-        json_config: obj({}, [], { description: '§2.9 voice-generation settings.' }),
-      },
-      ['prompt'],
-    ),
     VoiceCandidate: obj({ embedding_id: str(), ready: bool(), expires_at: str({ format: 'date-time' }) }, ['embedding_id', 'ready'], { description: '§2.2' }),
     VoiceGenerationResponse: obj({ embeddings: arr(ref('VoiceCandidate')) }, ['embeddings']),
-    VoiceFromEmbeddingRequest: obj({ voice_embedding_id: str({ minLength: 1 }), name: str({ minLength: 1 }), description: str({ default: '' }) }, ['voice_embedding_id', 'name']),
     CreatedVoice: obj({ uid: str(), name: str(), description: str(), language: str() }, ['uid'], { description: '§2.3' }),
     EmbeddingDeleted: obj({ embedding_id: str(), deleted: bool({ const: true }) }, ['embedding_id', 'deleted']),
     PronunciationRule: obj({ word: str({ minLength: 1 }), replacement: str({ minLength: 1 }), kind: str({ enum: [...RULE_KINDS], default: 'respelling' }) }, ['word', 'replacement']),

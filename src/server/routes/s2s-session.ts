@@ -10,16 +10,20 @@
  *
  * Setup: `model_name`, `stt_model_name`/`tts_model_name` (default `model_name`), `input_format`
  * (default `pcm`, 24 kHz), `output_format` (default `pcm`, 48 kHz), `voice_id`, `json_config`
- * (STT keys `language`, `delay_in_frames`; TTS keys `padding_bonus`, `temp`, `cfg_coef`,
- * `rewrite_rules`; `target_language` must be the source language, `en` unless `language` says
- * otherwise: there is no translation engine, 1008), `client_req_id` (echoed), `close_ws_on_eos`
+ * (object or JSON string, depth-limited; STT keys `language`, `delay_in_frames`; TTS keys
+ * `padding_bonus`, `temp`, `cfg_coef`, `rewrite_rules` — the two keys both halves know,
+ * `temp` and `padding_bonus`, are the TTS half's: they shape the speech given back, and the STT
+ * engines take only 0 for them anyway; `target_language` must be the source language, `en`
+ * unless `language` says otherwise: there is no translation engine; any other key is refused,
+ * never dropped: every refusal is `error` 1008), `client_req_id` (echoed), `close_ws_on_eos`
  * (default true). One request per socket.
  *
  * Messages to the client: `ready` (`request_id`, `model_name`, `sample_rate` and `frame_size` of
  * the output, `delay_in_frames` of the STT) first, then `text` and `audio`, `end_of_stream` last.
  */
 import { VoicewireError, toVoicewireError } from '../../util/errors.js';
-import { isRecord } from '../../protocol/validate.js';
+import { FieldReader, PROTOCOL_LANGUAGES, describeIssue, isRecord, objectValue, type ProtocolLanguage, type ValidationIssue } from '../../protocol/validate.js';
+import { readTtsJsonConfig, type TtsJsonConfig } from '../../protocol/config.js';
 import { errorMessageOf, serializeSttServerMessage, type RawMessage } from '../../protocol/parse.js';
 import {
   createSttServerSession,
@@ -45,9 +49,6 @@ export interface S2sServerSessionOptions extends ServerSessionOptions {
   createInputDecoder?: SttServerSessionOptions['createInputDecoder'];
 }
 
-/** `json_config` keys the STT half takes; the rest of §2.8 goes to the TTS half. */
-const STT_CONFIG_KEYS = ['language', 'delay_in_frames'];
-const TTS_CONFIG_KEYS = ['padding_bonus', 'temp', 'cfg_coef', 'rewrite_rules'];
 /** The STT's shortest-horizon inactivity at which the words so far are spoken (a pause). */
 const PAUSE_PROBABILITY = 0.5;
 
@@ -73,25 +74,42 @@ function toObject(raw: RawMessage): Record<string, unknown> {
   return value;
 }
 
-/** `json_config` as an object (it may come as a JSON string, protocol-notes.md). */
-function configObject(raw: unknown): Record<string, unknown> {
-  if (raw === undefined || raw === null) return {};
-  let value = raw;
-  if (typeof raw === 'string') {
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      throw new VoicewireError('PROTOCOL_INVALID_CONFIG', 's2s: json_config is not valid JSON', { closeCode: 1008 });
-    }
-  }
-  if (!isRecord(value)) throw new VoicewireError('PROTOCOL_INVALID_CONFIG', 's2s: json_config must be an object', { closeCode: 1008 });
-  return value;
+/** s2s's `json_config`, split into its halves. */
+interface S2sJsonConfig {
+  stt: Record<string, unknown>;
+  tts: TtsJsonConfig;
+  target?: ProtocolLanguage;
 }
 
-function pick(obj: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const k of keys) if (Object.prototype.hasOwnProperty.call(obj, k)) out[k] = obj[k];
+/** Reads s2s's `json_config` (see the module comment): each key honoured by a half, or refused. */
+export function readS2sJsonConfig(r: FieldReader): S2sJsonConfig {
+  const stt: Record<string, unknown> = {};
+  const language = r.literal('language', PROTOCOL_LANGUAGES);
+  if (language !== undefined) stt['language'] = language;
+  // The STT runner checks it against the model's own delay.
+  const delay = r.integer('delay_in_frames', { ge: 0 });
+  if (delay !== undefined) stt['delay_in_frames'] = delay;
+  const target = r.literal('target_language', PROTOCOL_LANGUAGES);
+  // The §2.8 keys, and the refusal of every key not read by now.
+  const tts = readTtsJsonConfig(r);
+  const out: S2sJsonConfig = { stt, tts };
+  if (target !== undefined) out.target = target;
   return out;
+}
+
+/** `json_config` (object or JSON string, protocol-notes.md) validated; 1008 in s2s's form when it is not good. */
+function s2sConfig(raw: unknown): S2sJsonConfig {
+  if (raw === undefined || raw === null) return { stt: {}, tts: {} };
+  const issues: ValidationIssue[] = [];
+  // A string is parsed with the depth limit of every JSON body (issue 20).
+  const obj = objectValue(raw, ['json_config'], issues, true);
+  const config = obj === undefined ? undefined : readS2sJsonConfig(new FieldReader(obj, ['json_config'], 'strict', issues));
+  if (config === undefined || issues.length > 0) {
+    // A JSON error says why (`JSON nested deeper than 64 levels`): the socket has no 422 body to carry ctx.
+    const said = issues.map((i) => (typeof i.ctx?.['error'] === 'string' && i.type === 'json_invalid' ? `${describeIssue(i)}: ${i.ctx['error']}` : describeIssue(i)));
+    throw new VoicewireError('PROTOCOL_INVALID_CONFIG', `s2s: invalid json_config: ${said.join('; ')}`, { closeCode: 1008, details: { issues } });
+  }
+  return config;
 }
 
 interface HeardWord {
@@ -151,10 +169,10 @@ class S2sRunner implements ServerSession<S2sState> {
       if (typeof v !== 'string') throw new VoicewireError('PROTOCOL_INVALID_SETUP', `s2s: ${k} must be a string`, { closeCode: 1008 });
       return v;
     };
-    const config = configObject(msg['json_config']);
-    const source = typeof config['language'] === 'string' ? config['language'] : 'en';
-    const target = config['target_language'];
-    if (target !== undefined && target !== null && target !== source) {
+    const config = s2sConfig(msg['json_config']);
+    const source = config.stt['language'] ?? 'en';
+    const target = config.target;
+    if (target !== undefined && target !== source) {
       throw new VoicewireError('PROTOCOL_INVALID_CONFIG', `s2s: translation is not offered (no translation engine): target_language ${JSON.stringify(target)} must be omitted or equal the source language ${JSON.stringify(source)}`, { closeCode: 1008 });
     }
     this.clientReqId = str('client_req_id');
@@ -176,7 +194,7 @@ class S2sRunner implements ServerSession<S2sState> {
       type: 'setup',
       model_name: str('stt_model_name') ?? model,
       input_format: msg['input_format'] ?? 'pcm',
-      json_config: pick(config, STT_CONFIG_KEYS),
+      json_config: config.stt,
       close_ws_on_eos: false,
     });
     this.outputFormat = msg['output_format'] ?? 'pcm';
@@ -184,7 +202,7 @@ class S2sRunner implements ServerSession<S2sState> {
       type: 'setup',
       model_name: str('tts_model_name') ?? model,
       output_format: this.outputFormat,
-      json_config: pick(config, TTS_CONFIG_KEYS),
+      json_config: config.tts,
       close_ws_on_eos: false,
     };
     if (voice !== undefined) ttsSetup['voice_id'] = voice;

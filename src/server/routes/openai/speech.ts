@@ -116,7 +116,7 @@ export async function postSpeech(scope: RequestScope, req: IncomingMessage, res:
   const release = ctx.sessions.open('openai_speech', who.key.id);
   const started = performance.now();
   try {
-    const r = parseSpeechRequest(await readJson(req, ctx.config.limits.maxJsonBytes), { ffmpeg: isFfmpegAvailable(), maxTextChars: ctx.config.limits.maxTextChars });
+    const r = parseSpeechRequest(await readJson(req, ctx.config.limits.maxJsonBytes, ctx.config.limits.maxJsonDepth), { ffmpeg: isFfmpegAvailable(), maxTextChars: ctx.config.limits.maxTextChars });
     const voiceId = await resolveOpenAIVoice(ctx.store, who.org.id, r.voice);
     const native = r.format in NATIVE_SPEECH_FORMATS ? NATIVE_SPEECH_FORMATS[r.format as keyof typeof NATIVE_SPEECH_FORMATS] : undefined;
     const body = validateTtsRequestBody({
