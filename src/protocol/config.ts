@@ -17,6 +17,7 @@ import { VoicewireError } from '../util/errors.js';
 import {
   FieldReader,
   PROTOCOL_LANGUAGES,
+  readerArg,
   describeIssue,
   objectValue,
   type ProtocolLanguage,
@@ -142,6 +143,7 @@ const copy = <T>(r: FieldReader): T => ({ ...r.obj }) as T;
  * and language aliases; any other key is refused.
  */
 export function readTtsJsonConfig(r: FieldReader): TtsJsonConfig {
+  readerArg(r, 'readTtsJsonConfig: r');
   const L = TTS_CONFIG_LIMITS;
   const out: TtsJsonConfig = {};
   const padding = r.number('padding_bonus', { ge: L.paddingBonus.min, le: L.paddingBonus.max, description: 'Speech speed (§2.8): negative faster, positive slower; default 0.' });
@@ -191,6 +193,7 @@ function checkIssueArgs(loc: ValidationLoc, issues: ValidationIssue[], what: str
 
 /** Reads a voice generation `json_config` (§2.9): each known key a finite number; unknown keys kept. */
 export function readVoiceGenerationJsonConfig(r: FieldReader): VoiceGenerationJsonConfig {
+  readerArg(r, 'readVoiceGenerationJsonConfig: r');
   for (const key of ['cfg_scale', 'steps', 'seed', 'utmos_score']) r.number(key);
   return copy<VoiceGenerationJsonConfig>(r);
 }
@@ -203,6 +206,7 @@ export function checkVoiceGenerationJsonConfig(input: unknown, loc: ValidationLo
 
 /** Reads an STT `json_config` (protocol-notes.md "STT"); unknown keys kept (see {@link readSttEngineSupport}). */
 export function readSttJsonConfig(r: FieldReader): SttJsonConfig {
+  readerArg(r, 'readSttJsonConfig: r');
   r.literal('language', PROTOCOL_LANGUAGES);
   r.integer('delay_in_frames', { ge: 0 });
   r.number('temp', { ge: 0 });
@@ -224,6 +228,7 @@ const GREEDY = "tunes a sampling decoder; this server's STT engines decode greed
  * model's `delay_in_frames`, unchecked when not known.
  */
 export function readSttEngineSupport(r: FieldReader, modelDelay?: number): void {
+  readerArg(r, 'readSttEngineSupport: r');
   r.literal('language', PROTOCOL_LANGUAGES, { description: 'Honoured: it picks the model.' });
   const delay = r.integer('delay_in_frames', { ge: 0 });
   r.refine(

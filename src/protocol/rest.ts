@@ -34,6 +34,7 @@ import {
 import {
   FieldReader,
   PROTOCOL_LANGUAGES,
+  readerArg,
   describeIssue,
   isRecord,
   makeIssue,
@@ -117,6 +118,7 @@ function validateBody<T>(body: unknown, read: (r: FieldReader) => T): T {
 
 /** Reads the body of POST /post/speech/tts (§4.2), defaults applied. */
 export function readTtsRequestBody(r: FieldReader): TtsRequestBody {
+  readerArg(r, 'readTtsRequestBody: r');
   // §2.7: an empty text is refused (it would answer an empty WAV), as pydantic's min_length 1.
   const text = r.string('text', { required: true, minLength: 1, description: 'Text with optional <break time="…s" /> and <flush> tags.' });
   const voice = r.string('voice', { description: 'A voice uid or name, or "default".' });
@@ -160,6 +162,7 @@ export const VOICE_GENERATION_LIMITS = Object.freeze({ promptMinLength: 1, promp
 
 /** Reads the body of POST /voice-generator/generate (§4.7, §8). */
 export function readVoiceGenerationBody(r: FieldReader): VoiceGenerationBody {
+  readerArg(r, 'readVoiceGenerationBody: r');
   const L = VOICE_GENERATION_LIMITS;
   const prompt = r.string('prompt', { required: true, minLength: L.promptMinLength, maxLength: L.promptMaxLength });
   r.refine('prompt', prompt, (p) => (p.trim() === '' ? 'prompt must contain actual text, not only spaces' : undefined), 'prompt must contain actual text, not only spaces');
@@ -191,6 +194,7 @@ export interface VoiceFromEmbeddingBody {
 
 /** Reads the body of POST /voices/from-embedding (§4.8). */
 export function readVoiceFromEmbeddingBody(r: FieldReader): VoiceFromEmbeddingBody {
+  readerArg(r, 'readVoiceFromEmbeddingBody: r');
   const id = r.string('voice_embedding_id', { required: true, minLength: 1 });
   const name = r.string('name', { required: true, minLength: 1 });
   const description = r.string('description', { default: '' });
@@ -248,6 +252,7 @@ function readListQuery(r: FieldReader, limitMax: number | undefined, limitDescri
 
 /** Reads the query of GET /voices/ (§4.10). */
 export function readVoicesListQuery(r: FieldReader): ListQuery {
+  readerArg(r, 'readVoicesListQuery: r');
   return readListQuery(r, undefined, 'Absent or 0: every voice.');
 }
 
@@ -265,6 +270,7 @@ export const PRONUNCIATIONS_LIMIT_MAX = 1000;
 
 /** Reads the query of GET /pronunciations/ (§4.11). */
 export function readPronunciationsListQuery(r: FieldReader): ListQuery {
+  readerArg(r, 'readPronunciationsListQuery: r');
   return readListQuery(r, PRONUNCIATIONS_LIMIT_MAX, "Absent: the server's default page; 0: only `total`.");
 }
 
@@ -287,6 +293,7 @@ export interface AsrQuery {
 
 /** Reads the query of POST /post/speech/asr (§4.3). */
 export function readAsrQuery(r: FieldReader): AsrQuery {
+  readerArg(r, 'readAsrQuery: r');
   const model = r.string('model', { default: 'default' });
   const format = r.literal<AudioFormatName>('input_format', STT_INPUT_FORMATS, { description: 'Absent: the Content-Type decides.' });
   const config = r.object('json_config', readSttJsonConfig, { name: 'SttJsonConfig', jsonString: true, description: 'STT settings as a JSON string.' });

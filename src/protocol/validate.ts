@@ -3,7 +3,8 @@
  * issues shaped like the API's HTTP 422 body (docs/api.md §2.7), with pydantic-style `type`
  * values and messages (the service is a FastAPI/pydantic app; its clients match on these).
  */
-import { arrayArg, objectArg } from '../util/args.js';
+import { arrayArg, describeValue, objectArg } from '../util/args.js';
+import { VoicewireError } from '../util/errors.js';
 import { MAX_JSON_DEPTH, jsonDepthExceededAt, jsonTooDeepReason } from './json-depth.js';
 
 /** A path into the validated value: `["body", "prompt"]`, `["query", "limit"]`, `["json_config", "temp"]`. */
@@ -246,6 +247,15 @@ export interface ObjectFieldOptions extends FieldOptions {
  * Collects issues while reading fields of one object. Each reader returns the value, or
  * `undefined` after recording an issue (or when an optional field is absent).
  */
+/**
+ * The reader a validator (`readTtsRequestBody`, `readTtsJsonConfig`…) was given: a validator is
+ * public, so anything else is `INVALID_ARGUMENT`, not a TypeError from its first read.
+ */
+export function readerArg(r: unknown, what: string): FieldReader {
+  if (!(r instanceof FieldReader)) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a FieldReader, got ${describeValue(r)}`);
+  return r;
+}
+
 export class FieldReader {
   readonly issues: ValidationIssue[];
   /** The keys read so far ({@link closed} refuses the others). */
