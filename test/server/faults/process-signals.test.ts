@@ -29,14 +29,20 @@ interface Served {
   exited: Promise<number | null>;
 }
 
-/** Starts `voicewire serve --tts tone --stt tone` on a free loopback port; resolves once it listens. */
-async function serve(env: Record<string, string>): Promise<Served> {
+/** Spawns `voicewire serve --tts tone --stt tone` on a free loopback port (killed after the test). */
+function spawnServe(env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'serve', '--tts', 'tone', '--stt', 'tone'], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, VOICEWIRE_PORT: '0', VOICEWIRE_LOG_LEVEL: 'warn', ...env },
   });
   children.push(child);
+  return child;
+}
+
+/** Starts `voicewire serve --tts tone --stt tone` on a free loopback port; resolves once it listens. */
+async function serve(env: Record<string, string>): Promise<Served> {
+  const child = spawnServe(env);
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -91,12 +97,7 @@ describe('process signals', { timeout: 60_000 }, () => {
     // start-up, or sent on reading that line, met node's default and ended the process (exit by
     // signal, no drain; in the issue-25 runs one such stop hung a test for 60 s).
     const stopOn = async (pattern: RegExp, env: Record<string, string>): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string }> => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'serve', '--tts', 'tone', '--stt', 'tone'], {
-        cwd: root,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, VOICEWIRE_PORT: '0', VOICEWIRE_LOG_LEVEL: 'warn', ...env },
-      });
-      children.push(child);
+      const child = spawnServe(env);
       let stdout = '';
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
       child.stdout!.on('data', (d: Buffer) => {
