@@ -247,15 +247,6 @@ export interface ObjectFieldOptions extends FieldOptions {
  * Collects issues while reading fields of one object. Each reader returns the value, or
  * `undefined` after recording an issue (or when an optional field is absent).
  */
-/**
- * The reader a validator (`readTtsRequestBody`, `readTtsJsonConfig`…) was given: a validator is
- * public, so anything else is `INVALID_ARGUMENT`, not a TypeError from its first read.
- */
-export function readerArg(r: unknown, what: string): FieldReader {
-  if (!(r instanceof FieldReader)) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a FieldReader, got ${describeValue(r)}`);
-  return r;
-}
-
 export class FieldReader {
   readonly issues: ValidationIssue[];
   /** The keys read so far ({@link closed} refuses the others). */
@@ -389,6 +380,15 @@ export class FieldReader {
       if (!this.seen.has(key)) this.fail(key, 'extra_forbidden', this.obj[key]);
     }
   }
+}
+
+/**
+ * The reader a validator (`readTtsRequestBody`, `readTtsJsonConfig`…) was given: a validator is
+ * public, so anything else is `INVALID_ARGUMENT`, not a TypeError from its first read.
+ */
+export function readerArg(r: unknown, what: string): FieldReader {
+  if (!(r instanceof FieldReader)) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be a FieldReader, got ${describeValue(r)}`);
+  return r;
 }
 
 /**

@@ -8,7 +8,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebSocket } from 'ws';
 import { VoicewireError } from '../../util/errors.js';
 import { validateTtsRequestBody } from '../../protocol/rest.js';
-import { createTtsHttpResponse } from '../../sessions/http.js';
 import { createTtsServerSession } from '../../sessions/server.js';
 import type { ServerTransport } from '../../sessions/server-session.js';
 import type { MeteredTtsEngine } from '../credits.js';
@@ -17,6 +16,7 @@ import { serveWebSocketSession } from '../ws.js';
 import { stagedTtsEngine } from '../first-output-stages.js';
 import type { HttpRoute, RequestScope, RouteModule } from '../context.js';
 import { findVoice } from '../voice-lookup.js';
+import { startPaidTtsResponse } from './paid-tts-response.js';
 
 /** Content-Type of raw audio (`only_audio: true`) per output format. */
 function audioContentType(format: string): string {
@@ -46,25 +46,15 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
     if (voice !== null && (await findVoice(ctx.store, who.org.id, voice)) === undefined) {
       throw new VoicewireError('VOICE_NOT_FOUND', `invalid voice ID ${JSON.stringify(voice)}`);
     }
-    await engine.prepay(chars);
-    // The client gone, nothing more counts as delivered (a write to a closed socket reaches no one).
-    let gone = false;
-    const onAudioTaken = (stopS: number): void => {
-      if (!gone) engine.sent(null, stopS);
-    };
-    const it = createTtsHttpResponse({ engine, body, onAudioTaken })[Symbol.asyncIterator]();
-    res.once('close', () => {
-      gone = true;
-      void it.return?.();
-    });
+    const { chunks: it, gone } = await startPaidTtsResponse(engine, body, res, chars);
     // The first chunk decides the status: a failure before it is a plain-text 500 (§7.1).
     const first = await it.next();
-    if (gone) return;
+    if (gone()) return;
     ctx.metrics.timeToFirstAudio.observe({ route: 'tts_post' }, (performance.now() - started) / 1000);
     res.writeHead(200, { 'content-type': body.only_audio ? audioContentType(body.output_format) : 'application/x-ndjson', 'x-request-id': scope.requestId });
     try {
       for (let r = first; !r.done; r = await it.next()) {
-        if (gone) return;
+        if (gone()) return;
         await write(res, r.value, ctx.config.limits.idleSeconds * 1000);
       }
     } catch (err) {
@@ -73,7 +63,7 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
       res.destroy();
       return;
     }
-    if (gone) return;
+    if (gone()) return;
     // Settled before the end: once the client has the whole response, its balance is final.
     await engine.finish(null, true);
     res.end();

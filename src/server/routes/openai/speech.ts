@@ -15,7 +15,6 @@ import { VoicewireError } from '../../../util/errors.js';
 import { isRecord } from '../../../protocol/validate.js';
 import { TTS_CONFIG_LIMITS } from '../../../protocol/config.js';
 import { validateTtsRequestBody } from '../../../protocol/rest.js';
-import { createTtsHttpResponse } from '../../../sessions/http.js';
 import type { AudioFormatName } from '../../../audio/format.js';
 import { isFfmpegAvailable, feedChild } from '../../../node/ffmpeg.js';
 import { readJson, write } from '../../http.js';
@@ -26,6 +25,7 @@ import { resolveOpenAIVoice } from './voices.js';
 import { capturingTtsEngine, type ErrorBox } from './capture.js';
 import { FFMPEG_SPEECH_FORMATS, spawnFfmpegEncoder, type FfmpegSpeechFormat } from './ffmpeg-encoder.js';
 import { openAIAuth } from './auth.js';
+import { startPaidTtsResponse } from '../paid-tts-response.js';
 
 /** The formats voicewire encodes itself: the runner's format name and the Content-Type. */
 export const NATIVE_SPEECH_FORMATS = Object.freeze({
@@ -128,18 +128,9 @@ export async function postSpeech(scope: RequestScope, req: IncomingMessage, res:
     });
     // Billed as POST /api/post/speech/tts (credits.ts): the whole text held before any work, then
     // paid for the audio taken (all of it once the last chunk was taken), the rest given back.
-    await engine.prepay([...r.input].length);
-    let gone = false;
     const box: ErrorBox = {};
-    const onAudioTaken = (stopS: number): void => {
-      if (!gone) engine.sent(null, stopS);
-    };
-    const it = createTtsHttpResponse({ engine: capturingTtsEngine(engine, box), body, onAudioTaken })[Symbol.asyncIterator]();
+    const { chunks: it } = await startPaidTtsResponse(engine, body, res, [...r.input].length, capturingTtsEngine(engine, box));
     const settle = (): Promise<void> => engine.finish(null, true);
-    res.once('close', () => {
-      gone = true;
-      void it.return?.();
-    });
     // The first chunk decides the status: a failure before it is an error answer.
     let first: IteratorResult<Uint8Array | string>;
     try {
