@@ -105,6 +105,24 @@ export interface ServerLimits {
    * for a real model) until its request ends. Default 4. An integer.
    */
   sherpaStreams: number;
+  /**
+   * Bytes of uploads the server holds in memory at once (a `/v1/audio/transcriptions` file is held
+   * whole while it is transcribed), counted as they arrive: a chunk that would pass it ends its
+   * request with `ENGINE_BUSY` (503 on `/v1`). Per process (one server per process under
+   * `serve`; each worker of `--workers` has its own). Default 256 MiB. An integer.
+   */
+  uploadBytes: number;
+  /** Bytes of uploads one API key may hold in memory, of `uploadBytes`; past it `LIMIT_EXCEEDED` (429 on `/v1`). Default 100 MiB (two files at `maxAudioBytes`). An integer. */
+  uploadBytesPerKey: number;
+  /**
+   * Live ffmpeg and ffprobe children (a `/v1` mp3/flac/aac answer, a non-WAV, non-Ogg-Opus
+   * transcription file; ~50 MB of resident memory each while they work). One more is
+   * `ENGINE_BUSY` (503 on `/v1`) before anything is spawned; a slot is given back when its child
+   * has exited. Per process, as `uploadBytes`. Default 16. An integer.
+   */
+  ffmpegChildren: number;
+  /** Live ffmpeg children of one API key, of `ffmpegChildren`; one more is `LIMIT_EXCEEDED` (429 on `/v1`). Default 4. An integer. */
+  ffmpegChildrenPerKey: number;
 }
 
 /** Credit rates (README "Server"). */
@@ -161,6 +179,10 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   sherpaWorkers: defaultSherpaWorkers(),
   sherpaQueue: DEFAULT_SHERPA_QUEUE,
   sherpaStreams: DEFAULT_SHERPA_STREAMS,
+  uploadBytes: 256 << 20,
+  uploadBytesPerKey: 100 << 20,
+  ffmpegChildren: 16,
+  ffmpegChildrenPerKey: 4,
 });
 
 export const DEFAULT_RATES: Readonly<CreditRates> = Object.freeze({ ttsPerChar: 1, sttPerSecond: 1 });
@@ -191,7 +213,7 @@ const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
 const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxJsonDepth', 'maxConnections', 'connectionsPerAddress']);
 
 /** Limits that count instances. */
-const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey', 'sherpaWorkers', 'sherpaQueue', 'sherpaStreams']);
+const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey', 'sherpaWorkers', 'sherpaQueue', 'sherpaStreams', 'uploadBytes', 'uploadBytesPerKey', 'ffmpegChildren', 'ffmpegChildrenPerKey']);
 
 /** `given` over `defaults`, refusing a key `defaults` does not have (a misspelt limit would be ignored). */
 function withDefaults<T extends object>(what: string, defaults: Readonly<T>, given: Partial<T> | undefined): T {

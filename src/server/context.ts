@@ -13,7 +13,9 @@ import type { SessionTracker } from './sessions.js';
 import type { Store } from './store/store.js';
 import type { Principal } from './auth.js';
 import type { StoreHealth } from './store-health.js';
-import type { MeteredTtsEngine } from './credits.js';
+import type { MeteredTtsEngine, SttBillOptions } from './credits.js';
+import type { UploadBudget } from './upload-budget.js';
+import type { FfmpegBudget } from './ffmpeg-budget.js';
 
 export interface ServerContext {
   readonly config: ServerConfig;
@@ -29,8 +31,12 @@ export interface ServerContext {
   engineContext(orgId: string): EngineContext;
   /** A metered TTS engine for one caller (one per POST or WebSocket: the route reports what was sent). */
   ttsEngine(who: Principal): MeteredTtsEngine;
-  /** A metered STT engine for one caller. */
-  sttEngine(who: Principal): SttEngine;
+  /** A metered STT engine for one caller (`options`: when its bills are paid, credits.ts). */
+  sttEngine(who: Principal, options?: SttBillOptions): SttEngine;
+  /** Upload bytes held in memory, per process and per key (`limits.uploadBytes`, `uploadBytesPerKey`). */
+  readonly uploads: UploadBudget;
+  /** Live ffmpeg children, per process and per key (`limits.ffmpegChildren`, `ffmpegChildrenPerKey`). */
+  readonly ffmpeg: FfmpegBudget;
   /**
    * Authenticates a request for an organization's route (x-api-key; a temporary token too when
    * `route` is `tts` or `allowToken` is set: only where a browser page speaks and listens, auth.ts).

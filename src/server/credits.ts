@@ -322,8 +322,21 @@ export function meteredTtsEngine(ctx: ServerContext, who: Principal, inner: TtsE
   return new MeteredTts(ctx, who, inner);
 }
 
-/** An STT engine that holds each started second of audio before the frame that starts it, and settles at the stream's close. */
-export function meteredSttEngine(ctx: ServerContext, who: Principal, inner: SttEngine): SttEngine {
+/** Options of {@link meteredSttEngine}. */
+export interface SttBillOptions {
+  /**
+   * Whether the request's answer reached its client, known only after its streams closed (a
+   * one-shot answer such as `/v1/audio/transcriptions` is sent once the transcription ended): each
+   * stream's bill waits for it and charges nothing when it resolves false (a refused, failed or
+   * abandoned request delivered nothing; issue 31 §5). The holds stay out of the balance until
+   * then, so the route must settle it on every ending. Default: paid at the stream's close (text
+   * streamed to the client as it came).
+   */
+  delivered?: Promise<boolean>;
+}
+
+/** An STT engine that holds each started second of audio before the frame that starts it, and settles at the stream's close (or once `options.delivered` says). */
+export function meteredSttEngine(ctx: ServerContext, who: Principal, inner: SttEngine, options: SttBillOptions = {}): SttEngine {
   return {
     async open(config, emit) {
       const stream = await inner.open(config, emit);
@@ -344,7 +357,8 @@ export function meteredSttEngine(ctx: ServerContext, who: Principal, inner: SttE
         },
         close: () => {
           stream.close();
-          void bill.settle(seconds);
+          if (options.delivered === undefined) void bill.settle(seconds);
+          else void options.delivered.then((d) => bill.settle(d ? seconds : 0), () => bill.settle(0));
         },
       };
       if (stream.end) metered.end = () => stream.end!();

@@ -23,6 +23,8 @@ import { meteredSttEngine, meteredTtsEngine } from './credits.js';
 import { timedSttEngine, timedTtsEngine } from './engine-timeout.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
 import { SessionTracker } from './sessions.js';
+import { UploadBudget } from './upload-budget.js';
+import { FfmpegBudget } from './ffmpeg-budget.js';
 import { Router } from './router.js';
 import { sendError, sendJson } from './http.js';
 import { formatRestError } from '../protocol/rest.js';
@@ -232,7 +234,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     engineContext,
     // A TTS engine binds the caller's organization (a closure over the shared model); the STT engine is the process's.
     ttsEngine: (who) => meteredTtsEngine(ctx, who, timedTtsEngine(tts.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
-    sttEngine: (who) => meteredSttEngine(ctx, who, timedSttEngine(sttStreams(who), config.limits.engineTimeoutSeconds * 1000)),
+    sttEngine: (who, billing) => meteredSttEngine(ctx, who, timedSttEngine(sttStreams(who), config.limits.engineTimeoutSeconds * 1000), billing),
+    uploads: new UploadBudget(config.limits.uploadBytes, config.limits.uploadBytesPerKey),
+    ffmpeg: new FfmpegBudget(config.limits.ffmpegChildren, config.limits.ffmpegChildrenPerKey),
     // `allowToken`: the route takes `?token=` as TTS does (docs/api.md §5.2) — voicewire's extension
     // for the routes its web page calls, since a browser cannot set a WebSocket's headers.
     auth: async (req, o = {}) => {

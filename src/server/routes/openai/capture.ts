@@ -5,6 +5,7 @@
  */
 import { isVoicewireError, type VoicewireError } from '../../../util/errors.js';
 import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineStream } from '../../../sessions/engine.js';
+import type { SttInputDecoder } from '../../../sessions/server.js';
 
 /** Where the first engine error is kept. */
 export interface ErrorBox {
@@ -54,4 +55,30 @@ export function capturingSttEngine(inner: SttEngine, box: ErrorBox): SttEngine {
         return stream;
       }),
   };
+}
+
+/**
+ * An input decoder that records in `box` the first VoicewireError it throws: the runner reports
+ * it as an `error` line (text only), and a limit (`AUDIO_LIMIT_EXCEEDED`) must reach the client as
+ * itself, not as the exit of the ffmpeg whose output stopped being read (issue 31 §5).
+ */
+export function capturingInputDecoder(decoder: SttInputDecoder, box: ErrorBox): SttInputDecoder {
+  const kept = <A extends unknown[], R>(f: (...args: A) => R) => (...args: A): R => {
+    try {
+      return f.apply(decoder, args);
+    } catch (err) {
+      if (box.error === undefined && isVoicewireError(err)) box.error = err;
+      throw err;
+    }
+  };
+  const out: SttInputDecoder = {
+    push: kept(decoder.push),
+    get pending() {
+      return decoder.pending ?? 0;
+    },
+  };
+  if (decoder.pull) out.pull = kept(decoder.pull);
+  if (decoder.drain) out.drain = kept(decoder.drain);
+  if (decoder.end) out.end = kept(decoder.end);
+  return out;
 }

@@ -35,8 +35,10 @@ const BAD_REQUEST: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'TAG_BREAK_INVALID_TIME', 'TAG_BREAK_OUT_OF_RANGE', 'TAG_BREAK_MISSING_SPACE', 'TAG_BREAK_MALFORMED',
 ]);
 
-/** Codes of a server that cannot serve now (503: the SDK retries them). */
-const UNAVAILABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['PROTOCOL_DRAINING', 'STORE_UNAVAILABLE', 'ENGINE_UNAVAILABLE', 'OPUS_CAPACITY']);
+/** Codes of a server that cannot serve now (503: the SDK retries them). ENGINE_BUSY is a full
+ * process-wide budget (decoders, an engine's queue, ffmpeg children, upload bytes): the server's
+ * state, not the request's fault (issue 31 §6). */
+const UNAVAILABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['PROTOCOL_DRAINING', 'STORE_UNAVAILABLE', 'ENGINE_UNAVAILABLE', 'ENGINE_BUSY', 'OPUS_CAPACITY']);
 
 /**
  * The status and body OpenAI's API answers for an error:

@@ -156,7 +156,7 @@ export async function postSpeech(scope: RequestScope, req: IncomingMessage, res:
       }
       res.end();
     } else {
-      await encodeWithFfmpeg(r.format as FfmpegSpeechFormat, audioChunks(first, it, box, settle), res, headers, stallMs, scope);
+      await encodeWithFfmpeg(r.format as FfmpegSpeechFormat, audioChunks(first, it, box, settle), res, headers, stallMs, scope, who.key.id);
     }
     log.info({ route: 'openai_speech', chars: r.input.length, format: r.format, ms: Math.round(performance.now() - started) }, 'openai speech done');
   } finally {
@@ -174,8 +174,10 @@ async function encodeWithFfmpeg(
   headers: (contentType: string) => Record<string, string>,
   stallMs: number,
   scope: RequestScope,
+  keyId: string,
 ): Promise<void> {
-  const enc = spawnFfmpegEncoder(format);
+  // Within the server's budget of ffmpeg children (ffmpeg-budget.ts): 503 or 429 before a spawn past it.
+  const enc = scope.ctx.ffmpeg.start(keyId, () => spawnFfmpegEncoder(format));
   let failure: unknown;
   // A client that goes away stops ffmpeg: its stdout ends the loop below, its stdin the feeding.
   const onClose = (): void => {

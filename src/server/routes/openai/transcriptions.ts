@@ -15,18 +15,20 @@
  * `prompt` and `temperature` are accepted and ignored.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import busboy from 'busboy';
 import { VoicewireError } from '../../../util/errors.js';
 import { PROTOCOL_LANGUAGES, type ProtocolLanguage } from '../../../protocol/validate.js';
 import { createSttHttpResponse } from '../../../sessions/http.js';
 import { createSttInputDecoder } from '../../../pipelines/stt-audio-decoder.js';
 import type { AudioFormatName } from '../../../audio/format.js';
+import type { SttEngine } from '../../../sessions/engine.js';
 import { feedChild, isFfmpegAvailable, spawnFfmpegWavDecoder, type FfmpegWavDecoder } from '../../../node/ffmpeg.js';
 import { sendJson } from '../../http.js';
 import type { RequestScope } from '../../context.js';
 import { invalidParam } from './errors.js';
 import { checkModel } from './models.js';
-import { capturingSttEngine, type ErrorBox } from './capture.js';
+import { capturingInputDecoder, capturingSttEngine, type ErrorBox } from './capture.js';
+import { readUploadForm } from './upload-form.js';
+import { firstBytes, knownSeconds } from './audio-length.js';
 import { openAIAuth } from './auth.js';
 
 /** `response_format`s served here (all of OpenAI's for transcriptions). */
@@ -38,10 +40,6 @@ export const OPENAI_TIMESTAMP_GRANULARITIES = ['word', 'segment'] as const;
 
 /** A pause between words at least this long (seconds) starts a new segment. */
 export const SEGMENT_PAUSE_S = 0.8;
-
-/** Most form fields read, and most bytes of one field (a `prompt` is short text). */
-const MAX_FIELDS = 20;
-const MAX_FIELD_BYTES = 64 << 10;
 
 /** OpenAI's `language` in verbose answers is the English name. */
 const LANGUAGE_NAMES: Record<ProtocolLanguage, string> = { en: 'english', fr: 'french', de: 'german', es: 'spanish', pt: 'portuguese' };
@@ -65,59 +63,6 @@ export interface TranscriptionSegment {
   avg_logprob: number;
   compression_ratio: number;
   no_speech_prob: number;
-}
-
-interface Form {
-  fields: Map<string, string[]>;
-  file: { name: string; chunks: Uint8Array[]; bytes: number } | null;
-}
-
-/** Reads the form: fields, and the `file` part's bytes (at most `maxBytes`: LIMIT_EXCEEDED 413 past it). */
-function readForm(req: IncomingMessage, maxBytes: number): Promise<Form> {
-  return new Promise((resolve, reject) => {
-    let bb: busboy.Busboy;
-    try {
-      bb = busboy({ headers: req.headers, limits: { fileSize: maxBytes, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES } });
-    } catch (err) {
-      reject(invalidParam('file', `expected a multipart/form-data body: ${(err as Error).message}`));
-      return;
-    }
-    const form: Form = { fields: new Map(), file: null };
-    bb.on('field', (name, value) => form.fields.set(name, [...(form.fields.get(name) ?? []), value]));
-    bb.on('file', (name, stream, info) => {
-      if (name !== 'file') {
-        stream.resume();
-        return;
-      }
-      const file = { name: info.filename ?? 'audio', chunks: [] as Uint8Array[], bytes: 0 };
-      stream.on('data', (d: Buffer) => {
-        file.chunks.push(d);
-        file.bytes += d.length;
-      });
-      stream.on('limit', () => {
-        req.unpipe(bb);
-        req.resume();
-        reject(new VoicewireError('LIMIT_EXCEEDED', `file is over the limit of ${maxBytes} bytes`, { details: { param: 'file', status: 413 } }));
-      });
-      stream.on('end', () => (form.file = file));
-    });
-    bb.on('error', (err: Error) => reject(invalidParam('file', `the multipart body could not be read: ${err.message}`)));
-    bb.on('close', () => resolve(form));
-    req.pipe(bb);
-  });
-}
-
-/** The first `n` bytes across chunks. */
-function head(chunks: readonly Uint8Array[], n: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const c of chunks) {
-    if (at >= n) break;
-    const take = Math.min(c.length, n - at);
-    out.set(c.subarray(0, take), at);
-    at += take;
-  }
-  return out.subarray(0, at);
 }
 
 const ascii = (b: Uint8Array, from: number, to: number): string => String.fromCharCode(...b.subarray(from, to));
@@ -208,99 +153,165 @@ export function captions(segments: readonly TranscriptionSegment[], kind: 'srt' 
   return (kind === 'vtt' ? 'WEBVTT\n\n' : '') + cues.join('\n');
 }
 
-/** Runs the STT runner over the file; returns the words and the audio's duration. */
-async function transcribe(
+/**
+ * What the transcription loop yields, as the engine decodes: each word once its end is known
+ * (its `end_text`, or the next word's start), then the audio's duration, last.
+ */
+export type TranscriptionEvent = { type: 'word'; word: TranscribedWord } | { type: 'done'; duration: number };
+
+/** Where a transcription's failure is kept: the engine's own error, or the input decoder's. */
+interface Failures {
+  engine: ErrorBox;
+  decoder: ErrorBox;
+}
+
+/**
+ * Runs the STT runner over `body` (audio in `format`) and yields its words as they are decoded.
+ * A failure throws the engine's error (credits, a busy server), else the decoder's (a limit, bad
+ * audio), else the runner's message.
+ */
+async function* transcribeEvents(
   scope: RequestScope,
-  engineBox: { engine: ReturnType<RequestScope['ctx']['sttEngine']>; box: ErrorBox },
+  engine: SttEngine,
+  failures: Failures,
   body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   format: AudioFormatName,
   language: ProtocolLanguage | null,
-): Promise<{ words: TranscribedWord[]; duration: number }> {
-  const { ctx } = scope;
+): AsyncGenerator<TranscriptionEvent> {
   const query: Record<string, string> = { input_format: format };
   if (language !== null) query['json_config'] = JSON.stringify({ language });
   const lines = createSttHttpResponse({
-    engine: capturingSttEngine(engineBox.engine, engineBox.box),
+    engine: capturingSttEngine(engine, failures.engine),
     body,
     query,
     // A request holds no more audio than a session may last (as POST /api/post/speech/asr).
-    createInputDecoder: (f) => createSttInputDecoder(f, { maxDecodedSeconds: ctx.config.limits.sessionSeconds }),
+    createInputDecoder: (f) => capturingInputDecoder(createSttInputDecoder(f, { maxDecodedSeconds: scope.ctx.config.limits.sessionSeconds }), failures.decoder),
   });
-  const words: TranscribedWord[] = [];
+  let open: TranscribedWord | undefined;
   let duration = 0;
   for await (const line of lines) {
     const m = JSON.parse(line) as { type: string; text?: string; start_s?: number; stop_s?: number; total_duration_s?: number; message?: string };
-    if (m.type === 'text' && typeof m.text === 'string' && m.text.trim() !== '') words.push({ word: m.text.trim(), start: m.start_s ?? 0, end: Number.NaN });
-    else if (m.type === 'end_text') {
-      const open = words.at(-1);
-      if (open !== undefined && Number.isNaN(open.end)) open.end = m.stop_s ?? open.start;
+    if (m.type === 'text' && typeof m.text === 'string' && m.text.trim() !== '') {
+      const start = m.start_s ?? 0;
+      if (open !== undefined) yield { type: 'word', word: { ...open, end: Math.max(open.start, start) } };
+      open = { word: m.text.trim(), start, end: Number.NaN };
+    } else if (m.type === 'end_text') {
+      if (open !== undefined) yield { type: 'word', word: { ...open, end: m.stop_s ?? open.start } };
+      open = undefined;
     } else if (m.type === 'step' && typeof m.total_duration_s === 'number') duration = m.total_duration_s;
-    else if (m.type === 'error') throw engineBox.box.error ?? new VoicewireError('PROTOCOL_SERVER_ERROR', m.message ?? 'transcription failed');
+    else if (m.type === 'error') throw failures.engine.error ?? failures.decoder.error ?? new VoicewireError('PROTOCOL_SERVER_ERROR', m.message ?? 'transcription failed');
   }
-  words.forEach((w, i) => {
-    if (Number.isNaN(w.end)) w.end = Math.max(w.start, words[i + 1]?.start ?? duration);
-  });
-  return { words, duration };
+  if (open !== undefined) yield { type: 'word', word: { ...open, end: Math.max(open.start, duration) } };
+  yield { type: 'done', duration };
 }
 
-/** Handles POST /v1/audio/transcriptions. */
+/**
+ * The failure to answer when ffmpeg fed the transcription: the engine's error, then a limit of the
+ * decoder (ffmpeg then dies of a broken pipe: that is not the cause), then ffmpeg's own exit
+ * (a file it cannot read makes an empty or broken WAV: its message says why), else `err`.
+ */
+async function ffmpegFailure(err: unknown, failures: Failures, decoder: FfmpegWavDecoder): Promise<unknown> {
+  if (failures.engine.error !== undefined) return failures.engine.error;
+  if (failures.decoder.error?.code === 'AUDIO_LIMIT_EXCEEDED') return failures.decoder.error;
+  const exit = await Promise.race([decoder.exited.then(() => undefined, (e: unknown) => e), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+  return exit ?? err;
+}
+
+const overLimit = (seconds: number, limit: number): VoicewireError =>
+  new VoicewireError('AUDIO_LIMIT_EXCEEDED', `the file holds ${seconds.toFixed(1)} s of audio, over the limit of ${limit} s per request`, { details: { param: 'file', maxDecodedSeconds: limit } });
+
+/**
+ * Handles POST /v1/audio/transcriptions. One release path (issue 31 §1): whichever way the request
+ * ends (answered, refused, failed, its client gone mid-upload or mid-transcription, node:http's
+ * 408), the `finally` gives back its session slot, its upload bytes, its ffmpeg child and its
+ * credit hold; credits are paid only for an answer sent (nothing for a refusal, §5).
+ */
 export async function postTranscription(scope: RequestScope, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { ctx, log } = scope;
   const who = await openAIAuth(ctx, req);
   const release = ctx.sessions.open('openai_transcription', who.key.id);
+  const upload = ctx.uploads.lease(who.key.id);
   const started = performance.now();
   let decoder: FfmpegWavDecoder | undefined;
+  let answered = false;
+  let settleBill: (delivered: boolean) => void = () => undefined;
+  const delivered = new Promise<boolean>((resolve) => (settleBill = resolve));
+  // A client gone mid-transcription: ffmpeg stops (which ends the audio) and the loop stops reading.
+  let gone = false;
+  const onClose = (): void => {
+    gone = true;
+    decoder?.kill();
+  };
+  res.once('close', onClose);
   try {
     const declared = Number(req.headers['content-length'] ?? NaN);
     if (declared > ctx.config.limits.maxAudioBytes) {
       throw new VoicewireError('LIMIT_EXCEEDED', `request body of ${declared} bytes is over the limit of ${ctx.config.limits.maxAudioBytes}`, { details: { param: 'file', status: 413 } });
     }
-    const form = await readForm(req, ctx.config.limits.maxAudioBytes);
+    const form = await readUploadForm(req, res, ctx.config.limits.maxAudioBytes, upload);
     const r = parseTranscriptionFields(form.fields);
-    if (form.file === null || form.file.bytes === 0) throw invalidParam('file', 'file is required: the audio to transcribe');
-    const native = nativeInputFormat(head(form.file.chunks, 36));
-    const engineBox = { engine: ctx.sttEngine(who), box: {} as ErrorBox };
-    let result: { words: TranscribedWord[]; duration: number };
-    if (native !== null) {
-      result = await transcribe(scope, engineBox, form.file.chunks, native, r.language);
-    } else {
-      if (!isFfmpegAvailable()) {
-        throw invalidParam('file', `this file is not WAV or Ogg Opus, and other formats (mp3, flac, m4a, webm, …) need ffmpeg, which is not installed on this server`);
-      }
-      const dec = spawnFfmpegWavDecoder({ input: { pipe: true } });
+    const file = form.file;
+    if (file === null || file.bytes === 0) throw invalidParam('file', 'file is required: the audio to transcribe');
+    const native = nativeInputFormat(firstBytes(file.chunks, 36));
+    if (native === null && !isFfmpegAvailable()) {
+      throw invalidParam('file', `this file is not WAV or Ogg Opus, and other formats (mp3, flac, m4a, webm, …) need ffmpeg, which is not installed on this server`);
+    }
+    // Refused before any work when the container tells its length (§5): nothing spent.
+    const limit = ctx.config.limits.sessionSeconds;
+    const seconds = await knownSeconds(file.chunks, file.bytes, native, (task) => ctx.ffmpeg.run(who.key.id, task));
+    if (seconds !== null && seconds > limit) throw overLimit(seconds, limit);
+    const failures: Failures = { engine: {}, decoder: {} };
+    const engine = ctx.sttEngine(who, { delivered });
+    let body: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = file.chunks;
+    if (native === null) {
+      const dec = ctx.ffmpeg.start(who.key.id, () => spawnFfmpegWavDecoder({ input: { pipe: true } }));
       decoder = dec;
-      void feedChild(dec.stdin!, toAsync(form.file.chunks)).catch(() => {});
-      try {
-        result = await transcribe(scope, engineBox, dec.stdout as AsyncIterable<Uint8Array>, 'wav', r.language);
-        await dec.exited;
-      } catch (err) {
-        // A file ffmpeg cannot read makes an empty or broken WAV: its own message says why.
-        if (engineBox.box.error !== undefined) throw engineBox.box.error;
-        const ffmpegError = await Promise.race([dec.exited.then(() => undefined, (e: unknown) => e), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-        throw ffmpegError ?? err;
+      void feedChild(dec.stdin!, chunksOf(file.chunks)).catch(() => {});
+      body = dec.stdout as AsyncIterable<Uint8Array>;
+    }
+    const words: TranscribedWord[] = [];
+    let duration = 0;
+    try {
+      for await (const e of transcribeEvents(scope, engine, failures, body, native ?? 'wav', r.language)) {
+        if (gone) throw new VoicewireError('PROTOCOL_CONNECTION_CLOSED', 'the client went away before its transcription ended');
+        if (e.type === 'word') words.push(e.word);
+        else duration = e.duration;
       }
+      await decoder?.exited;
+    } catch (err) {
+      throw decoder === undefined ? err : await ffmpegFailure(err, failures, decoder);
     }
-    const text = result.words.map((w) => w.word).join(' ');
-    const segments = segmentWords(result.words);
-    res.setHeader('x-request-id', scope.requestId);
-    if (r.format === 'json') sendJson(res, 200, { text });
-    else if (r.format === 'text' || r.format === 'srt' || r.format === 'vtt') {
-      const out = r.format === 'text' ? `${text}\n` : captions(segments, r.format);
-      res.writeHead(200, { 'content-type': r.format === 'vtt' ? 'text/vtt; charset=utf-8' : 'text/plain; charset=utf-8' });
-      res.end(out);
-    } else {
-      const verbose: Record<string, unknown> = { task: 'transcribe', language: LANGUAGE_NAMES[r.language ?? 'en'], duration: result.duration, text };
-      if (r.segments) verbose['segments'] = segments;
-      if (r.words) verbose['words'] = result.words;
-      sendJson(res, 200, verbose);
-    }
-    log.info({ route: 'openai_transcription', words: result.words.length, seconds: result.duration, ms: Math.round(performance.now() - started) }, 'openai transcription done');
+    if (gone) return;
+    answerTranscription(res, scope.requestId, r, words, duration);
+    answered = true;
+    log.info({ route: 'openai_transcription', words: words.length, seconds: duration, ms: Math.round(performance.now() - started) }, 'openai transcription done');
   } finally {
+    res.off('close', onClose);
     decoder?.kill();
+    settleBill(answered);
+    upload.release();
     release();
   }
 }
 
-async function* toAsync(chunks: readonly Uint8Array[]): AsyncGenerator<Uint8Array> {
+/** Sends the answer in the request's `response_format`. */
+function answerTranscription(res: ServerResponse, requestId: string, r: TranscriptionRequest, words: readonly TranscribedWord[], duration: number): void {
+  const text = words.map((w) => w.word).join(' ');
+  const segments = segmentWords(words);
+  res.setHeader('x-request-id', requestId);
+  if (r.format === 'json') sendJson(res, 200, { text });
+  else if (r.format === 'text' || r.format === 'srt' || r.format === 'vtt') {
+    const out = r.format === 'text' ? `${text}\n` : captions(segments, r.format);
+    res.writeHead(200, { 'content-type': r.format === 'vtt' ? 'text/vtt; charset=utf-8' : 'text/plain; charset=utf-8' });
+    res.end(out);
+  } else {
+    const verbose: Record<string, unknown> = { task: 'transcribe', language: LANGUAGE_NAMES[r.language ?? 'en'], duration, text };
+    if (r.segments) verbose['segments'] = segments;
+    if (r.words) verbose['words'] = words;
+    sendJson(res, 200, verbose);
+  }
+}
+
+async function* chunksOf(chunks: readonly Uint8Array[]): AsyncGenerator<Uint8Array> {
   yield* chunks;
 }
