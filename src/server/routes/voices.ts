@@ -7,7 +7,7 @@
  * every voice, which is what `limit=0&include_catalog=1` of the Python client expects), `offset`
  * (≥ 0, default 0), `include_catalog` (boolean, default true).
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import busboy from 'busboy';
 import { VoicewireError } from '../../util/errors.js';
@@ -15,6 +15,7 @@ import { parseVoicesListQuery } from '../../protocol/rest.js';
 import { parseLaxBoolean, makeIssue } from '../../protocol/validate.js';
 import { STT_INPUT_FORMATS } from '../../audio/format.js';
 import { readJson, sendJson } from '../http.js';
+import { onRequestGone } from '../request-gone.js';
 import { validate } from '../validation.js';
 import { assertStorable } from '../storable.js';
 import type { RouteModule } from '../context.js';
@@ -43,7 +44,7 @@ interface Upload {
 }
 
 /** Reads a multipart form with busboy: fields, and the `audio_file` size (the bytes are counted, not kept: no cloning engine yet). */
-function readMultipart(req: IncomingMessage, maxBytes: number): Promise<Upload> {
+function readMultipart(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Upload> {
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
     try {
@@ -55,6 +56,8 @@ function readMultipart(req: IncomingMessage, maxBytes: number): Promise<Upload> 
     const out: Upload = { fields: {}, file: null };
     bb.on('field', (name, value) => (out.fields[name] = value));
     bb.on('file', (name, stream, info) => {
+      // A form cut short destroys the part with an error: the form's own, reported once.
+      stream.on('error', () => undefined);
       let bytes = 0;
       stream.on('data', (d: Buffer) => (bytes += d.length));
       stream.on('limit', () => reject(new VoicewireError('LIMIT_EXCEEDED', `audio_file is over the limit of ${maxBytes} bytes`)));
@@ -62,8 +65,14 @@ function readMultipart(req: IncomingMessage, maxBytes: number): Promise<Upload> 
         if (name === 'audio_file') out.file = { name: info.filename ?? 'audio', bytes };
       });
     });
-    bb.on('error', reject);
-    bb.on('close', () => resolve(out));
+    // A client gone mid-upload: busboy's 'close' never comes (issue 31 §1), the read ends here.
+    const stop = onRequestGone(req, res, () => {
+      req.unpipe(bb);
+      bb.destroy();
+      reject(new VoicewireError('PROTOCOL_CONNECTION_CLOSED', 'the client went away before its upload ended'));
+    });
+    bb.on('error', (err) => (stop(), reject(err)));
+    bb.on('close', () => (stop(), resolve(out)));
     req.pipe(bb);
   });
 }
@@ -95,7 +104,7 @@ export const coreVoiceRoutes: RouteModule = {
       path: '/voices',
       handle: async ({ ctx, log }, req, res) => {
         const { org } = await ctx.auth(req);
-        const upload = await readMultipart(req, ctx.config.limits.maxAudioBytes);
+        const upload = await readMultipart(req, res, ctx.config.limits.maxAudioBytes);
         const f = validate(upload.fields, 'body', (r) => ({
           name: r.string('name', { required: true, minLength: 1 }),
           start_s: r.number('start_s', { ge: 0 }),

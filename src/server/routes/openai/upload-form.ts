@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import busboy from 'busboy';
 import { VoicewireError } from '../../../util/errors.js';
 import type { UploadLease } from '../../upload-budget.js';
+import { onRequestGone } from '../../request-gone.js';
 import { invalidParam } from './errors.js';
 
 /** Most form fields read, and most bytes of one field (a `prompt` is short text). */
@@ -47,12 +48,10 @@ export function readUploadForm(req: IncomingMessage, res: ServerResponse, maxByt
     }
     const form: UploadForm = { fields: new Map(), file: null };
     let settled = false;
-    const onGone = (): void => fail(new VoicewireError('PROTOCOL_CONNECTION_CLOSED', 'the client went away before its upload ended'));
+    const stopWatching = onRequestGone(req, res, () => fail(new VoicewireError('PROTOCOL_CONNECTION_CLOSED', 'the client went away before its upload ended')));
     const done = (): void => {
       settled = true;
-      req.off('aborted', onGone);
-      req.off('error', onGone);
-      res.off('close', onGone);
+      stopWatching();
     };
     /** Stops reading: the rest of the body is not wanted, and the connection closes after the answer. */
     const fail = (err: VoicewireError): void => {
@@ -67,13 +66,10 @@ export function readUploadForm(req: IncomingMessage, res: ServerResponse, maxByt
       form.file = null;
       reject(err);
     };
-    // 'aborted' and 'error': the client closed the connection, or node:http cut it (its 408 past
-    // requestTimeoutMs); 'close' of the response: the connection is gone, whatever the reason.
-    req.once('aborted', onGone);
-    req.once('error', onGone);
-    res.once('close', onGone);
     bb.on('field', (name, value) => form.fields.set(name, [...(form.fields.get(name) ?? []), value]));
     bb.on('file', (name, stream, info) => {
+      // A form cut short destroys the part with an error: it is the form's, reported once through `fail`.
+      stream.on('error', () => undefined);
       if (name !== 'file' || form.file !== null) {
         stream.resume();
         return;
