@@ -84,7 +84,7 @@ describe('the budgets on /v1/audio/transcriptions and /v1/audio/speech', () => {
   async function transcribe(hh: Harness, bytes: Uint8Array): Promise<{ status: number; code: string | null }> {
     const fd = new FormData();
     fd.set('model', 'whisper-1');
-    fd.set('file', new Blob([bytes], { type: 'audio/wav' }), 'a.wav');
+    fd.set('file', new Blob([new Uint8Array(bytes)], { type: 'audio/wav' }), 'a.wav');
     const r = await fetch(`${v1(hh)}/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${hh.apiKey}` }, body: fd });
     const body = (await r.json()) as { error?: { code: string | null } };
     return { status: r.status, code: body.error?.code ?? null };

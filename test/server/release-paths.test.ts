@@ -122,7 +122,7 @@ describe('release paths of the POST routes: every ending gives back the session 
   for (const route of ROUTES) {
     it(`${route.path}: finished — 200, the slot back, paid ${route.cost}`, async () => {
       const before = await balance();
-      const r = await fetch(`${h.base.replace(/\/api$/, '')}${route.path}`, { method: 'POST', headers: route.headers(h), body: route.good });
+      const r = await fetch(`${h.base.replace(/\/api$/, '')}${route.path}`, { method: 'POST', headers: route.headers(h), body: new Uint8Array(route.good) });
       expect(r.status, await r.clone().text()).toBe(200);
       await r.arrayBuffer();
       expect(before - (await released())).toBe(route.cost);
@@ -130,7 +130,7 @@ describe('release paths of the POST routes: every ending gives back the session 
 
     it(`${route.path}: refused — ${route.badStatus}, the slot back, nothing paid`, async () => {
       const before = await balance();
-      const r = await fetch(`${h.base.replace(/\/api$/, '')}${route.path}`, { method: 'POST', headers: route.headers(h), body: route.bad });
+      const r = await fetch(`${h.base.replace(/\/api$/, '')}${route.path}`, { method: 'POST', headers: route.headers(h), body: new Uint8Array(route.bad) });
       expect(r.status, await r.clone().text()).toBe(route.badStatus);
       await r.arrayBuffer();
       expect(before - (await released())).toBe(0);
@@ -211,7 +211,7 @@ describe('a transcription over the audio limit', () => {
     const r = await fetch(`${h.base.replace(/\/api$/, '')}/v1/audio/transcriptions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${h.apiKey}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` },
-      body: multipart({ model: 'whisper-1' }, { name, type, bytes }),
+      body: new Uint8Array(multipart({ model: 'whisper-1' }, { name, type, bytes })),
     });
     return { status: r.status, body: (await r.json()) as { error: { message: string; type: string } } };
   }
