@@ -47,6 +47,9 @@ export const probeRoutes: RouteModule = {
           store: ctx.storeHealth.up ? 'up' : 'unavailable',
           live_sessions: ctx.sessions.live,
           sessions_per_route: ctx.sessions.routes(),
+          // The process-wide budgets of issue 31 (README "Limits and budgets"): what is held now.
+          upload_bytes: ctx.uploads.bytes,
+          ffmpeg_children: ctx.ffmpeg.live,
           engines: { tts: ctx.config.tts, stt: ctx.config.stt },
           region: ctx.config.region,
         });

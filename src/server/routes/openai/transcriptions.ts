@@ -5,8 +5,11 @@
  *
  * The file: WAV and Ogg Opus are read by voicewire; anything else (mp3, flac, m4a, webm, Ogg
  * Vorbis…) is decoded by ffmpeg when it is installed, else refused (400). The upload is held in
- * memory while it is transcribed: at most `limits.maxAudioBytes` (413 past it), and its decoded
- * audio at most `limits.sessionSeconds` long.
+ * memory while it is transcribed: at most `limits.maxAudioBytes` (413 past it), every byte counted
+ * against the server's upload budget (upload-budget.ts), and its audio at most
+ * `limits.sessionSeconds` long: refused before any work when the container tells its length
+ * (audio-length.ts), else when the decoder passes it; either way with `AUDIO_LIMIT_EXCEEDED`, and
+ * nothing charged (credits are paid only for an answer sent, issue 31 §5).
  *
  * Answers: `json` `{"text"}`; `text` (plain); `verbose_json` (`task`, `language`, `duration`,
  * `text`, `segments` unless `timestamp_granularities` leaves them out, `words` when it names
