@@ -250,3 +250,24 @@ describe('a transcription over the audio limit', () => {
     expect(await balance()).toBe(before);
   });
 });
+
+describe('a drain after cut-off uploads', () => {
+  it('does not wait out its grace for sessions whose clients are gone (leaked ones held every SIGTERM the whole grace)', async () => {
+    const h = await startServer();
+    try {
+      const body = multipart({ model: 'whisper-1' }, { name: 'a.wav', type: 'audio/wav', bytes: WAV }, false);
+      const { socket } = rawRequest(h, '/v1/audio/transcriptions', bearer(h, `multipart/form-data; boundary=${BOUNDARY}`), body.length * 4);
+      socket.write(body.subarray(0, body.length >> 1));
+      await eventually('the upload opened', () => h.server.context.sessions.live, (n) => n === 1);
+      socket.destroy();
+      // The drain ends once no session is live: at once here, not after the 20 s grace.
+      const grace = 20;
+      const started = Date.now();
+      await h.server.shutdown(grace);
+      expect(Date.now() - started).toBeLessThan((grace * 1000) / 4);
+      expect(h.server.context.sessions.live).toBe(0);
+    } finally {
+      await h.close();
+    }
+  }, 40_000);
+});
