@@ -240,9 +240,25 @@ describe('a transcription over the audio limit', () => {
     expect(await balance()).toBe(before);
   });
 
-  it.runIf(isFfmpegAvailable())('an MP3 of 8 s (no length through a pipe): the decoder\'s limit error, not ffmpeg\'s broken pipe, and nothing paid', async () => {
+  it.runIf(isFfmpegAvailable())('an MP3 of 8 s (its length from its Xing frame): the limit error before any work, nothing paid', async () => {
     const before = await balance();
     const r = await transcribe('long.mp3', 'audio/mpeg', tone(8, 'mp3'));
+    expect(r.status).toBe(400);
+    expect(r.body.error.message).toMatch(/8\.\d s of audio, over the limit of 3 s/);
+    expect(await balance()).toBe(before);
+  });
+
+  it.runIf(isFfmpegAvailable())('an Ogg Opus of 8 s (its length from the last granule): the limit error before any work, nothing paid', async () => {
+    const before = await balance();
+    const r = await transcribe('long.opus', 'audio/ogg', tone(8, 'opus'));
+    expect(r.status).toBe(400);
+    expect(r.body.error.message).toMatch(/8\.\d s of audio, over the limit of 3 s/);
+    expect(await balance()).toBe(before);
+  });
+
+  it.runIf(isFfmpegAvailable())('an Ogg Vorbis of 8 s (no length through a pipe): the decoder\'s limit error, not ffmpeg\'s broken pipe, and nothing paid', async () => {
+    const before = await balance();
+    const r = await transcribe('long.ogg', 'audio/ogg', tone(8, 'ogg'));
     expect(r.status).toBe(400);
     expect(r.body.error.message).toMatch(/maxDecodedSeconds \(3 s\)/);
     expect(r.body.error.message).not.toMatch(/pipe/i);

@@ -31,7 +31,7 @@ import { invalidParam } from './errors.js';
 import { checkModel } from './models.js';
 import { capturingInputDecoder, capturingSttEngine, type ErrorBox } from './capture.js';
 import { readUploadForm } from './upload-form.js';
-import { firstBytes, knownSeconds } from './audio-length.js';
+import { ascii, firstBytes, knownSeconds } from './audio-length.js';
 import { openAIAuth } from './auth.js';
 
 /** `response_format`s served here (all of OpenAI's for transcriptions). */
@@ -67,8 +67,6 @@ export interface TranscriptionSegment {
   compression_ratio: number;
   no_speech_prob: number;
 }
-
-const ascii = (b: Uint8Array, from: number, to: number): string => String.fromCharCode(...b.subarray(from, to));
 
 /** `wav` or `opus` when voicewire reads the file itself (RIFF/RF64; Ogg whose first packet is OpusHead, RFC 7845 §5.1), else null. */
 export function nativeInputFormat(bytes: Uint8Array): AudioFormatName | null {
