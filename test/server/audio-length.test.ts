@@ -4,6 +4,8 @@
  * ffmpeg here (the command lines below), each checked against ffprobe's reading of the file.
  */
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { cutsArb, splitAt } from '../helpers/chunks.js';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,7 +49,10 @@ describe('wavSeconds', () => {
 describe.runIf(isFfmpegAvailable())('lengths of files ffmpeg made', () => {
   it('Ogg Opus: the last granule less the pre-skip', () => {
     const opus = made('a.opus', 'sine=frequency=440:sample_rate=48000:duration=12', ['-c:a', 'libopus']);
-    expect(oggOpusSeconds(pieces(opus, 1000), opus.length)).toBeCloseTo(12, 1);
+    const whole = oggOpusSeconds([opus], opus.length);
+    expect(whole).toBeCloseTo(12, 1);
+    // Any chunking of the upload, the same length.
+    fc.assert(fc.property(cutsArb(opus.length), (cuts) => oggOpusSeconds(splitAt(opus, cuts), opus.length) === whole), { numRuns: 50 });
     expect(oggOpusSeconds([opus.subarray(0, 20)], 20)).toBeNull();
   });
 
@@ -56,6 +61,7 @@ describe.runIf(isFfmpegAvailable())('lengths of files ffmpeg made', () => {
     expect(mp3Seconds(pieces(made('cbr.mp3', tone, ['-c:a', 'libmp3lame', '-b:a', '32k']), 65536), readFileSync(join(dir, 'cbr.mp3')).length)).toBeCloseTo(120, 0);
     const vbr = made('vbr.mp3', tone, ['-c:a', 'libmp3lame', '-q:a', '5']);
     expect(mp3Seconds([vbr], vbr.length)).toBeCloseTo(120, 0);
+    fc.assert(fc.property(cutsArb(vbr.length), (cuts) => mp3Seconds(splitAt(vbr, cuts), vbr.length) === mp3Seconds([vbr], vbr.length)), { numRuns: 50 });
     const noXing = made('noxing.mp3', 'sine=frequency=440:sample_rate=44100:duration=120', ['-ac', '2', '-c:a', 'libmp3lame', '-b:a', '128k', '-write_xing', '0']);
     expect(mp3Seconds([noXing], noXing.length)).toBeCloseTo(120, 0);
     // 3 s of silence then noise, VBR, no Xing: ffprobe itself reads 175 s from the first frames' bitrate.
@@ -71,5 +77,21 @@ describe.runIf(isFfmpegAvailable())('lengths of files ffmpeg made', () => {
       const b = made(name, tone, [...args]);
       expect(mp3Seconds([b], b.length), name).toBeNull();
     }
+  });
+});
+
+describe('garbage', () => {
+  it('any bytes give a length ≥ 0 or null, never a throw', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 4096 }), fc.constantFrom('RIFF', 'OggS', 'ID3\x04', '\xff\xfb'), (rest, magic) => {
+        const bytes = new Uint8Array([...Array.from(magic, (c) => c.charCodeAt(0)), ...rest]);
+        for (const f of [wavSeconds, oggOpusSeconds, mp3Seconds]) {
+          const v = f([bytes], bytes.length);
+          if (v !== null && !(v >= 0)) return false;
+        }
+        return true;
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -44,6 +44,10 @@ export function wavSeconds(chunks: readonly Uint8Array[], bytes: number): number
 
 /** `n` bytes from `offset` across chunks (one copy; fewer at the end of the file). */
 function bytesAt(chunks: readonly Uint8Array[], offset: number, n: number): Uint8Array {
+  // Never more than the file holds: an offset read from a header (an ID3 size) may be anything.
+  let total = 0;
+  for (const c of chunks) total += c.length;
+  n = Math.max(0, Math.min(n, total - offset));
   const out = new Uint8Array(n);
   let skip = offset;
   let at = 0;
