@@ -14,6 +14,8 @@ import { join } from 'node:path';
 import { connect, startServer, type Harness } from './harness.js';
 import { encodeWav } from '../../src/audio/wav.js';
 import { isFfmpegAvailable } from '../../src/node/ffmpeg.js';
+import { createToneSttEngine } from '../../src/engines/tone.js';
+import { registerSttEngine } from '../../src/engines/registry.js';
 
 /** 1 s of 24 kHz s16 mono near-silence, as WAV. */
 const WAV = Buffer.from(encodeWav(new Int16Array(24000).map((_, i) => (i % 50) - 25), { sampleRate: 24000, channels: 1 }));
@@ -265,6 +267,39 @@ describe('a transcription over the audio limit', () => {
     await new Promise((res) => setTimeout(res, 300));
     expect(await balance()).toBe(before);
   });
+});
+
+describe('a transcription whose client goes away mid-work', () => {
+  it('gives back its slot and its hold, and pays nothing (no answer was sent)', async () => {
+    // The tone engine, 2 ms per 80 ms frame: the transcription yields to the event loop (the test's
+    // timers run in this process), so the client can leave while it runs.
+    const tone = createToneSttEngine();
+    registerSttEngine('slow-tone', {
+      create: () => ({
+        open: async (config, emit) => {
+          const s = await tone.open(config, emit);
+          return { ...s, push: async (frame) => (await new Promise((r) => setTimeout(r, 2)), s.push(frame)), ...(s.end ? { end: () => s.end!() } : {}), close: () => s.close() };
+        },
+      }),
+    });
+    const h = await startServer({ stt: 'slow-tone' });
+    try {
+      const orgId = (await h.store.getOrganizationByName('default'))!.id;
+      await h.store.setCredits(orgId, 10_000, 10_000);
+      const balance = async (): Promise<number> => (await h.store.getOrganization(orgId))!.remainingCredits;
+      const wav = Buffer.from(encodeWav(new Int16Array(24000 * 60), { sampleRate: 24000, channels: 1 }));
+      const body = multipart({ model: 'whisper-1' }, { name: 'a.wav', type: 'audio/wav', bytes: wav });
+      const { socket } = rawRequest(h, '/v1/audio/transcriptions', bearer(h, `multipart/form-data; boundary=${BOUNDARY}`), body.length);
+      socket.write(body);
+      // The first hold is taken once the engine has the first second: the transcription runs.
+      await eventually('a hold taken', balance, (b) => b < 10_000, 20_000);
+      socket.destroy();
+      await eventually('live sessions', () => h.server.context.sessions.live, (n) => n === 0);
+      await eventually('the hold given back', balance, (b) => b === 10_000);
+    } finally {
+      await h.close();
+    }
+  }, 40_000);
 });
 
 describe('a drain after cut-off uploads', () => {
