@@ -58,9 +58,9 @@ const OPENAI_ERRORS: Responses = Object.fromEntries(
       ['403', 'Residency: the organization is pinned to another region.'],
       ['404', 'Unknown route or model.'],
       ['413', 'A file over the server limit.'],
-      ['429', 'Credits exhausted (`insufficient_quota`; nothing is spent) or too many live sessions for the key (`rate_limit_exceeded`).'],
+      ['429', 'Credits exhausted (`insufficient_quota`; nothing is spent), or the key holds its share of live sessions, upload bytes or ffmpeg children (`rate_limit_exceeded`).'],
       ['500', 'Server error.'],
-      ['503', 'Draining, store or engine unavailable.'],
+      ['503', 'Draining, store or engine unavailable, or a process-wide budget is full (`ENGINE_BUSY`: decoders, upload bytes, ffmpeg children); retry later.'],
     ] as const
   ).map(([status, description]) => [status, { description, content: json(ref('OpenAIError')) }]),
 );
