@@ -208,15 +208,21 @@ export class STT extends agents.stt.STT {
     });
     const id = handle.id;
     const session = handle.session;
+    // After `end_of_stream` went out the request takes nothing more (the machine would refuse it
+    // with INVALID_STATE): a turn that ends while the last audio is processed needs no flush, the
+    // end itself brings its words.
+    let endSent = false;
     sink = {
       audio: (bytes) => {
-        if (!ended && bytes.length > 0) session.sendAudio(bytes, id);
+        if (!ended && !endSent && bytes.length > 0) session.sendAudio(bytes, id);
       },
       flush: (flushId) => {
-        if (!ended) session.flush(flushId, id);
+        if (!ended && !endSent) session.flush(flushId, id);
       },
       end: () => {
-        if (!ended) session.endOfStream(id);
+        if (ended || endSent) return;
+        endSent = true;
+        session.endOfStream(id);
       },
     };
     const abort = (): void => done.resolve();

@@ -159,6 +159,24 @@ describeBuilt('voicewire/livekit with @livekit/agents against the built server (
     }, 120_000);
   }
 
+  it('STT stream whose input ends before the turn does: the end brings FINAL_TRANSCRIPT and END_OF_SPEECH, no error', async () => {
+    const stt = new STT({ baseUrl: s!.base, apiKey: s!.key });
+    const errors: Error[] = [];
+    stt.on('error', (e) => errors.push(e.error));
+    const all = new Int16Array(speech16k.length + 16000 * 3);
+    all.set(speech16k);
+    const st = stt.stream();
+    for (let i = 0; i + 320 <= all.length; i += 320) st.pushFrame(new AudioFrame(all.slice(i, i + 320), 16000, 1, 320));
+    // All the audio is sent before the service has processed it: the turn ends after end_of_stream went out.
+    st.endInput();
+    const kinds: lkstt.SpeechEventType[] = [];
+    for await (const e of st) kinds.push(e.type);
+    expect(errors).toEqual([]);
+    expect(kinds).toContain(lkstt.SpeechEventType.FINAL_TRANSCRIPT);
+    expect(kinds.filter((k) => k === lkstt.SpeechEventType.END_OF_SPEECH)).toHaveLength(1);
+    await stt.close();
+  }, 120_000);
+
   it('STT recognize(): a buffer of frames → one final transcript', async () => {
     const stt = new STT({ baseUrl: s!.base, apiKey: s!.key });
     const frames: AudioFrame[] = [];
