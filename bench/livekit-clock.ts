@@ -91,7 +91,6 @@ async function pluginStt(stt: STT): Promise<number> {
   const start = performance.now();
   const reading = (async () => {
     for await (const e of stream) {
-      if (process.env.DEBUG_CLOCK) console.log(lkstt.SpeechEventType[e.type], (performance.now() - start).toFixed(0));
       if (e.type === lkstt.SpeechEventType.FINAL_TRANSCRIPT && Number.isNaN(finalAt)) finalAt = performance.now();
       if (e.type === lkstt.SpeechEventType.END_OF_SPEECH) done = true;
     }
