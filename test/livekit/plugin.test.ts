@@ -97,6 +97,30 @@ describeBuilt('voicewire/livekit with @livekit/agents against the built server (
     await tts.close();
   }, 60_000);
 
+  it('TTS stream closed mid-speech (an interruption): its request is abandoned, the shared socket serves the next stream', async () => {
+    const sockets = countingSockets();
+    const tts = new TTS({ baseUrl: s!.base, apiKey: s!.key, webSocket: sockets.factory });
+    const first = tts.stream();
+    first.pushText('This answer is long enough to be interrupted before it ends, one word after another, on and on.');
+    first.endInput();
+    let frames = 0;
+    for await (const a of first) {
+      if (a === lktts.SynthesizeStream.END_OF_STREAM) break;
+      if (++frames === 2) first.close();
+    }
+    expect(frames).toBeGreaterThanOrEqual(2);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(tts._openRequests).toBe(0);
+    const second = tts.stream();
+    second.pushText('Next.');
+    second.endInput();
+    const r = await drainTts(second);
+    expect(r.ended).toBe(true);
+    expect(r.frames.flatMap((f) => f.timedTranscripts ?? []).map((w) => w.text.trim())).toEqual(['Next.']);
+    expect(sockets.opened()).toBe(1);
+    await tts.close();
+  }, 60_000);
+
   it('TTS synthesize(): a whole text as frames, collected', async () => {
     const tts = new TTS({ baseUrl: s!.base, apiKey: s!.key });
     const frame = await tts.synthesize('One two three four.').collect();
