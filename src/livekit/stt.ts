@@ -17,9 +17,9 @@ import { createSttClientSession, type SttClientSession } from '../sessions/clien
 import type { SttClientEvent } from '../sessions/stt-session.js';
 import { createTurnTaking, type TurnTakingOptions } from '../sessions/turn-taking.js';
 import { agents } from './agents.js';
-import { timeoutError, toApiError } from './api-errors.js';
-import { connectionContext, within, type ConnectionOptions } from './connection.js';
+import { connectionContext, type ConnectionOptions } from './connection.js';
 import { FrameResampler } from './frames.js';
+import { runRequest } from './request.js';
 import { SharedSocket } from './shared-socket.js';
 
 /** Options of {@link STT}. */
@@ -60,14 +60,6 @@ interface HeardWord {
   text: string;
   start: number;
   end: number;
-}
-
-function deferred(): { promise: Promise<void>; resolve(): void; reject(e: unknown): void } {
-  let resolve!: () => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<void>((a, b) => ((resolve = a), (reject = b)));
-  promise.catch(() => {});
-  return { promise, resolve, reject };
 }
 
 /** A LiveKit STT over the voice service's streaming STT WebSocket. */
@@ -182,67 +174,35 @@ export class STT extends agents.stt.STT {
    * @internal
    */
   async _runRequest(source: AudioSource, onMessage: (m: SttServerMessage, sink: AudioSink) => void, connOptions: APIConnectOptions, signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return;
-    let received = false;
-    let ended = false;
-    const ready = deferred();
-    const done = deferred();
     let sink: AudioSink | undefined;
-    const handle = this.#socket.open({
-      onMessage: (event) => {
-        const m = event.message;
-        if (m.type === 'ready') ready.resolve();
-        else if (m.type === 'text') received = true;
-        if (m.type === 'end_of_stream') {
-          ended = true;
-          done.resolve();
-        }
-        onMessage(m, sink!);
+    await runRequest(this.#socket, {
+      what: 'STT setup',
+      connOptions,
+      signal,
+      start: (handle, over) => {
+        const { id, session } = handle;
+        // After `end_of_stream` went out the request takes nothing more (the machine would refuse
+        // it with INVALID_STATE): a turn that ends while the last audio is processed needs no
+        // flush, the end itself brings its words.
+        let endSent = false;
+        sink = {
+          audio: (bytes) => {
+            if (!over() && !endSent && bytes.length > 0) session.sendAudio(bytes, id);
+          },
+          flush: (flushId) => {
+            if (!over() && !endSent) session.flush(flushId, id);
+          },
+          end: () => {
+            if (over() || endSent) return;
+            endSent = true;
+            session.endOfStream(id);
+          },
+        };
+        session.setup({ ...this.#setup, client_req_id: id, close_ws_on_eos: false });
+        return source(sink);
       },
-      onFailure: (error) => {
-        ended = true;
-        const e = toApiError(error, received);
-        ready.reject(e);
-        done.reject(e);
-      },
+      onMessage: (event) => onMessage(event.message, sink!),
     });
-    const id = handle.id;
-    const session = handle.session;
-    // After `end_of_stream` went out the request takes nothing more (the machine would refuse it
-    // with INVALID_STATE): a turn that ends while the last audio is processed needs no flush, the
-    // end itself brings its words.
-    let endSent = false;
-    sink = {
-      audio: (bytes) => {
-        if (!ended && !endSent && bytes.length > 0) session.sendAudio(bytes, id);
-      },
-      flush: (flushId) => {
-        if (!ended && !endSent) session.flush(flushId, id);
-      },
-      end: () => {
-        if (ended || endSent) return;
-        endSent = true;
-        session.endOfStream(id);
-      },
-    };
-    const abort = (): void => done.resolve();
-    signal.addEventListener('abort', abort, { once: true });
-    let detach: () => void = () => {};
-    try {
-      session.setup({ ...this.#setup, client_req_id: id, close_ws_on_eos: false });
-      detach = source(sink);
-      await within(Promise.race([ready.promise, done.promise]), connOptions.timeoutMs, () => {
-        if (!handle.heardFrom()) this.#socket.drop('connection timeout');
-        const e = timeoutError('STT setup', connOptions.timeoutMs);
-        done.reject(e);
-        return e;
-      });
-      await done.promise;
-    } finally {
-      detach();
-      signal.removeEventListener('abort', abort);
-      this.#socket.release(id, !ended);
-    }
   }
 }
 

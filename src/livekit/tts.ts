@@ -15,9 +15,9 @@ import type { TtsSetupMessage } from '../protocol/messages.js';
 import { createTtsClientSession, type TtsClientSession } from '../sessions/client.js';
 import type { TtsClientEvent } from '../sessions/tts-session.js';
 import { agents } from './agents.js';
-import { timeoutError, toApiError } from './api-errors.js';
-import { connectionContext, within, type ConnectionOptions } from './connection.js';
+import { connectionContext, type ConnectionOptions } from './connection.js';
 import { PcmFramer } from './frames.js';
+import { runRequest } from './request.js';
 import { SharedSocket } from './shared-socket.js';
 
 /** Rates of the `pcm` output formats (docs/api.md §4.2): 48000 is `pcm`, the others `pcm_N`. */
@@ -91,14 +91,6 @@ class HeldFrame {
   }
 }
 
-function deferred<T = void>(): { promise: Promise<T>; resolve(v: T): void; reject(e: unknown): void } {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((a, b) => ((resolve = a), (reject = b)));
-  promise.catch(() => {});
-  return { promise, resolve, reject };
-}
-
 /** A LiveKit TTS over the voice service's streaming TTS WebSocket. */
 export class TTS extends agents.tts.TTS {
   override label = 'voicewire.TTS';
@@ -162,11 +154,6 @@ export class TTS extends agents.tts.TTS {
    * @internal
    */
   async _runRequest(source: TextSource, sink: RequestSink): Promise<void> {
-    if (sink.signal.aborted) return;
-    let received = false;
-    let ended = false;
-    const ready = deferred();
-    const done = deferred();
     let requestId = '';
     const framer = new PcmFramer(this.sampleRate);
     const held = new HeldFrame((frame, final, words) => {
@@ -174,70 +161,49 @@ export class TTS extends agents.tts.TTS {
       if (words !== undefined) audio.timedTranscripts = words;
       sink.put(audio);
     }, this.#holdMs);
-    const handle = this.#socket.open({
-      onMessage: (event) => {
-        const m = event.message;
-        switch (m.type) {
-          case 'ready':
-            requestId = m.request_id || handle.id;
-            ready.resolve();
-            return;
-          case 'audio': {
-            received = true;
-            const frame = framer.push(event.audio ?? decodeBase64(m.audio));
-            if (frame !== undefined) held.frame(frame);
-            return;
-          }
-          case 'text':
-            received = true;
-            held.word(agents.createTimedString({ text: `${m.text} `, startTime: m.start_s ?? 0, endTime: m.stop_s ?? m.start_s ?? 0 }));
-            return;
-          case 'end_of_stream':
-            ended = true;
-            held.release(true);
-            done.resolve();
-            return;
-        }
-      },
-      onFailure: (error) => {
-        ended = true;
-        const e = toApiError(error, received);
-        ready.reject(e);
-        done.reject(e);
-      },
-    });
-    requestId = handle.id;
-    const abort = (): void => done.resolve();
-    sink.signal.addEventListener('abort', abort, { once: true });
-    let detach: () => void = () => {};
     try {
-      handle.session.setup({ ...this.#setup, client_req_id: handle.id, close_ws_on_eos: false });
-      let first = true;
-      detach = source(
-        (text) => {
-          if (ended) return;
-          if (first) sink.onFirstText();
-          first = false;
-          handle.session.sendText(text, handle.id);
+      await runRequest(this.#socket, {
+        what: 'TTS setup',
+        connOptions: sink.connOptions,
+        signal: sink.signal,
+        start: (handle, over) => {
+          requestId = handle.id;
+          handle.session.setup({ ...this.#setup, client_req_id: handle.id, close_ws_on_eos: false });
+          let first = true;
+          return source(
+            (text) => {
+              if (over()) return;
+              if (first) sink.onFirstText();
+              first = false;
+              handle.session.sendText(text, handle.id);
+            },
+            () => {
+              if (!over()) handle.session.endOfStream(handle.id);
+            },
+          );
         },
-        () => {
-          if (!ended) handle.session.endOfStream(handle.id);
+        onMessage: (event) => {
+          const m = event.message;
+          switch (m.type) {
+            case 'ready':
+              if (m.request_id) requestId = m.request_id;
+              return;
+            case 'audio': {
+              const frame = framer.push(event.audio ?? decodeBase64(m.audio));
+              if (frame !== undefined) held.frame(frame);
+              return;
+            }
+            case 'text':
+              held.word(agents.createTimedString({ text: `${m.text} `, startTime: m.start_s ?? 0, endTime: m.stop_s ?? m.start_s ?? 0 }));
+              return;
+            case 'end_of_stream':
+              held.release(true);
+              return;
+          }
         },
-      );
-      // The setup's answer within the connection timeout (a socket that never opens, or a server
-      // that never answers); a socket that was never heard from is dropped so a retry reconnects.
-      await within(Promise.race([ready.promise, done.promise]), sink.connOptions.timeoutMs, () => {
-        if (!handle.heardFrom()) this.#socket.drop('connection timeout');
-        const e = timeoutError('TTS setup', sink.connOptions.timeoutMs);
-        done.reject(e);
-        return e;
       });
-      await done.promise;
     } finally {
-      detach();
       held.release(false);
-      sink.signal.removeEventListener('abort', abort);
-      this.#socket.release(handle.id, !ended);
     }
   }
 }
