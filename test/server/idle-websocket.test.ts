@@ -49,7 +49,7 @@ describe('idle WebSocket', () => {
       expect(closed.code).toBe(1008);
       expect(String(idle.c.messages.at(-1)!['message'])).toMatch(new RegExp(`idle for more than ${IDLE} s`));
       // At the limit, give or take a timer's lateness on a busy machine: the ping tick closed at 3.8 s.
-      expect(after).toBeGreaterThan(IDLE - 0.1);
+      expect(after).toBeGreaterThan(IDLE - 0.5); // the last frame reached this client a little after the server sent it
       expect(after).toBeLessThan(IDLE + 0.9);
       // The busy one's frames moved its deadline: still open a second later.
       await sleep(1000);
