@@ -131,6 +131,32 @@ describeBuilt('OpenAI streaming doors → built `voicewire serve` (espeak-ng, po
     expect(kinds).toContain('INTERIM_TRANSCRIPT');
   }, 120_000);
 
+  it("LiveKit's OpenAI plugin STT({ model: 'gpt-4o-transcribe' }): the plugin's server_vad defaults, the server ends the turn (docs/agents.md's agent)", async () => {
+    const plugin = new livekitOpenAI.STT({ model: 'gpt-4o-transcribe', baseURL: v1, apiKey: s!.key });
+    const stream = plugin.stream();
+    // The sentence, then two seconds of silence: no flush(), the server VAD commits.
+    const audio = Buffer.concat([pcm, Buffer.alloc(96000)]);
+    const samples = new Int16Array(audio.buffer, audio.byteOffset, audio.length / 2);
+    for (let i = 0; i < samples.length; i += 480) {
+      const chunk = samples.slice(i, i + 480);
+      stream.pushFrame(new AudioFrame(chunk, 24000, 1, chunk.length));
+    }
+    const kinds: string[] = [];
+    let final = '';
+    for await (const ev of stream) {
+      kinds.push(stt.SpeechEventType[ev.type] ?? String(ev.type));
+      if (ev.type === stt.SpeechEventType.FINAL_TRANSCRIPT) {
+        final = ev.alternatives?.[0]?.text ?? '';
+        break;
+      }
+    }
+    stream.close();
+    await plugin.close();
+    expect(final).toMatch(/tomorrow/);
+    // Its speech events come from the server's VAD (the plugin has none here).
+    expect(kinds).toEqual(expect.arrayContaining(['START_OF_SPEECH', 'END_OF_SPEECH']));
+  }, 120_000);
+
   it("audio.speech.create({ stream_format: 'sse' }): speech.audio.delta events then speech.audio.done with usage, read by the package's SSE reader", async () => {
     const res = await c.audio.speech.create({ model: 'gpt-4o-mini-tts', voice: 'alloy', input: SENTENCE, response_format: 'pcm', stream_format: 'sse' });
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
