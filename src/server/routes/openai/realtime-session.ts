@@ -17,6 +17,8 @@
  *   with threshold 1 − `threshold`) says the turn ended and `silence_duration_ms` of steps
  *   without speech passed. `audio_start_ms` is the speech step's start less `prefix_padding_ms`
  *   (not before the item's start).
+ * - The STT session opens with the socket (the engine is warm when the first words come) and is
+ *   reopened by a `session.update` that changes the format or the language before any audio.
  * - The STT session ending with an error (an engine failure, credits, an unsupported language)
  *   is an `error` event; pending items get `…transcription.failed`, and the next append opens a
  *   new STT session: the socket stays open, as OpenAI keeps it open for a failed transcription.
@@ -107,6 +109,8 @@ export class RealtimeTranscriptionSession implements ServerSession<RealtimeTrans
   private flushSeq = 0;
   private vad: VadState | null;
   private isClosed = false;
+  /** Audio went to the current STT session (its format and language are then fixed). */
+  private heard = false;
 
   constructor(private readonly options: RealtimeTranscriptionSessionOptions) {
     this.newId = options.newId ?? defaultId;
@@ -114,6 +118,9 @@ export class RealtimeTranscriptionSession implements ServerSession<RealtimeTrans
     this.sessionId = this.newId('sess');
     this.vad = this.newVad();
     this.emit({ type: 'session.created', session: sessionObject(this.sessionId, this.config, options.expiresAt) });
+    // The engine opens now, not at the first append: an agent's first words would otherwise wait
+    // for a decoder to load (measured by bench/agent-clock.ts: seconds on a busy machine).
+    this.ensureRun();
   }
 
   get state(): RealtimeTranscriptionConfig {
@@ -159,7 +166,8 @@ export class RealtimeTranscriptionSession implements ServerSession<RealtimeTrans
     switch (c.type) {
       case 'session.update': {
         const next = applySessionUpdate(this.config, c.update);
-        if (this.run !== null) {
+        const reopen = next.format.type !== this.config.format.type || next.transcription.language !== this.config.transcription.language;
+        if (this.heard && reopen) {
           // The STT session decodes one format in one language from its setup on.
           if (next.format.type !== this.config.format.type) throw realtimeEventError('invalid_value', 'session.audio.input.format', 'Invalid value: the audio format cannot change once audio was appended; open a new session for another format.', c.eventId);
           if (next.transcription.language !== this.config.transcription.language) throw realtimeEventError('invalid_value', 'session.audio.input.transcription.language', 'Invalid value: the language cannot change once audio was appended; open a new session for another language.', c.eventId);
@@ -168,6 +176,11 @@ export class RealtimeTranscriptionSession implements ServerSession<RealtimeTrans
         this.config = next;
         if (vadChanged) this.vad = this.newVad();
         this.emit({ type: 'session.updated', session: sessionObject(this.sessionId, this.config, this.options.expiresAt) });
+        // No audio yet: the STT session opened with the old format or language is replaced.
+        if (reopen) {
+          this.endRun();
+          this.ensureRun();
+        }
         return;
       }
       case 'input_audio_buffer.append': {
@@ -175,6 +188,7 @@ export class RealtimeTranscriptionSession implements ServerSession<RealtimeTrans
         const { sampleRate, bytesPerSample } = formatRate(this.config.format);
         const samples = Math.floor(c.bytes / bytesPerSample);
         this.open ??= this.newItem(run.timeline.clientMs);
+        this.heard = true;
         run.timeline.appended(samples);
         this.bufferMs += (samples * 1000) / sampleRate;
         run.session.receive({ type: 'audio', audio: c.audio });
@@ -252,6 +266,7 @@ export class RealtimeTranscriptionSession implements ServerSession<RealtimeTrans
     const run: SttRun = { session, timeline: new RealtimeTimeline(formatRate(this.config.format).sampleRate), delayFrames: 0, pending: new Map(), dead: false };
     transport.run = run;
     this.run = run;
+    this.heard = false;
     // A new STT session starts a new timeline: the open item (if any) starts with it.
     const language = this.config.transcription.language;
     session.receive({ type: 'setup', input_format: nativeInputFormat(this.config.format), ...(language === null ? {} : { json_config: { language } }) });
