@@ -17,8 +17,9 @@
  *   with threshold 1 − `threshold`) says the turn ended and `silence_duration_ms` of steps
  *   without speech passed. `audio_start_ms` is the speech step's start less `prefix_padding_ms`
  *   (not before the item's start).
- * - The STT session opens with the socket (the engine is warm when the first words come) and is
- *   reopened by a `session.update` that changes the format or the language before any audio.
+ * - The STT session opens at the first `session.update` (or append), so the engine is warm when
+ *   the first words come, and is reopened by an update that changes the format or the language
+ *   before any audio.
  * - The STT session ending with an error (an engine failure, credits, an unsupported language)
  *   is an `error` event; pending items get `…transcription.failed`, and the next append opens a
  *   new STT session: the socket stays open, as OpenAI keeps it open for a failed transcription.
@@ -118,9 +119,6 @@ export class RealtimeTranscriptionSession implements ServerSession<RealtimeTrans
     this.sessionId = this.newId('sess');
     this.vad = this.newVad();
     this.emit({ type: 'session.created', session: sessionObject(this.sessionId, this.config, options.expiresAt) });
-    // The engine opens now, not at the first append: an agent's first words would otherwise wait
-    // for a decoder to load (measured by bench/agent-clock.ts: seconds on a busy machine).
-    this.ensureRun();
   }
 
   get state(): RealtimeTranscriptionConfig {
@@ -176,11 +174,11 @@ export class RealtimeTranscriptionSession implements ServerSession<RealtimeTrans
         this.config = next;
         if (vadChanged) this.vad = this.newVad();
         this.emit({ type: 'session.updated', session: sessionObject(this.sessionId, this.config, this.options.expiresAt) });
-        // No audio yet: the STT session opened with the old format or language is replaced.
-        if (reopen) {
-          this.endRun();
-          this.ensureRun();
-        }
+        // The engine opens at the first update (clients send it first), not at the first append:
+        // an agent's first words would otherwise wait for a decoder to load (bench/agent-clock.ts:
+        // seconds on a busy machine). Before any audio, a new format or language reopens it.
+        if (reopen && this.run !== null) this.endRun();
+        this.ensureRun();
         return;
       }
       case 'input_audio_buffer.append': {
