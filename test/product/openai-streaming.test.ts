@@ -23,7 +23,7 @@ import { Stream } from 'openai/core/streaming';
 import { initializeLogger, stt } from '@livekit/agents';
 import { AudioFrame } from '@livekit/rtc-node';
 import * as livekitOpenAI from '@livekit/agents-plugin-openai';
-import { startBuiltServer, type BuiltServer } from './built-server.js';
+import { bugLines, startBuiltServer, type BuiltServer } from './built-server.js';
 import { describeBuilt } from './describe-built.js';
 
 /** The watchdog's bound: the default engines serve these few clients in well under this. */
@@ -70,6 +70,8 @@ describeBuilt('OpenAI streaming doors → built `voicewire serve` (espeak-ng, po
     rmSync(dir, { recursive: true, force: true });
     expect(s?.killedForMemory()).toBeUndefined();
     expect(code).toBe(0);
+    // Nothing reached a last resort (an unhandled rejection, a route that threw).
+    expect(bugLines(s?.output() ?? '')).toEqual([]);
   }, 60_000);
 
   it('openai/realtime/ws: a transcription session with server VAD hears the sentence (speech_started … completed)', async () => {
