@@ -34,6 +34,8 @@ export interface WsSessionOptions {
   create(who: Principal, common: ServerSessionOptions, stages: FirstOutputStages): ServerSession<unknown>;
   /** The first message of this type (after setup) is timed: `audio` (TTS) or `text` (STT). */
   firstOutput: 'audio' | 'text';
+  /** Answers a refused session (credentials, drain, per-key limit) before closing. Default {@link failSocket} (§7.3). */
+  refuse?: (ws: WebSocket, error: VoicewireError) => void;
 }
 
 /**
@@ -372,7 +374,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
     log.info({ route: options.route, code: e.code }, 'websocket refused');
     // A paused socket would not read the peer's close frame.
     ws.resume();
-    failSocket(ws, e.code === 'RESIDENCY_DENIED' ? new VoicewireError('RESIDENCY_DENIED', e.message, { closeCode: 1008 }) : e);
+    (options.refuse ?? failSocket)(ws, e.code === 'RESIDENCY_DENIED' ? new VoicewireError('RESIDENCY_DENIED', e.message, { closeCode: 1008 }) : e);
     return;
   }
   stages.authenticated(performance.now() - upgradedAt);

@@ -281,7 +281,11 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
           ...ok(
             'The audio.',
             Object.fromEntries(
-              [...Object.values(NATIVE_SPEECH_FORMATS), ...Object.values(FFMPEG_SPEECH_FORMATS)].map((f) => [f.contentType, { schema: { type: 'string', contentMediaType: f.contentType.split(';')[0] } }]),
+              [
+                ...[...Object.values(NATIVE_SPEECH_FORMATS), ...Object.values(FFMPEG_SPEECH_FORMATS)].map((f) => [f.contentType, { schema: { type: 'string', contentMediaType: f.contentType.split(';')[0] } }]),
+                // stream_format "sse" (docs/api.md §10.2).
+                ['text/event-stream', { schema: { type: 'string', description: '`data: {"type":"speech.audio.delta","audio":"<base64>"}` events, then `speech.audio.done` {usage}.' } }],
+              ],
             ),
           ),
           ...OPENAI_ERRORS,
@@ -303,6 +307,16 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
           }),
           ...OPENAI_ERRORS,
         },
+      },
+    },
+    '/v1/realtime': {
+      get: {
+        ...wsOperation(
+          'OpenAI Realtime transcription sessions (docs/api.md §10.1)',
+          "`?intent=transcription&model=` (gpt-realtime-whisper, gpt-4o-transcribe, gpt-4o-mini-transcribe, whisper-1, voicewire-stt). Client: `session.update` {session: {type: 'transcription', audio.input: {format (audio/pcm 24 kHz, audio/pcmu, audio/pcma), transcription {model, language, prompt}, turn_detection (server_vad or null)}}}, `input_audio_buffer.append` {audio (base64)}, `.commit`, `.clear`. Server: `session.created`, `session.updated`, `input_audio_buffer.speech_started` / `speech_stopped` / `committed` / `cleared`, `conversation.item.input_audio_transcription.delta` / `completed` (usage) / `failed`, `error` {error: {type, code, message, param, event_id}} (the socket stays open for a bad event). Bearer key, or a temporary token as the `openai-insecure-api-key.` subprotocol.",
+          BEARER,
+        ),
+        tags: ['OpenAI-compatible'],
       },
     },
     '/v1/models': { get: { tags: ['OpenAI-compatible'], summary: 'Models', security: BEARER, responses: { ...ok('The models.', json(ref('OpenAIModelList'))), ...OPENAI_ERRORS } } },

@@ -162,7 +162,7 @@ export function componentSchemas(limits: ServerLimits): Record<string, Schema> {
         },
         response_format: str({ enum: [...OPENAI_SPEECH_FORMATS], default: 'mp3', description: 'mp3, flac and aac need ffmpeg on the server (default wav without it).' }),
         speed: num({ minimum: OPENAI_SPEED.min, maximum: OPENAI_SPEED.max, default: OPENAI_SPEED.default }),
-        stream_format: str({ enum: ['audio'] }),
+        stream_format: str({ enum: ['audio', 'sse'] }),
         instructions: str({ description: 'Accepted and ignored.' }),
       },
       ['model', 'input', 'voice'],
