@@ -154,7 +154,8 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       try {
         vad = new VoiceActivity(fvad);
         const v = vad;
-        return new SphinxStream(held.decoder, vad, emit, stable, Math.round((options.settleSeconds ?? 0.3) * 100), options.modelName ?? 'pocketsphinx-en-us', config.modelName, () => {
+        const { hold, margin } = sphinxHold(stable, options.settleSeconds ?? 0.3, config.jsonConfig);
+        return new SphinxStream(held.decoder, vad, emit, hold, margin, options.modelName ?? 'pocketsphinx-en-us', config.modelName, () => {
           v.free();
           giveBack(held);
         });
@@ -165,6 +166,19 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       }
     },
   };
+}
+
+/**
+ * A request's word hold (issue 35): `temp` t (0 to 1, "helpful if no text is recognized") lowers
+ * the audio a word must have behind it to `(1 − t)` of `settleSeconds` (centiseconds, as the
+ * decoder's frames), so a word is sent on less evidence; `delay_in_frames` D sets the frames a
+ * word must hold so that the delay `ready` reports, hold + ⌈margin / 8⌉, is D. The decoder's beams
+ * are fixed when the model loads (decoders are pooled), so neither changes what it recognizes.
+ */
+function sphinxHold(stable: number, settleSeconds: number, jsonConfig: { temp?: number; delay_in_frames?: number }): { hold: number; margin: number } {
+  const margin = Math.round(settleSeconds * 100 * (1 - (jsonConfig.temp ?? 0)));
+  const asked = jsonConfig.delay_in_frames;
+  return { hold: asked === undefined ? stable : Math.max(0, asked - Math.ceil(margin / 8)), margin };
 }
 
 function checkSttOptions(options: PocketsphinxSttOptions): void {
