@@ -58,7 +58,13 @@ export interface TtsServerSessionOptions extends ServerSessionOptions {
  * output format of §4.2 (one chunk per model frame; Ogg header pages first, EOS page on `end`).
  */
 export function defaultTtsOutputEncoder(format: AudioFormatName, sampleRate: number): TtsOutputEncoder {
-  return new DefaultTtsOutputEncoder(createTtsAudioEncoder(format, { sampleRate }));
+  const enc = createTtsAudioEncoder(format, { sampleRate });
+  const f = enc.format;
+  // Raw PCM and G.711 at another rate than the model's: whole 80 ms chunks (issue 35).
+  if (f.container === 'raw' && f.bytesPerSample !== null && enc.outputRate !== sampleRate) {
+    return new WholeFrameOutputEncoder(enc, f.bytesPerSample, Math.round(enc.outputRate * 0.08));
+  }
+  return new DefaultTtsOutputEncoder(enc);
 }
 
 /** {@link createTtsOutputEncoder}'s encoder with shared methods instead of two closures (issue 22: one per request). */
@@ -71,6 +77,67 @@ class DefaultTtsOutputEncoder implements TtsOutputEncoder {
 
   end(): TtsOutputChunk {
     return this.enc.end();
+  }
+}
+
+/**
+ * Raw PCM or G.711 resampled from the model's rate, in chunks of exactly 80 ms at the output rate
+ * (issue 35: the first `ulaw_8000` chunk covered 74 ms, the resampler's look-ahead short). The
+ * resampler emits output `k` once it has input up to `k` plus its look-ahead, so each frame's
+ * bytes are carried until 80 ms of output is there: a chunk goes out with the next frame (the
+ * stream's first chunk one model frame later than before), and the end sends the rest, shorter.
+ */
+class WholeFrameOutputEncoder implements TtsOutputEncoder {
+  /** Bytes encoded and not yet sent, in pieces (no copy per frame). */
+  private readonly pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+  /** Output samples sent so far. */
+  private sent = 0;
+  private readonly frameBytes: number;
+
+  constructor(
+    private readonly enc: TtsAudioEncoder,
+    private readonly bytesPerSample: number,
+    frameSamples: number,
+  ) {
+    this.frameBytes = frameSamples * bytesPerSample;
+  }
+
+  push(pcm: Int16Array): TtsOutputChunk {
+    this.add(this.enc.encode(pcm).bytes);
+    return this.take(Math.floor(this.pendingBytes / this.frameBytes) * this.frameBytes);
+  }
+
+  end(): TtsOutputChunk {
+    this.add(this.enc.end().bytes);
+    const last = this.take(this.pendingBytes);
+    this.sent = 0;
+    return last;
+  }
+
+  private add(bytes: Uint8Array): void {
+    if (bytes.byteLength === 0) return;
+    this.pending.push(bytes);
+    this.pendingBytes += bytes.byteLength;
+  }
+
+  /** The first `n` pending bytes as one chunk, timed by the samples they hold. */
+  private take(n: number): TtsOutputChunk {
+    const start = this.sent / this.enc.outputRate;
+    if (n === 0) return { bytes: new Uint8Array(0), start_s: start, stop_s: start };
+    const out = new Uint8Array(n);
+    let o = 0;
+    while (o < n) {
+      const head = this.pending[0]!;
+      const k = Math.min(head.byteLength, n - o);
+      out.set(head.subarray(0, k), o);
+      o += k;
+      if (k === head.byteLength) this.pending.shift();
+      else this.pending[0] = head.subarray(k);
+    }
+    this.pendingBytes -= n;
+    this.sent += n / this.bytesPerSample;
+    return { bytes: out, start_s: start, stop_s: this.sent / this.enc.outputRate };
   }
 }
 

@@ -204,6 +204,7 @@ function onEngine(state: TtsServerRequestState, event: TtsMachineEngineEvent): S
     case 'opened': {
       const info = event.info;
       if (!state.readySent) {
+        const rate = outputRate(state.setup.output_format) ?? info.sampleRate ?? 48000;
         const ready = withId(
           {
             type: 'ready' as const,
@@ -211,8 +212,9 @@ function onEngine(state: TtsServerRequestState, event: TtsMachineEngineEvent): S
             model_name: info.modelName ?? state.setup.model_name ?? 'default',
             // The rate of the audio the client receives (protocol-notes.md: the client reports it as
             // the audio's rate): the output format's, not the model's.
-            sample_rate: outputRate(state.setup.output_format) ?? info.sampleRate ?? 48000,
-            frame_size: info.frameSize ?? 3840,
+            sample_rate: rate,
+            // The same step at that rate (issue 35): 80 ms is 640 samples at 8 kHz, 1280 at 16 kHz.
+            frame_size: Math.round(((info.frameSize ?? 3840) * rate) / (info.sampleRate ?? 48000)),
           },
           key,
         );

@@ -29,6 +29,7 @@ import {
   validateVoiceFromEmbeddingBody,
   validateVoiceGenerationBody,
 } from '../../src/protocol/rest.js';
+import { FORWARDED_METHODS } from '../../src/server/routes/forward.js';
 import { readSttEngineSupport, readTtsJsonConfig, readVoiceGenerationJsonConfig, unsupportedSttConfigIssues } from '../../src/protocol/config.js';
 import { keysRead } from '../../src/protocol/describe.js';
 import { sttInputFormatFromContentType } from '../../src/sessions/http.js';
@@ -147,6 +148,8 @@ describe('/api/openapi.json', () => {
     ];
     const toOpenApi = (p: string): string => p.replace(/:([A-Za-z_]+)/g, '{$1}');
     const served = new Set<string>(['get /metrics']);
+    // The forwarding route (§4.13) is the router's fallback, not a module's route (issue 35: seen failing first, the document lacked it).
+    for (const m of FORWARDED_METHODS) served.add(`${m.toLowerCase()} /api/{path}`);
     for (const [prefix, m] of modules) {
       for (const r of m.http ?? []) served.add(`${r.method.toLowerCase()} ${prefix}${toOpenApi(r.path)}`);
       for (const r of m.ws ?? []) served.add(`ws ${prefix}${toOpenApi(r.path)}`);
