@@ -38,7 +38,8 @@ export interface PocketsphinxSttOptions {
    * Frames (80 ms) a word, with every word before it, must stand unchanged in the partial hypothesis
    * before it is sent. Default 6 (0.48 s): the first pass's words are revised by the second pass at
    * the utterance's end, and words sent cannot be taken back (bench/stt-accuracy.ts measures the
-   * cost against `pocketsphinx_continuous`).
+   * cost against `pocketsphinx_continuous`). A request's `json_config.delay_in_frames` sets it
+   * for that request (see `sphinxHold`).
    */
   stableFrames?: number;
   /** Audio the decoder must have heard past a word's end before the word is sent, seconds. Default 0.3. */

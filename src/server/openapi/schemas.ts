@@ -48,8 +48,8 @@ const binary = (mediaType: string): Schema => ({ type: 'string', contentMediaTyp
 /**
  * The request schemas made by the validators (see the module comment), and the named objects
  * they read (`TtsJsonConfig`, `SttJsonConfig`, `VoiceGenerationJsonConfig`). `SttJsonConfig` is
- * the server's: the protocol's checks and then what this server's STT engines honour (the second
- * pass every STT route runs, config.ts `readSttEngineSupport`).
+ * the server's: the documented keys in their ranges and no other key (the pass every STT route
+ * runs, config.ts `readSttEngineSupport`).
  */
 export function validatorSchemas(limits: ServerLimits): Record<string, Schema> {
   const components: Record<string, Schema> = {};

@@ -16,7 +16,7 @@ import { serveWebSocketSession } from '../ws.js';
 import { stagedTtsEngine } from '../first-output-stages.js';
 import type { HttpRoute, RequestScope, RouteModule } from '../context.js';
 import { findVoice } from '../voice-lookup.js';
-import { DEFAULT_VOICE_NAME, defaultVoiceTtsEngine } from '../default-voice.js';
+import { defaultVoiceTtsEngine, voiceOrDefault } from '../default-voice.js';
 import { startPaidTtsResponse } from './paid-tts-response.js';
 
 /** Content-Type of raw audio (`only_audio: true`) per output format. */
@@ -44,8 +44,8 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
     }
     // §7.1 lists an invalid voice ID among the proxy-level errors: checked here, answered as a raw string.
     // No voice named is the one "default" names (default-voice.ts), as on the WebSocket.
-    const voice = body.voice_id ?? body.voice ?? DEFAULT_VOICE_NAME;
-    if ((await findVoice(ctx.store, who.org.id, voice)) === undefined) {
+    const voice = await voiceOrDefault(ctx.store, who.org.id, body.voice_id ?? body.voice);
+    if (voice !== null && (await findVoice(ctx.store, who.org.id, voice)) === undefined) {
       throw new VoicewireError('VOICE_NOT_FOUND', `invalid voice ID ${JSON.stringify(voice)}`);
     }
     // pronunciation_id is honoured (issue 35): an unknown one is refused before any work, as a voice.
@@ -151,7 +151,7 @@ function ttsSocket(scope: RequestScope, ws: WebSocket, req: IncomingMessage): Pr
           common.onEvent?.(notice);
           if (notice.type === 'request_ended') void engine.finish(notice.clientReqId, notice.outcome === 'ended');
         },
-        engine: stagedTtsEngine(defaultVoiceTtsEngine(engine), stages),
+        engine: stagedTtsEngine(defaultVoiceTtsEngine(engine, scope.ctx.store, who.org.id), stages),
       });
     },
   });
