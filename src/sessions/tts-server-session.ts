@@ -42,6 +42,8 @@ export interface TtsOutputEncoder {
   push(pcm: Int16Array): TtsOutputChunk;
   /** End of the request: the trailing chunk (resampler tail, the last Opus packet and EOS page). Optional. */
   end?(): TtsOutputChunk;
+  /** A `<flush>`: the bytes held back for whole chunks, as a (shorter) chunk, without ending the stream. Optional. */
+  drain?(): TtsOutputChunk;
 }
 
 /** Options of {@link createTtsServerSession}. */
@@ -85,7 +87,8 @@ class DefaultTtsOutputEncoder implements TtsOutputEncoder {
  * (issue 35: the first `ulaw_8000` chunk covered 74 ms, the resampler's look-ahead short). The
  * resampler emits output `k` once it has input up to `k` plus its look-ahead, so each frame's
  * bytes are carried until 80 ms of output is there: a chunk goes out with the next frame (the
- * stream's first chunk one model frame later than before), and the end sends the rest, shorter.
+ * stream's first chunk one model frame later than before), and a `<flush>` or the end sends the
+ * rest, shorter.
  */
 class WholeFrameOutputEncoder implements TtsOutputEncoder {
   /** Bytes encoded and not yet sent, in pieces (no copy per frame). */
@@ -113,6 +116,10 @@ class WholeFrameOutputEncoder implements TtsOutputEncoder {
     const last = this.take(this.pendingBytes);
     this.sent = 0;
     return last;
+  }
+
+  drain(): TtsOutputChunk {
+    return this.take(this.pendingBytes);
   }
 
   private add(bytes: Uint8Array): void {
@@ -195,6 +202,19 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
         else d.held.push(effect.message);
         return;
       }
+      case 'audio_drain': {
+        const d = this.drivers.get(effect.stream);
+        if (d === undefined || d.closed || d.encoder === null || !d.encoder.drain) return;
+        let chunk: TtsOutputChunk;
+        try {
+          chunk = d.encoder.drain();
+        } catch (err) {
+          this.failStream(effect.key, effect.stream, engineFault(err, 'TTS output encoder'));
+          return;
+        }
+        this.sendChunk(d, chunk);
+        return;
+      }
       case 'audio_end': {
         const d = this.drivers.get(effect.stream);
         if (d === undefined || d.closed) return;
@@ -256,7 +276,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
     this.dispatch({ type: 'engine_failure', key, stream, error });
   }
 
-  private runTags(d: TtsDriver, events: readonly TagEvent[]): MaybePromise<void> {
+  private runTags(d: TtsDriver, key: string | null, stream: number, events: readonly TagEvent[]): MaybePromise<void> {
     // A long text goes to the engine in pieces cut at spaces, each a call of its own behind the
     // gate: an engine emits a call's audio at once, so without the cut one long message would be
     // synthesized whole however slowly the client reads (memory linear in the text, not bounded).
@@ -267,7 +287,8 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
     const run = (e: TagEvent): MaybePromise<void> => {
       if (d.closed) return undefined;
       if (e.type === 'text') return e.text === '' ? undefined : s.text(e.text);
-      if (e.type === 'flush') return s.flush();
+      // The flush's barrier comes after every event the engine emitted for it (they were queued first).
+      if (e.type === 'flush') return after(s.flush(), () => this.report(d, key, stream, { type: 'flushed' }));
       return s.pause(e.seconds);
     };
     // Each tag event is an engine call: each waits for the transport too.
@@ -294,7 +315,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
           // An 'error' tag policy: the parser consumed the whole piece; report the tag as the client's fault.
           throw clientFault(err, 'PROTOCOL_INVALID_MESSAGE', 'TTS: invalid tag in text');
         }
-        return this.runTags(d, events);
+        return this.runTags(d, key, stream, events);
       }
       case 'end': {
         let events: TagEvent[];
@@ -304,7 +325,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
           throw clientFault(err, 'PROTOCOL_INVALID_MESSAGE', 'TTS: invalid tag in text');
         }
         const s = d.stream!;
-        return after(this.runTags(d, events), () =>
+        return after(this.runTags(d, key, stream, events), () =>
           after(d.closed ? undefined : s.end(), () => this.report(d, key, stream, { type: 'ended' })),
         );
       }

@@ -66,7 +66,12 @@ export type TtsEngineOp =
   | { op: 'close' };
 
 /** Engine events as the TTS machine sees them: the model's events plus the runner's barriers. */
-export type TtsMachineEngineEvent = TtsEngineEvent | { type: 'opened'; requestId: string; info: TtsEngineInfo } | { type: 'ended' };
+export type TtsMachineEngineEvent =
+  | TtsEngineEvent
+  | { type: 'opened'; requestId: string; info: TtsEngineInfo }
+  /** A `<flush>` returned from the engine: the audio of all text so far was emitted. */
+  | { type: 'flushed' }
+  | { type: 'ended' };
 
 /** An audio frame to encode and send (the transport's job: it knows the output format). */
 export interface TtsAudioEffect {
@@ -108,13 +113,24 @@ export interface TtsAudioEndEffect {
   at_s: number;
 }
 
+/**
+ * A `<flush>` is through the engine: the runner sends what its encoder holds back for whole
+ * chunks (not the resampler's look-ahead), so the audio of the text before the flush goes out now.
+ */
+export interface TtsAudioDrainEffect {
+  type: 'audio_drain';
+  key: RequestKey;
+  stream: number;
+}
+
 /** Effects of the TTS server machine. */
 export type TtsServerEffect =
   | ServerBaseEffect<TtsServerMessage>
   | { type: 'engine'; key: RequestKey; stream: number; op: TtsEngineOp }
   | TtsAudioEffect
   | TtsWordEffect
-  | TtsAudioEndEffect;
+  | TtsAudioEndEffect
+  | TtsAudioDrainEffect;
 
 /** State of one TTS request on the server. */
 export interface TtsServerRequestState {
@@ -248,6 +264,9 @@ function onEngine(state: TtsServerRequestState, event: TtsMachineEngineEvent): S
       return { state, effects };
     case 'need_more_text':
       effects.push({ type: 'send', message: withId({ type: 'need_more_text' as const }, key) });
+      return { state, effects };
+    case 'flushed':
+      effects.push({ type: 'audio_drain', key, stream: state.stream });
       return { state, effects };
     case 'ended':
       return ended(state, effects);

@@ -58,6 +58,22 @@ describe('tone engines', () => {
     expect((await ulaw.arrayBuffer()).byteLength).toBe((await pcm.arrayBuffer()).byteLength / 2 / 6);
   });
 
+  it('a <flush> still brings out the audio so far at once in ulaw_8000: the chunk before it is shorter, none is held for the 80 ms grid', async () => {
+    const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    c.send({ type: 'setup', output_format: 'ulaw_8000' });
+    c.send({ type: 'text', text: 'hello <flush>' });
+    // Nothing more is sent until the flushed audio came: "hello" is 5 tones of 80 ms, all out but
+    // the resampler's 6 ms look-ahead (before the drain, the last 74 ms waited for the next frame).
+    const out = (): number => c.messages.filter((m) => m['type'] === 'audio').reduce((n, m) => n + Buffer.from(String(m['audio']), 'base64').length, 0);
+    const end = Date.now() + 10_000;
+    while (out() < 0.39 * 8000 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    expect(out()).toBeGreaterThanOrEqual(0.39 * 8000);
+    c.send({ type: 'text', text: 'world' });
+    c.send({ type: 'end_of_stream' });
+    await c.closed;
+    expect(c.messages.filter((m) => m['type'] === 'text').map((m) => m['text'])).toEqual(['hello', 'world']);
+  });
+
   it('POST honours pronunciation_id as the WebSocket does; an unknown one is refused (seen failing first: it was dropped)', async () => {
     const auth = { ...json, 'x-api-key': h.apiKey };
     const d = (await (await fetch(`${h.base}/pronunciations/`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'brands', language: 'en', rules: [{ word: 'vw', replacement: 'voicewire' }] }) })).json()) as { uid: string };
