@@ -189,9 +189,12 @@ class FreshCopy {
 
   constructor(private readonly lib: Lib) {}
 
-  /** False where the library's file is not known (no /proc): temp 0 then runs on the shared instance. */
+  /** Why a copy could not be loaded (a temporary folder mounted `noexec`, no space), once it failed. */
+  failure: string | undefined;
+
+  /** False where the library's file is not known (no /proc) or a copy failed to load: temp 0 then runs on the shared instance. */
   get available(): boolean {
-    return this.lib.file !== undefined;
+    return this.lib.file !== undefined && this.failure === undefined;
   }
 
   /** The copy in use, or a fresh one when none is loaded. */
@@ -345,8 +348,23 @@ class SystemEspeak extends Settings implements EspeakAsyncWorker {
   private async run(job: Job): Promise<void> {
     // A stream closed while its synthesis waited answers true to an empty piece: skipped.
     if (job.callback(new Int16Array(0), [])) return;
-    const fresh = job.deterministic && this.fresh.available;
-    const c: Calls = !fresh ? this.lib : job.fresh ? await this.fresh.renew() : await this.fresh.calls();
+    let fresh = job.deterministic && this.fresh.available;
+    let c: Calls = this.lib;
+    if (fresh) {
+      try {
+        c = job.fresh ? await this.fresh.renew() : await this.fresh.calls();
+      } catch (err) {
+        // A copy that cannot load (a noexec temporary folder) must not fail the request: from now
+        // on temp 0 runs on the shared instance, as where no /proc shows the library's file.
+        this.fresh.failure = err instanceof Error ? err.message : String(err);
+        try {
+          this.fresh.close();
+        } catch {
+          // A half-loaded copy: nothing more to release.
+        }
+        fresh = false;
+      }
+    }
     if ((fresh ? this.fresh.voice : this.loadedVoice) !== job.voice) {
       // A voice the data lacks (a variant another espeak-ng version does not ship) keeps its
       // language; an unknown one keeps the voice loaded before, as the WebAssembly build does.
