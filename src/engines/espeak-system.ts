@@ -175,12 +175,12 @@ function load(onCallback: (wav: unknown, n: number, events: unknown) => number):
 }
 
 /**
- * A private copy of the library for temp 0 (see the module comment): a second file, so the
- * dynamic loader maps new static data instead of handing back the shared instance. `renew` unloads
- * the copy in use and loads a new one; only the queue's one running synthesis uses it.
+ * A private copy of the library for temp 0 (see the module comment): another file, so the dynamic
+ * loader maps new static data instead of handing back the shared instance. `renew` unloads the copy
+ * in use and loads a new one (copied into a temporary folder, removed once mapped); only the
+ * queue's one running synthesis uses it.
  */
 class FreshCopy {
-  private dir: string | undefined;
   private so: KoffiLib | undefined;
   private current: Calls | undefined;
   private srand: Fn | null | undefined;
@@ -206,13 +206,16 @@ class FreshCopy {
   async renew(): Promise<Calls> {
     this.close();
     const { koffi } = this.lib;
-    if (this.dir === undefined) {
-      const dir = mkdtempSync(join(tmpdir(), 'voicewire-espeak-'));
-      this.dir = dir;
+    // A new file each time, removed as soon as it is mapped: nothing stays on disk, however the
+    // process ends (a killed worker runs no exit handler).
+    const dir = mkdtempSync(join(tmpdir(), 'voicewire-espeak-'));
+    let so: KoffiLib;
+    try {
       copyFileSync(this.lib.file!, join(dir, 'libespeak-ng.so'));
-      process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+      so = koffi.load(join(dir, 'libespeak-ng.so'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-    const so = koffi.load(join(this.dir, 'libespeak-ng.so'));
     this.so = so;
     const initialize = so.func(SIGNATURES.initialize);
     const rate = await new Promise<number>((resolve, reject) =>
