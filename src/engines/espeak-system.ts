@@ -16,8 +16,9 @@
  * libc `rand()`), which no call of its API resets. A temp-0 sentence
  * ({@link loadDeterministicSystemEspeak}) runs on a private copy of the library file, loaded fresh
  * (its static data as in the file) with `srand(1)`, then unloaded: the same text gives the same bytes
- * whatever ran before. It costs a load and `espeak_Initialize` per sentence (1–20 ms measured on a
- * 2-core machine); every synthesis, fresh or not, still runs one at a time from the one queue.
+ * whatever ran before. It costs a load, `espeak_Initialize` and the voice per sentence (40–60 ms
+ * measured on a 2-core machine); every synthesis, fresh or not, still runs one at a time from the
+ * one queue.
  *
  * Install on Debian/Ubuntu: `apt-get install libespeak-ng1` (and the npm package koffi).
  */
