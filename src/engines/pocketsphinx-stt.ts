@@ -39,7 +39,8 @@ export interface PocketsphinxSttOptions {
    * Frames (80 ms) a word, with every word before it, must stand unchanged in the partial hypothesis
    * before it is sent. Default 6 (0.48 s): the first pass's words are revised by the second pass at
    * the utterance's end, and words sent cannot be taken back (bench/stt-accuracy.ts measures the
-   * cost against `pocketsphinx_continuous`).
+   * cost against `pocketsphinx_continuous`). A request's `json_config.delay_in_frames` sets it
+   * for that request (see `sphinxHold`).
    */
   stableFrames?: number;
   /** Audio the decoder must have heard past a word's end before the word is sent, seconds. Default 0.3. */
@@ -164,7 +165,8 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       try {
         vad = new VoiceActivity(fvad);
         const v = vad;
-        return new SphinxStream(held.decoder, vad, emit, stable, Math.round((options.settleSeconds ?? 0.3) * 100), options.modelName ?? 'pocketsphinx-en-us', config.modelName, () => {
+        const { hold, margin } = sphinxHold(stable, options.settleSeconds ?? 0.3, config.jsonConfig);
+        return new SphinxStream(held.decoder, vad, emit, hold, margin, options.modelName ?? 'pocketsphinx-en-us', config.modelName, () => {
           v.free();
           giveBack(held);
         }, Math.round((options.maxUtteranceSeconds ?? 30) * 16000));
@@ -175,6 +177,19 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       }
     },
   };
+}
+
+/**
+ * A request's word hold (issue 35): `temp` t (0 to 1, "helpful if no text is recognized") lowers
+ * the audio a word must have behind it to `(1 − t)` of `settleSeconds` (centiseconds, as the
+ * decoder's frames), so a word is sent on less evidence; `delay_in_frames` D sets the frames a
+ * word must hold so that the delay `ready` reports, hold + ⌈margin / 8⌉, is D. The decoder's beams
+ * are fixed when the model loads (decoders are pooled), so neither changes what it recognizes.
+ */
+function sphinxHold(stable: number, settleSeconds: number, jsonConfig: { temp?: number; delay_in_frames?: number }): { hold: number; margin: number } {
+  const margin = Math.round(settleSeconds * 100 * (1 - (jsonConfig.temp ?? 0)));
+  const asked = jsonConfig.delay_in_frames;
+  return { hold: asked === undefined ? stable : Math.max(0, asked - Math.ceil(margin / 8)), margin };
 }
 
 function checkSttOptions(options: PocketsphinxSttOptions): void {

@@ -13,6 +13,7 @@ import { STT_CONTENT_TYPES } from '../../sessions/http.js';
 import { componentSchemas, PRONUNCIATIONS_DEFAULT_LIMIT, WS_FORMATS, type Schema } from './schemas.js';
 import { FFMPEG_SPEECH_FORMATS } from '../routes/openai/ffmpeg-encoder.js';
 import { NATIVE_SPEECH_FORMATS } from '../routes/openai/speech.js';
+import { FORWARDED_METHODS } from '../routes/forward.js';
 
 /** Options of {@link buildOpenApiDocument}. */
 export interface OpenApiDocumentOptions {
@@ -98,6 +99,30 @@ function wsOperation(summary: string, description: string, security: unknown[]):
     security,
     'x-websocket': true,
     responses: { '101': { description: 'Switching Protocols: the WebSocket is open; errors come as an `error` message then a close (§7.3).' } },
+  };
+}
+
+/**
+ * The forwarding route (§4.13): a request no other route matches, forwarded to the core API when
+ * the server runs with `--core-url` (routes/forward.ts), else 404. `path` may span segments.
+ */
+function forwardOperation(method: string): Operation {
+  return {
+    tags: ['Forwarding'],
+    summary: `Forwarded to the core API (§4.13): ${method}`,
+    description:
+      'Any request that matches no other route, after its key is checked: method, path, query, headers (not hop-by-hop ones) and body go to the core API given with `serve --core-url`, and its answer comes back as it is. Without a core: 404. `path` is the rest of the path after /api/ and may hold several segments; one that decodes to `.` or `..` or holds a slash is 404.',
+    security: KEY,
+    parameters: [{ ...pathParam('path'), description: 'The rest of the path, forwarded as it is (normalised).' }],
+    ...(method === 'GET' || method === 'DELETE' ? {} : { requestBody: { required: false, content: { '*/*': { schema: {} } }, description: 'Passed on as it is.' } }),
+    responses: {
+      default: { description: "The core API's answer, passed on (status, headers without hop-by-hop ones, body)." },
+      '401': { description: 'A missing or bad key (§5.6: the forwarding route answers 401): `{"detail": "…"}`.', content: json(ref('NotFound')) },
+      '403': REST_ERRORS['403'],
+      '404': { description: 'No core API configured, or a path segment that decodes to `.`, `..` or holds a slash.', content: json(ref('NotFound')) },
+      '502': { description: 'The core API could not be reached (FORWARD_FAILED), plain text.', content: { 'text/plain': { schema: { type: 'string' } } } },
+      '504': { description: 'The core API did not answer in time (FORWARD_TIMEOUT), plain text.', content: { 'text/plain': { schema: { type: 'string' } } } },
+    },
   };
 }
 
@@ -269,6 +294,7 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
     },
     '/api/openapi.json': { get: { tags: ['Operations'], summary: 'This document', security: [], responses: ok('OpenAPI 3.1.', json({ type: 'object' })) } },
     '/api/docs': { get: { tags: ['Operations'], summary: 'A readable reference made from this document', security: [], responses: ok('HTML.', { 'text/html': { schema: { type: 'string' } } }) } },
+    '/api/{path}': Object.fromEntries(FORWARDED_METHODS.map((m) => [m.toLowerCase(), forwardOperation(m)])),
     '/metrics': { get: { tags: ['Operations'], summary: 'Prometheus metrics (no key)', security: [], responses: { ...ok('Prometheus text.', { 'text/plain': { schema: { type: 'string' } } }), '503': { description: 'Metrics unavailable.' } } } },
     '/v1/audio/speech': {
       post: {
@@ -330,7 +356,7 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
       description: `The voicewire reference server, voicewire version ${options.version} (info.version is the API's: the edge description, §9): the voice service API (docs/api.md; § numbers in the summaries), its WebSocket routes (GET operations answering 101, described in text), and OpenAI-compatible routes at /v1. The request schemas of the native routes are made by the routes' own validators.`,
     },
     servers: [{ url: '/' }],
-    tags: ['Speech', 'WebSocket', 'Voices', 'Voice design', 'Pronunciations', 'Account', 'Operations', 'OpenAI-compatible'].map((name) => ({ name })),
+    tags: ['Speech', 'WebSocket', 'Voices', 'Voice design', 'Pronunciations', 'Account', 'Forwarding', 'Operations', 'OpenAI-compatible'].map((name) => ({ name })),
     paths,
     components: {
       schemas: componentSchemas(limits),
