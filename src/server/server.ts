@@ -22,11 +22,11 @@ import { authenticate } from './auth.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
 import { timedSttEngine, timedTtsEngine } from './engine-timeout.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
-import { SessionTracker } from './sessions.js';
+import { SessionTracker, drainingError } from './sessions.js';
 import { Router } from './router.js';
 import { sendError, sendJson } from './http.js';
 import { formatRestError } from '../protocol/rest.js';
-import { failSocket } from './ws.js';
+import { failSocket, refuseUpgrade } from './ws.js';
 import { StoreHealth, type StoreHealthOptions } from './store-health.js';
 import type { RequestScope, RouteModule, ServerContext } from './context.js';
 import type { Store } from './store/store.js';
@@ -375,6 +375,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       const url = new URL(req.url ?? '/', 'http://localhost');
       const path = url.pathname.startsWith(`${API}/`) ? url.pathname.slice(API.length) : null;
       const m = path === null ? undefined : router.matchWs(path);
+      // Draining: refused before the 101, so a balancer retries it elsewhere (docs/operations.md).
+      if (sessions.draining) return refuseUpgrade(socket, drainingError());
       wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
         try {
           const scope = scopeOf(req, path ?? url.pathname, m?.params ?? {});

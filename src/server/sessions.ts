@@ -7,6 +7,11 @@ import { VoicewireError } from '../util/errors.js';
 import { drainInitialState, drainTransition, type DrainState } from '../protocol/drain.js';
 import type { ServerMetrics } from './metrics.js';
 
+/** The refusal of a new session while draining (§3.1): 503 over HTTP (before any work, or before a WebSocket's 101), 1013 in band. */
+export function drainingError(): VoicewireError {
+  return new VoicewireError('PROTOCOL_DRAINING', 'the server is draining and takes no new sessions; retry on another instance', { closeCode: 1013 });
+}
+
 export class SessionTracker {
   private drain: DrainState = drainInitialState();
   private readonly perRoute = new Map<string, number>();
@@ -41,7 +46,7 @@ export class SessionTracker {
    * @throws VoicewireError `PROTOCOL_DRAINING` while draining, `LIMIT_EXCEEDED` past the per-key limit.
    */
   open(route: string, keyId: string | null): () => void {
-    if (this.draining) throw new VoicewireError('PROTOCOL_DRAINING', 'the server is draining and takes no new sessions; retry on another instance', { closeCode: 1013 });
+    if (this.draining) throw drainingError();
     if (keyId !== null) {
       const n = this.perKey.get(keyId) ?? 0;
       if (n >= this.maxPerKey) throw new VoicewireError('LIMIT_EXCEEDED', `this API key already has ${n} live sessions (limit ${this.maxPerKey})`);

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { connect, startServer, type Harness, type WsConversation } from './harness.js';
+import { upgradeAnswer } from '../helpers/upgrade-answer.js';
 
 const root = join(import.meta.dirname, '../..');
 let h: Harness | undefined;
@@ -35,9 +36,10 @@ describe('drain', () => {
     const drain = await fetch(`${h.base}/drain`, { method: 'POST', headers: { 'x-api-key': h.adminKey } });
     expect(drain.status).toBe(200);
     expect((await fetch(`${h.base}/readyz`)).status).toBe(503);
-    const refused = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
-    expect((await refused.closed).code).toBe(1013);
-    expect(refused.messages[0]).toMatchObject({ type: 'error', code: 1013 });
+    // Refused before the 101 (issue 36): a balancer can retry a 503, not an in-band 1013.
+    for (const route of ['speech/tts', 'speech/asr']) {
+      expect(await upgradeAnswer(`${h.wsBase}/${route}`, { 'x-api-key': h.apiKey })).toEqual({ status: 503, body: 'the server is draining and takes no new sessions; retry on another instance' });
+    }
     const post = await fetch(`${h.base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': h.apiKey }, body: '{"text":"x"}' });
     expect(post.status).toBe(503);
     for (const c of live) c.send({ type: 'end_of_stream' });
