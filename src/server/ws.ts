@@ -351,9 +351,12 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
   ws.pause();
   let who: Principal;
   let release: () => void;
+  // Admitted now, at its 101 (server.ts refuses an upgrade while draining): a drain that begins
+  // while it authenticates must not refuse it in band (issue 36).
+  const admitted = ctx.sessions.admit();
   try {
     who = await ctx.auth(req, { route: options.credentials });
-    release = ctx.sessions.open(options.route, who.key.id);
+    release = ctx.sessions.open(options.route, who.key.id, admitted !== null);
   } catch (err) {
     const e = toVoicewireError(err);
     ctx.metrics.errors.inc({ code: e.code });
@@ -362,6 +365,8 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
     ws.resume();
     failSocket(ws, e.code === 'RESIDENCY_DENIED' ? new VoicewireError('RESIDENCY_DENIED', e.message, { closeCode: 1008 }) : e);
     return;
+  } finally {
+    admitted?.();
   }
   stages.authenticated(performance.now() - upgradedAt);
   log.info({ route: options.route, org: who.org.name, key_id: who.key.id }, 'session opened');

@@ -51,6 +51,33 @@ describe('drain', () => {
     expect((await fetch(`${h.base}/readyz`)).status).toBe(200);
   });
 
+  it('a WebSocket accepted (101) just before a drain begins is served to its end, not refused in band', async () => {
+    h = await startServer();
+    // Authentication waits on a gate: the drain begins between the 101 and the session's start.
+    const find = h.store.findApiKeyByHash.bind(h.store);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let entered!: () => void;
+    const authenticating = new Promise<void>((r) => (entered = r));
+    h.store.findApiKeyByHash = async (hash) => {
+      entered();
+      await gate;
+      return find(hash);
+    };
+    const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    await c.opened;
+    await authenticating;
+    const stopped = h.server.shutdown(10);
+    open();
+    c.send({ type: 'setup', output_format: 'pcm' });
+    c.send({ type: 'text', text: 'admitted before the drain', flush: true });
+    c.send({ type: 'end_of_stream' });
+    expect((await c.closed).code).toBe(1000);
+    expect(c.messages.filter((m) => m['type'] === 'error')).toEqual([]);
+    expect(c.messages.at(-1)).toEqual({ type: 'end_of_stream' });
+    await stopped;
+  });
+
   it('/drain and /statusz need an instance-admin key; enable is validated (422)', async () => {
     h = await startServer();
     const notAdmin = await fetch(`${h.base}/drain`, { method: 'POST', headers: { 'x-api-key': h.apiKey } });
