@@ -105,7 +105,7 @@ const exitOf = (p: ChildProcess): Promise<number | null> =>
 
 /**
  * Starts the instances (`node dist/cli.js serve --host 127.0.0.1 --port P ARGS`, env
- * `VOICEWIRE_LOG_LEVEL=warn` plus each spec's) and HAProxy in front of them, and waits until
+ * `VOICEWIRE_LOG_LEVEL=warn` plus each spec's), one after the other, and HAProxy in front of them, and waits until
  * HAProxy sees every instance UP.
  */
 export async function startTopology(specs: readonly InstanceSpec[], options: { env?: Record<string, string> } = {}): Promise<Topology> {
@@ -122,7 +122,8 @@ export async function startTopology(specs: readonly InstanceSpec[], options: { e
   process.on('exit', destroy);
   try {
     const instances = await Promise.all(specs.map(async (spec, i) => makeInstance(`vw${i + 1}`, await freePort(), spec, options.env ?? {}, children)));
-    await Promise.all(instances.map((s) => s.start()));
+    // In order, as compose's depends_on starts them: the first creates the schema.
+    for (const s of instances) await s.start();
     const [port, statsPort] = [await freePort(), await freePort()];
     const file = join(dir, 'haproxy.cfg');
     writeFileSync(
@@ -227,6 +228,8 @@ export interface LoadRecord {
   servedBy?: string;
   /** Start to the first audio, ms. */
   ttfa?: number;
+  /** Attempts made after the first (only with {@link LoadOptions.retry}). */
+  retries: number;
 }
 
 /** Options of {@link runLoad}. */
@@ -241,6 +244,12 @@ export interface LoadOptions {
   maxPerLoop: number;
   /** Pause between two requests of a loop, ms. Default 20. */
   pauseMs?: number;
+  /**
+   * Retry as voicewire's SDK does (src/client/socket.ts, retry.ts): a WebSocket whose upgrade
+   * failed and a REST request answered 503 or not at all, at most twice, 200 ms then 400 ms
+   * later: nothing was done yet. Default false: the balancer alone must keep every request whole.
+   */
+  retry?: boolean;
 }
 
 const REST_TEXT = 'hello there';
@@ -252,9 +261,10 @@ const REQUEST_BOUND_MS = 20_000;
 
 const fresh = new Agent({ keepAliveTimeout: 500, keepAliveMaxTimeout: 500 });
 
-async function restOnce(o: LoadOptions, loop: number): Promise<LoadRecord> {
+async function restOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retryable: boolean }> {
+  let status = 0;
   const start = performance.now();
-  const rec: LoadRecord = { kind: 'rest', loop, start, end: start, ok: false };
+  const rec: LoadRecord = { kind: 'rest', loop, start, end: start, ok: false, retries: 0 };
   try {
     const r = await undiciFetch(`${o.base}/post/speech/tts`, {
       method: 'POST',
@@ -263,6 +273,7 @@ async function restOnce(o: LoadOptions, loop: number): Promise<LoadRecord> {
       dispatcher: fresh,
       signal: AbortSignal.timeout(REQUEST_BOUND_MS),
     });
+    status = r.status;
     const served = r.headers.get('x-served-by');
     if (served !== null) rec.servedBy = served;
     const body = new Uint8Array(await r.arrayBuffer());
@@ -273,12 +284,27 @@ async function restOnce(o: LoadOptions, loop: number): Promise<LoadRecord> {
     rec.error = (err as Error).message;
   }
   rec.end = performance.now();
-  return rec;
+  return { rec, retryable: status === 0 || status === 503 };
 }
 
-function wsOnce(o: LoadOptions, loop: number): Promise<LoadRecord> {
+/** The SDK's rule: retry what failed before any work was done, at most twice. */
+async function withRetries(o: LoadOptions, attempt: () => Promise<{ rec: LoadRecord; retryable: boolean }>): Promise<LoadRecord> {
   const start = performance.now();
-  const rec: LoadRecord = { kind: 'ws', loop, start, end: start, ok: false };
+  for (let n = 0; ; n++) {
+    const { rec, retryable } = await attempt();
+    if (rec.ok || !retryable || !o.retry || n === 2) {
+      rec.start = start;
+      rec.retries = n;
+      return rec;
+    }
+    await new Promise((r) => setTimeout(r, 200 * 2 ** n));
+  }
+}
+
+function wsOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retryable: boolean }> {
+  const start = performance.now();
+  const rec: LoadRecord = { kind: 'ws', loop, start, end: start, ok: false, retries: 0 };
+  let opened = false;
   return new Promise((resolve) => {
     const ws = new WebSocket(`${o.wsBase}/speech/tts`, { headers: { 'x-api-key': o.keys[loop]! } });
     const timers: NodeJS.Timeout[] = [];
@@ -290,7 +316,7 @@ function wsOnce(o: LoadOptions, loop: number): Promise<LoadRecord> {
       if (error !== undefined) rec.error = error;
       rec.ok = error === undefined;
       if (ws.readyState !== ws.CLOSED) ws.terminate();
-      resolve(rec);
+      resolve({ rec, retryable: !opened });
     };
     timers.push(setTimeout(() => finish(`no end within ${REQUEST_BOUND_MS} ms`), REQUEST_BOUND_MS));
     ws.on('upgrade', (res) => {
@@ -300,6 +326,7 @@ function wsOnce(o: LoadOptions, loop: number): Promise<LoadRecord> {
     ws.on('unexpected-response', (_req, res) => finish(`upgrade answered HTTP ${res.statusCode}`));
     ws.on('error', (err) => finish(err.message));
     ws.on('open', () => {
+      opened = true;
       ws.send(JSON.stringify({ type: 'setup', output_format: 'pcm_16000' }));
       WS_TEXTS.forEach((text, i) =>
         timers.push(
@@ -317,7 +344,7 @@ function wsOnce(o: LoadOptions, loop: number): Promise<LoadRecord> {
       if (m['type'] === 'audio' && rec.ttfa === undefined) rec.ttfa = performance.now() - start;
       if (m['type'] === 'error') finish(`error ${String(m['code'])} ${String(m['message'])}`);
     });
-    ws.on('close', (code) => finish(code === 1000 && last?.['type'] === 'end_of_stream' && rec.ttfa !== undefined ? undefined : `closed ${code} after ${JSON.stringify(last)}`));
+    ws.on('close', (code) => finish(code === 1000 && last?.['type'] === 'end_of_stream' && rec.ttfa !== undefined ? undefined : `closed ${code} after ${String(last?.["type"] ?? "no message")}`));
   });
 }
 
@@ -334,7 +361,7 @@ export function runLoad(o: LoadOptions): Load {
   const records: LoadRecord[] = [];
   const loops = o.keys.map(async (_, loop) => {
     for (let n = 0; n < o.maxPerLoop && !stopped && performance.now() < until; n++) {
-      records.push(await (loop < o.restLoops ? restOnce(o, loop) : wsOnce(o, loop)));
+      records.push(await withRetries(o, () => (loop < o.restLoops ? restOnce(o, loop) : wsOnce(o, loop))));
       await new Promise((r) => setTimeout(r, o.pauseMs ?? 20));
     }
   });
