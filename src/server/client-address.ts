@@ -3,7 +3,7 @@
  * from an address the operator named as a trusted proxy (`--trusted-proxies`, docs/server.md),
  * never from anyone else, who could write any address there. Each trusted hop appends the address
  * it saw, so the list is read from the right: the first address that is not a trusted proxy is
- * the client.
+ * the client. {@link PerAddressCount} keeps what `limits.connectionsPerAddress` bounds.
  */
 import { BlockList, isIP } from 'node:net';
 import { VoicewireError } from '../util/errors.js';
@@ -71,5 +71,30 @@ export class TrustedProxies {
       if (!this.trusts(hop)) return client;
     }
     return client;
+  }
+}
+
+/**
+ * Open connections (or forwarded requests) per client address, at most `limit` each
+ * (`limits.connectionsPerAddress`): the map holds only addresses with something open.
+ */
+export class PerAddressCount {
+  private readonly open = new Map<string, number>();
+
+  constructor(private readonly limit: number) {}
+
+  /** Counts one more for `address`; false (nothing counted) past the limit. */
+  take(address: string): boolean {
+    const count = (this.open.get(address) ?? 0) + 1;
+    if (count > this.limit) return false;
+    this.open.set(address, count);
+    return true;
+  }
+
+  /** One of `address`'s ended. */
+  release(address: string): void {
+    const left = (this.open.get(address) ?? 1) - 1;
+    if (left <= 0) this.open.delete(address);
+    else this.open.set(address, left);
   }
 }

@@ -28,7 +28,7 @@ import { sendError, sendJson } from './http.js';
 import { formatRestError } from '../protocol/rest.js';
 import { failSocket, refuseUpgrade } from './ws.js';
 import { StoreHealth, type StoreHealthOptions } from './store-health.js';
-import { TrustedProxies } from './client-address.js';
+import { PerAddressCount, TrustedProxies } from './client-address.js';
 import type { RequestScope, RouteModule, ServerContext } from './context.js';
 import type { Store } from './store/store.js';
 import { storeErrorReason } from './store/validate.js';
@@ -401,28 +401,19 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   // timer is the bound should it not (issue 20 saw idle sockets held past 150 s). Each address
   // holds at most connectionsPerAddress, the server maxConnections (net.Server's own cap).
   const sockets = new Set<Socket>();
-  const perAddress = new Map<string, number>();
+  const perAddress = new PerAddressCount(limits.connectionsPerAddress);
   let refusedLogged = 0;
   const proxies = new TrustedProxies(config.trustedProxies);
   /** Counts one more open connection (or forwarded request) of `address`; false past the limit (logged at most once a second). */
   function takeAddress(address: string): boolean {
-    const count = (perAddress.get(address) ?? 0) + 1;
-    if (count > limits.connectionsPerAddress) {
-      metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
-      // At most one line a second: a flood must not become a flood of log lines.
-      if (Date.now() - refusedLogged >= 1000) {
-        refusedLogged = Date.now();
-        log.warn({ limit: limits.connectionsPerAddress }, 'connection refused: too many from one address');
-      }
-      return false;
+    if (perAddress.take(address)) return true;
+    metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
+    // At most one line a second: a flood must not become a flood of log lines.
+    if (Date.now() - refusedLogged >= 1000) {
+      refusedLogged = Date.now();
+      log.warn({ limit: limits.connectionsPerAddress }, 'connection refused: too many from one address');
     }
-    perAddress.set(address, count);
-    return true;
-  }
-  function releaseAddress(address: string): void {
-    const left = (perAddress.get(address) ?? 1) - 1;
-    if (left <= 0) perAddress.delete(address);
-    else perAddress.set(address, left);
+    return false;
   }
   /**
    * A request (or upgrade) a trusted proxy forwards counts against its client's address until
@@ -434,7 +425,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     if (!proxies.trusts(peer)) return true;
     const client = proxies.clientAddress(peer, req.headers['x-forwarded-for']);
     if (!takeAddress(client)) return false;
-    end.once('close', () => releaseAddress(client));
+    end.once('close', () => perAddress.release(client));
     return true;
   }
   const perAddressError = (): VoicewireError => new VoicewireError('LIMIT_EXCEEDED', `too many open connections from this address (limit ${limits.connectionsPerAddress})`);
@@ -464,7 +455,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     s.once('close', () => {
       sockets.delete(s);
       requestStarted(s);
-      if (counted) releaseAddress(address);
+      if (counted) perAddress.release(address);
     });
   });
   http.on('drop', () => {
