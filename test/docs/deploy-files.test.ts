@@ -71,6 +71,10 @@ describeBuilt('deployment files (deploy/)', () => {
 
     it('runs on Debian slim with espeak-ng and pocketsphinx (the library and model the engines load), as a non-root user', () => {
       expect(last[0]!.args).toMatch(/^node:\d+-(bookworm|trixie)-slim$/);
+      // A Node line package.json's engines names (CI runs the product tests on each).
+      const major = /^node:(\d+)-/.exec(last[0]!.args)![1]!;
+      const engines = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+      expect(engines.split('||').map((r) => r.trim())).toContain(major);
       const apt = last.find((s) => s.op === 'RUN' && s.args.includes('apt-get install'))!.args;
       const pkgs = apt.split(/\s+/).filter((w) => /^[a-z0-9][a-z0-9.+-]+$/.test(w) && !['apt-get', 'install', 'update', 'rm', 'y'].includes(w));
       expect(pkgs).toEqual(expect.arrayContaining(['espeak-ng', 'libpocketsphinx3', 'pocketsphinx-en-us']));
