@@ -186,7 +186,8 @@ describeBuilt('deployment files (deploy/)', () => {
   });
 
   describe('deploy/k8s', () => {
-    type Doc = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    // Manifests are read by path, as kubectl would: untyped.
+    type Doc = Record<string, any>;
     const docs: Doc[] = readdirSync(join(deploy, 'k8s'))
       .filter((f) => f.endsWith('.yaml'))
       .flatMap((f) => parseAllDocuments(read(join('k8s', f))).map((d) => d.toJS() as Doc));
