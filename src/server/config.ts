@@ -7,6 +7,7 @@ import { VoicewireError } from '../util/errors.js';
 import { defaultSttDecoders } from '../engines/budget.js';
 import { DEFAULT_SHERPA_QUEUE, defaultSherpaWorkers } from '../engines/sherpa-pool.js';
 import { DEFAULT_SHERPA_STREAMS } from '../engines/sherpa-online.js';
+import { parseProxyEntry } from './client-address.js';
 
 /**
  * Limits, each with its default (README "Server"). Fixed, not configurable: JSON a route stores
@@ -49,7 +50,10 @@ export interface ServerLimits {
   maxConnections: number;
   /**
    * Open TCP connections from one remote address; past it a new one is closed at once. Default
-   * 256. Behind a proxy every client has the proxy's address: raise it to `maxConnections`.
+   * 256. Behind a proxy named in `trustedProxies` it counts the client's address instead: each
+   * request and WebSocket session that proxy forwards counts against the address its
+   * `X-Forwarded-For` names, while it lasts (one more is refused: `LIMIT_EXCEEDED`), and the
+   * proxy's own connections count only against `maxConnections`.
    */
   connectionsPerAddress: number;
   /** WebSocket pings a client may send per second; more is `LIMIT_EXCEEDED` (`error`, then close 1008). Default 50. */
@@ -149,6 +153,13 @@ export interface ServerConfig {
   candidateSeconds: number;
   /** The environment named by /statusz. Default `development`. */
   environment: string;
+  /**
+   * Load balancers whose `X-Forwarded-For` names the client (addresses or CIDR blocks:
+   * `10.0.0.5`, `10.0.0.0/8`, `fd00::/8`); from anyone else the header is ignored. The client's
+   * address is what `limits.connectionsPerAddress` counts (src/server/client-address.ts).
+   * Default none: every connection is its peer's.
+   */
+  trustedProxies: readonly string[];
   limits: ServerLimits;
   rates: CreditRates;
 }
@@ -257,6 +268,15 @@ export function resolveServerConfig(input: ServerConfigInput, engines: { tts: st
     }
   }
   const region = input.region ?? null;
+  const trustedProxies = input.trustedProxies ?? [];
+  if (!Array.isArray(trustedProxies)) throw new VoicewireError('INVALID_ARGUMENT', `server config: trustedProxies must be an array of addresses or CIDR blocks, got ${describeValue(trustedProxies)}`);
+  for (const p of trustedProxies as unknown[]) {
+    try {
+      parseProxyEntry(text('trustedProxies[]', p));
+    } catch (err) {
+      throw new VoicewireError('INVALID_ARGUMENT', `server config: ${(err as Error).message}`);
+    }
+  }
   return {
     tts: text('tts', input.tts ?? engines.tts),
     stt: text('stt', input.stt ?? engines.stt),
@@ -266,6 +286,7 @@ export function resolveServerConfig(input: ServerConfigInput, engines: { tts: st
     tokenSeconds: positive('tokenSeconds', input.tokenSeconds ?? 600, MAX_EXPIRY_SECONDS),
     candidateSeconds: positive('candidateSeconds', input.candidateSeconds ?? 3600, MAX_EXPIRY_SECONDS),
     environment: text('environment', input.environment ?? 'development'),
+    trustedProxies: Object.freeze([...trustedProxies]),
     limits,
     rates,
   };
