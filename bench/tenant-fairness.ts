@@ -168,7 +168,7 @@ export interface SttProbe {
 }
 
 /** One POST /post/speech/asr of `wav`, timed to the last byte of the answer. */
-export async function sttProbe(base: string, key: string, wav: Uint8Array): Promise<SttProbe> {
+export async function sttProbe(base: string, key: string, wav: Uint8Array<ArrayBuffer>): Promise<SttProbe> {
   const t0 = performance.now();
   try {
     const r = await fetchFresh(`${base}/post/speech/asr`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'audio/wav' }, body: wav });

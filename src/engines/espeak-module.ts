@@ -7,17 +7,23 @@
  * Off the event loop: a synthesis is a synchronous call into the module that takes CPU (seconds
  * for a long text on a busy machine), and on the main thread it stalled every timer, so node:http
  * answered 408 to requests whose headers had arrived. The module runs in ONE worker thread
- * ({@link ESPEAK_WASM_QUEUE} syntheses waiting at most; more: `ENGINE_BUSY`); each synthesis
+ * ({@link ESPEAK_WASM_QUEUE} syntheses waiting at most); each synthesis
  * carries the voice and parameters set when it was queued, runs whole in the thread, and posts its
  * audio back chunk by chunk. A callback answering true (a closed stream) sets a shared stop flag
  * the thread reads at its next chunk. The deterministic instance (temp 0) lives in the same
  * thread: espeak runs one synthesis at a time in either case, and one thread keeps a request's CPU
  * on one core, as on the main thread before, leaving the other to the event loop.
+ *
+ * Fair (issue 31: one socket's 70 requests filled the queue, and another organization waited
+ * seconds or was refused): syntheses wait in a {@link FairQueue}, callers (organization, key,
+ * socket: the engine config's `tenant`) served in turn, {@link ESPEAK_QUANTUM} characters a turn;
+ * in a full queue the caller holding the most is the one refused (`ENGINE_BUSY` naming its share).
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { evalWorker } from './eval-worker.js';
+import { FairQueue, shareExceeded, tenantPath, type TenantPath } from './fair-queue.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The package that holds the espeak-ng WebAssembly build. */
@@ -25,10 +31,16 @@ export const ESPEAK_PACKAGE = '@echogarden/espeak-ng-emscripten';
 
 /**
  * Syntheses that may wait for the espeak-ng thread at once, both instances together (one per
- * speaking stream); one more is refused with `ENGINE_BUSY`. Each waits with one chunk of text (the
- * engine's `maxChunkChars`, 300 by default), so the queue holds at most ~20 kB of text.
+ * speaking stream). In a full queue a newcomer takes the place of the newest synthesis of the
+ * caller holding the most, when that one holds at least two more; otherwise the newcomer is
+ * refused: either way `ENGINE_BUSY` for the caller past its share (the queue divided among the
+ * callers waiting). Each waits with one chunk of text (the engine's `maxChunkChars`, 300 by
+ * default), so the queue holds at most ~20 kB of text.
  */
 export const ESPEAK_WASM_QUEUE = 64;
+
+/** Characters of text a caller's turn is worth (the engine's longest chunk): callers of long sentences get no more time than callers of short ones. */
+export const ESPEAK_QUANTUM = 300;
 
 /** One event of a synthesis chunk (`audio_position` in ms from the start of the call). */
 export interface EspeakEvent {
@@ -46,8 +58,11 @@ export interface EspeakWorker {
   set_pitch(pitch: number): void;
   set_range(range: number): void;
   get_samplerate(): number;
-  /** Synchronous, or a promise (both builds here: off the event loop); the callback's true stops it. */
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): void | Promise<void>;
+  /**
+   * Synchronous, or a promise (both builds here: off the event loop); the callback's true stops it.
+   * `tenant` (the engine config's, see src/sessions/engine.ts) is whose turn it waits for in a shared queue.
+   */
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean, tenant?: string): void | Promise<void>;
 }
 
 /**
@@ -55,7 +70,7 @@ export interface EspeakWorker {
  * when a synthesis is queued, so streams sharing the worker never mix theirs.
  */
 export interface EspeakAsyncWorker extends EspeakWorker {
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void>;
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean, tenant?: string): Promise<void>;
   /** Syntheses waiting or running. */
   readonly queued: number;
 }
@@ -186,11 +201,13 @@ function packageUrl(): string {
   }
 }
 
-/** The one thread hosting the module: a FIFO of syntheses, one posted at a time. */
+/** The one thread hosting the module: a fair queue of syntheses, one posted at a time. */
 class EspeakThread {
   private readonly worker: Worker;
   private readonly stop = new Int32Array(new SharedArrayBuffer(4));
-  private readonly jobs: Job[] = [];
+  private readonly jobs = new FairQueue<Job>({ capacity: ESPEAK_WASM_QUEUE, quantum: ESPEAK_QUANTUM });
+  /** Instances whose next synthesis must restore (a skipped job's restore is carried by the next one run). */
+  private readonly restorePending = new Set<Kind>();
   private running: Job | undefined;
   private nextId = 1;
   private readonly loads = new Map<Kind, { resolve(rate: number): void; reject(err: unknown): void }>();
@@ -208,7 +225,7 @@ class EspeakThread {
   }
 
   get queued(): number {
-    return this.jobs.length + (this.running ? 1 : 0);
+    return this.jobs.size + (this.running ? 1 : 0);
   }
 
   /** Instantiates one module in the thread (and warms its voices); resolves with its sample rate. */
@@ -221,13 +238,13 @@ class EspeakThread {
     });
   }
 
-  enqueue(kind: Kind, settings: { voice: string; rate: number; pitch: number; range: number }, restore: boolean, text: string, callback: Job['callback']): Promise<void> {
+  enqueue(kind: Kind, settings: { voice: string; rate: number; pitch: number; range: number }, restore: boolean, text: string, callback: Job['callback'], tenant: TenantPath): Promise<void> {
     if (this.dead) return Promise.reject(this.dead);
-    if (this.queued >= ESPEAK_WASM_QUEUE) {
-      return Promise.reject(new VoicewireError('ENGINE_BUSY', `espeak-ng (WebAssembly) has ${ESPEAK_WASM_QUEUE} syntheses waiting: the server is busy, retry later`));
-    }
     return new Promise<void>((resolve, reject) => {
-      this.jobs.push({ id: 0, kind, ...settings, restore, text, callback, stopped: false, settled: false, resolve, reject });
+      const job: Job = { id: 0, kind, ...settings, restore, text, callback, stopped: false, settled: false, resolve, reject };
+      // A caller past its share loses a place: this job, or its own newest one waiting.
+      const lost = this.jobs.push(tenant, job, Math.max(1, text.length));
+      if (lost !== undefined) this.settle(lost.item, shareExceeded('espeak-ng (WebAssembly)', 'syntheses', ESPEAK_WASM_QUEUE, lost));
       this.pump();
     });
   }
@@ -246,14 +263,14 @@ class EspeakThread {
         continue;
       }
       if (skip) {
-        const next = job.restore ? this.jobs.find((j) => j.kind === job.kind) : undefined;
-        if (next) next.restore = true;
+        if (job.restore) this.restorePending.add(job.kind);
         this.settle(job);
         continue;
       }
       job.id = this.nextId++;
       this.running = job;
-      const { id, kind, voice, rate, pitch, range, text, restore } = job;
+      const restore = this.restorePending.delete(job.kind) || job.restore;
+      const { id, kind, voice, rate, pitch, range, text } = job;
       this.worker.postMessage({ op: 'job', id, kind, voice, rate, pitch, range, text, restore });
     }
     this.updateRef();
@@ -316,7 +333,7 @@ class EspeakThread {
     this.dead = new VoicewireError('PROTOCOL_INTERNAL', `espeak-ng (WebAssembly): its thread stopped${err ? `: ${err.message}` : ''}`, err ? { cause: err } : undefined);
     for (const l of this.loads.values()) l.reject(this.dead);
     this.loads.clear();
-    const jobs = [...(this.running ? [this.running] : []), ...this.jobs.splice(0)];
+    const jobs = [...(this.running ? [this.running] : []), ...this.jobs.clear()];
     this.running = undefined;
     for (const j of jobs) this.settle(j, this.dead);
     this.onDeath(this);
@@ -361,10 +378,10 @@ class WasmEspeak implements EspeakAsyncWorker {
     return this.sampleRate;
   }
 
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void> {
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean, tenant?: string): Promise<void> {
     const restore = this.restoreNext;
     this.restoreNext = false;
-    return this.thread.enqueue(this.kind, { ...this.settings }, restore, text, callback);
+    return this.thread.enqueue(this.kind, { ...this.settings }, restore, text, callback, tenantPath(tenant));
   }
 }
 
@@ -402,7 +419,7 @@ async function loadRestorable(): Promise<DeterministicWasmEspeak> {
 
 /**
  * The shared espeak-ng instance (on the espeak-ng thread), loaded on first use: its syntheses run
- * off the event loop, {@link ESPEAK_WASM_QUEUE} waiting at most. Rejects with
+ * off the event loop, callers in turn, {@link ESPEAK_WASM_QUEUE} waiting at most. Rejects with
  * `ENGINE_UNAVAILABLE` when the package is missing.
  */
 export function loadEspeak(): Promise<EspeakAsyncWorker> {

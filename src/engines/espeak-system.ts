@@ -7,9 +7,11 @@
  * libespeak-ng has one global state and is not thread-safe, and a synthesis takes CPU: every
  * synthesis runs as a koffi async call (a libuv thread), one at a time from one queue, so the
  * event loop stays free (`/healthz` answers during a long synthesis). Voice and parameters are set
- * between two calls, never during one. Budget: {@link ESPEAK_SYSTEM_QUEUE} syntheses waiting; more
- * are refused with `ENGINE_BUSY`. Each waits with one chunk of text (the engine's `maxChunkChars`,
- * 300 by default), and each stream has at most one waiting, so the queue holds at most ~20 kB of text.
+ * between two calls, never during one. Budget: {@link ESPEAK_SYSTEM_QUEUE} syntheses waiting, callers
+ * (the engine config's `tenant`) served in turn as on the WebAssembly thread (espeak-module.ts:
+ * a full queue refuses the caller past its share with `ENGINE_BUSY`). Each waits with one chunk of
+ * text (the engine's `maxChunkChars`, 300 by default), and each stream has at most one waiting, so
+ * the queue holds at most ~20 kB of text.
  *
  * Not deterministic: espeak keeps state from one call to the next (its flutter phase, echo buffer,
  * libc `rand()`), and the system library cannot be rewound as the WebAssembly heap is, so `temp` 0
@@ -19,7 +21,8 @@
  */
 import { createRequire } from 'node:module';
 import { VoicewireError } from '../util/errors.js';
-import type { EspeakAsyncWorker, EspeakEvent } from './espeak-module.js';
+import { ESPEAK_QUANTUM, type EspeakAsyncWorker, type EspeakEvent } from './espeak-module.js';
+import { FairQueue, shareExceeded, tenantPath } from './fair-queue.js';
 
 /** The Debian package that holds the system library and its voice data. */
 export const ESPEAK_SYSTEM_PACKAGE = 'libespeak-ng1';
@@ -30,7 +33,7 @@ export const ESPEAK_SYSTEM_PACKAGE = 'libespeak-ng1';
  */
 export const ESPEAK_SYSTEM_LIBRARY = 'libespeak-ng.so.1';
 
-/** Syntheses that may wait for the library at once (one per speaking stream); more: `ENGINE_BUSY`. */
+/** Syntheses that may wait for the library at once (one per speaking stream); past it the caller past its share gets `ENGINE_BUSY`. */
 export const ESPEAK_SYSTEM_QUEUE = 64;
 
 export type { EspeakAsyncWorker };
@@ -130,16 +133,18 @@ function load(onCallback: (wav: unknown, n: number, events: unknown) => number):
 class SystemEspeak implements EspeakAsyncWorker {
   private settings = { voice: 'en-us', rate: 175, pitch: 50, range: 50 };
   private loadedVoice: string | undefined;
-  private readonly jobs: Job[] = [];
+  private readonly jobs: FairQueue<Job>;
   private running: Job | undefined;
 
   constructor(
     private readonly lib: Lib,
     private readonly maxQueue: number,
-  ) {}
+  ) {
+    this.jobs = new FairQueue<Job>({ capacity: maxQueue, quantum: ESPEAK_QUANTUM });
+  }
 
   get queued(): number {
-    return this.jobs.length + (this.running ? 1 : 0);
+    return this.jobs.size + (this.running ? 1 : 0);
   }
 
   /** Called by the library (through koffi, on the main thread) with each piece of audio. */
@@ -182,12 +187,10 @@ class SystemEspeak implements EspeakAsyncWorker {
     return this.lib.sampleRate;
   }
 
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void> {
-    if (this.queued >= this.maxQueue) {
-      return Promise.reject(new VoicewireError('ENGINE_BUSY', `espeak-ng (system library) has ${this.maxQueue} syntheses waiting: the server is busy, retry later`));
-    }
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean, tenant?: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.jobs.push({ ...this.settings, text, callback, resolve, reject });
+      const lost = this.jobs.push(tenantPath(tenant), { ...this.settings, text, callback, resolve, reject }, Math.max(1, text.length));
+      if (lost !== undefined) lost.item.reject(shareExceeded('espeak-ng (system library)', 'syntheses', this.maxQueue, lost));
       if (this.running === undefined) void this.pump();
     });
   }

@@ -214,6 +214,8 @@ class EspeakStream implements TtsEngineStream {
   private pending = '';
   private received = 0;
   private closed = false;
+  /** Whose turn its syntheses wait for in the shared espeak queue (issue 31). */
+  private readonly tenant: string | undefined;
   /** The 80 ms frames; its `out` is the timeline of word timestamps. */
   private readonly packer = new FramePacker((pcm) => {
     if (!this.closed) this.emit({ type: 'audio', pcm });
@@ -232,6 +234,7 @@ class EspeakStream implements TtsEngineStream {
     private readonly deterministic = false,
   ) {
     this.info = { modelName: config.modelName === 'default' ? modelName : config.modelName, sampleRate: OUT_RATE, frameSize: FRAME, audioStreamNames: ['main'], textStreamNames: ['main'] };
+    this.tenant = config.tenant;
   }
 
   async text(text: string): Promise<void> {
@@ -333,7 +336,7 @@ class EspeakStream implements TtsEngineStream {
       total += samples.length;
       for (const e of evs) if (e.type === 'word') events.push(e);
       return this.closed;
-    });
+    }, this.tenant);
     if (this.closed) return;
     let pcm = new Int16Array(total);
     let o = 0;

@@ -28,6 +28,7 @@ export type TenantPath = readonly string[];
  * src/sessions/engine.ts). Undefined or empty: the anonymous tenant.
  */
 export function tenantPath(tenant: string | undefined): TenantPath {
+  if (tenant !== undefined && typeof tenant !== 'string') throw new VoicewireError('INVALID_ARGUMENT', `an engine config's tenant must be a string, got ${describeValue(tenant)}`);
   return tenant === undefined || tenant === '' ? [] : tenant.split('/');
 }
 
@@ -91,7 +92,7 @@ class Node<T> {
  */
 export class FairQueue<T> {
   private readonly root = new Node<T>('', undefined);
-  private readonly capacity: number;
+  private capacity: number;
   private readonly quantum: number;
 
   constructor(options: FairQueueOptions = {}) {
@@ -114,6 +115,12 @@ export class FairQueue<T> {
   /** The room's size. */
   get limit(): number {
     return this.capacity;
+  }
+
+  /** Changes the room's size; items above a smaller one stay until they leave (each newcomer then pushes one out or is refused). */
+  setLimit(capacity: number): void {
+    if (!(capacity === Infinity || (Number.isInteger(capacity) && capacity >= 1))) throw new VoicewireError('INVALID_ARGUMENT', `FairQueue.setLimit: capacity must be an integer ≥ 1 or Infinity, got ${describeValue(capacity)}`);
+    this.capacity = capacity;
   }
 
   /** Items waiting of `tenant` and its sub-tenants. */
@@ -242,4 +249,16 @@ export class FairQueue<T> {
     this.prune(leaf);
     return { item: e.item, tenant: e.tenant, held, share };
   }
+}
+
+/**
+ * The `ENGINE_BUSY` error of an item that lost its place in a full room, naming the share its
+ * tenant passed (`what`: the queue, e.g. `espeak-ng (WebAssembly)`; `items`: what waits, e.g.
+ * `syntheses`).
+ */
+export function shareExceeded(what: string, items: string, capacity: number, d: Displaced<unknown>): VoicewireError {
+  return new VoicewireError(
+    'ENGINE_BUSY',
+    `${what} has ${capacity} ${items} waiting and this caller holds ${d.held} of them, past its share of ${d.share} while others wait: retry later`,
+  );
 }
