@@ -205,7 +205,8 @@ function packageUrl(): string {
 class EspeakThread {
   private readonly worker: Worker;
   private readonly stop = new Int32Array(new SharedArrayBuffer(4));
-  private readonly jobs = new FairQueue<Job>({ capacity: ESPEAK_WASM_QUEUE, quantum: ESPEAK_QUANTUM });
+  // The synthesis running counts as one of the queue's places, as it always did.
+  private readonly jobs = new FairQueue<Job>({ capacity: ESPEAK_WASM_QUEUE - 1, quantum: ESPEAK_QUANTUM });
   /** Instances whose next synthesis must restore (a skipped job's restore is carried by the next one run). */
   private readonly restorePending = new Set<Kind>();
   private running: Job | undefined;

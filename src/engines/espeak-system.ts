@@ -140,7 +140,8 @@ class SystemEspeak implements EspeakAsyncWorker {
     private readonly lib: Lib,
     private readonly maxQueue: number,
   ) {
-    this.jobs = new FairQueue<Job>({ capacity: maxQueue, quantum: ESPEAK_QUANTUM });
+    // The synthesis running counts as one of the queue's places.
+    this.jobs = new FairQueue<Job>({ capacity: Math.max(1, maxQueue - 1), quantum: ESPEAK_QUANTUM });
   }
 
   get queued(): number {
