@@ -27,8 +27,10 @@ export const FLOOD_REQUESTS = 70;
 /** STT streams of the flooding key (its limit `sttDecodersPerKey`, 8). */
 export const STT_FLOOD_STREAMS = 8;
 
-/** ~4,700 characters of sentences: a long request, many syntheses one after the other. */
-const LONG_TEXT = Array.from({ length: 30 }, (_, i) => `Sentence number ${i} of a long request keeps the speech engine busy for a while, and then it carries on with more words.`).join(' ');
+/** One sentence of a flooding request (~120 characters: one synthesis of ~6 s of speech). */
+const FLOOD_SENTENCE = (i: number): string => `Sentence number ${i} of a long request keeps the speech engine busy for a while, and then it carries on with more words.`;
+/** ~3,600 characters of sentences: a long request, many syntheses one after the other. */
+const LONG_TEXT = Array.from({ length: 30 }, (_, i) => FLOOD_SENTENCE(i)).join(' ');
 
 /** Percentile `p` (0–1) of `xs`, nearest rank. */
 export function percentile(xs: readonly number[], p: number): number {
@@ -44,22 +46,24 @@ export function createKeyIn(dataDir: string, org: string): string {
   return r.stdout.trim().split('\n').at(-1)!;
 }
 
-/** What one short TTS session got: time to first audio (ms), or why it was refused. */
+/** What one short TTS session got: time to first audio and to its end (ms), or why it was refused. */
 export interface TtsProbe {
   ttfaMs: number;
+  endMs: number;
   refused?: string;
 }
 
 /** One TTS WebSocket session of one sentence; TTFA from the setup sent. */
-export function ttsProbe(wsBase: string, key: string, timeoutMs = 60_000): Promise<TtsProbe> {
+export function ttsProbe(wsBase: string, key: string, text = 'Hello there, this is a quick check of the voice.', timeoutMs = 60_000): Promise<TtsProbe> {
   return new Promise((resolve) => {
     const ws = new WebSocket(`${wsBase}/speech/tts`, { headers: { 'x-api-key': key } });
     let t0 = 0;
     let ttfa = NaN;
+    let end = NaN;
     let refused: string | undefined;
     const done = (): void => {
       clearTimeout(timer);
-      resolve(refused === undefined ? { ttfaMs: ttfa } : { ttfaMs: ttfa, refused });
+      resolve(refused === undefined ? { ttfaMs: ttfa, endMs: end } : { ttfaMs: ttfa, endMs: end, refused });
     };
     const timer = setTimeout(() => {
       refused ??= `no end in ${timeoutMs} ms`;
@@ -68,12 +72,13 @@ export function ttsProbe(wsBase: string, key: string, timeoutMs = 60_000): Promi
     ws.on('open', () => {
       t0 = performance.now();
       ws.send(JSON.stringify({ type: 'setup', model_name: 'default', output_format: 'pcm' }));
-      ws.send(JSON.stringify({ type: 'text', text: 'Hello there, this is a quick check of the voice.' }));
+      ws.send(JSON.stringify({ type: 'text', text }));
       ws.send(JSON.stringify({ type: 'end_of_stream' }));
     });
     ws.on('message', (d) => {
       const m = JSON.parse(String(d)) as { type: string; message?: string };
       if (m.type === 'audio' && Number.isNaN(ttfa)) ttfa = performance.now() - t0;
+      if (m.type === 'end_of_stream') end = performance.now() - t0;
       if (m.type === 'error') refused ??= m.message ?? 'error';
     });
     ws.on('close', (code, reason) => {
@@ -237,8 +242,12 @@ function figures(xs: ReadonlyArray<{ ms: number; refused?: string | undefined }>
   return { p50: percentile(ok, 0.5), p90: percentile(ok, 0.9), refused: xs.flatMap((x) => (x.refused === undefined ? [] : [x.refused])) };
 }
 
-/** The other organization's TTS sessions (`sessions`, one after another), idle then under one socket's flood. */
-export async function measureTts(s: BuiltServer, floodKey: string, otherKey: string, sessions: number): Promise<{ idle: Figures; loaded: Figures; floodErrors: number }> {
+/**
+ * The other organization's TTS sessions (`sessions`, one after another), idle then under one
+ * socket's flood; `sentenceMs`: the p50 time of a whole session of one flood sentence, idle (what
+ * a synthesis already running costs whoever comes next: syntheses are not interrupted).
+ */
+export async function measureTts(s: BuiltServer, floodKey: string, otherKey: string, sessions: number): Promise<{ idle: Figures; loaded: Figures; sentenceMs: number; floodErrors: number }> {
   const run = async (): Promise<Figures> => {
     const out: Array<{ ms: number; refused?: string | undefined }> = [];
     for (let i = 0; i < sessions; i++) {
@@ -249,11 +258,14 @@ export async function measureTts(s: BuiltServer, floodKey: string, otherKey: str
   };
   await ttsProbe(s.wsBase, otherKey); // the engine's first load is nobody's latency
   const idle = await run();
+  const sentence: number[] = [];
+  for (let i = 0; i < 3; i++) sentence.push((await ttsProbe(s.wsBase, otherKey, FLOOD_SENTENCE(i))).endMs);
+  const sentenceMs = percentile(sentence, 0.5);
   const flood = ttsFlood(s.wsBase, floodKey);
   try {
     await warmUp(flood, 400);
     const loaded = await run();
-    return { idle, loaded, floodErrors: flood.errors.length };
+    return { idle, loaded, sentenceMs, floodErrors: flood.errors.length };
   } finally {
     flood.stop();
   }
@@ -262,6 +274,8 @@ export async function measureTts(s: BuiltServer, floodKey: string, otherKey: str
 /** The other organization's 4 s STT POSTs (`posts`, one after another), idle then under one key's streams. */
 export async function measureStt(s: BuiltServer, floodKey: string, otherKey: string, posts: number): Promise<{ idle: Figures; loaded: Figures; floodErrors: number }> {
   const clip = new Uint8Array(speechWav(4));
+  // Whatever a flood before left running (its streams close with their socket) settles first.
+  await new Promise((r) => setTimeout(r, 2000));
   const run = async (): Promise<Figures> => {
     const out: Array<{ ms: number; refused?: string | undefined }> = [];
     for (let i = 0; i < posts; i++) {
@@ -297,7 +311,7 @@ async function main(): Promise<void> {
   try {
     console.log(`server: ${CLI}`);
     const tts = await measureTts(s, s.key, otherKey, quick ? 8 : 20);
-    console.log(`TTS TTFA of another organization, idle:   ${show(tts.idle)}`);
+    console.log(`TTS TTFA of another organization, idle:   ${show(tts.idle)}; one flood sentence's whole session, idle: ${tts.sentenceMs.toFixed(0)} ms`);
     console.log(`TTS TTFA under one socket's ${FLOOD_REQUESTS} requests: ${show(tts.loaded)}  (ratio p50 ${(tts.loaded.p50 / tts.idle.p50).toFixed(2)}; the flood's own refusals ${tts.floodErrors})`);
     const stt = await measureStt(s, s.key, otherKey, quick ? 4 : 8);
     console.log(`STT 4 s POST of another organization, idle: ${show(stt.idle)}`);
