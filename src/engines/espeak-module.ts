@@ -39,8 +39,12 @@ export const ESPEAK_PACKAGE = '@echogarden/espeak-ng-emscripten';
  */
 export const ESPEAK_WASM_QUEUE = 64;
 
-/** Characters of text a caller's turn is worth (the engine's longest chunk): callers of long sentences get no more time than callers of short ones. */
-export const ESPEAK_QUANTUM = 300;
+/**
+ * Characters of text a caller's turn is worth (deficit round-robin's quantum): callers of long
+ * sentences get no more speech per round than callers of short ones, and a piece longer than a
+ * turn waits the turns it takes, so another caller's short first words wait for one piece at most.
+ */
+export const ESPEAK_QUANTUM = 50;
 
 /** One event of a synthesis chunk (`audio_position` in ms from the start of the call). */
 export interface EspeakEvent {

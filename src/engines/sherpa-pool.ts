@@ -35,8 +35,8 @@ export function defaultSherpaWorkers(cores: number = availableParallelism()): nu
 /** Default bound of the job queue (sentences or segments waiting for a worker). */
 export const DEFAULT_SHERPA_QUEUE = 64;
 
-/** Work a caller's turn is worth: 300 characters of TTS text, or 30 s of STT audio (in tenths of a second). */
-export const SHERPA_QUANTUM = 300;
+/** Work a caller's turn is worth: 50 characters of TTS text, or 5 s of STT audio (in tenths of a second). */
+export const SHERPA_QUANTUM = 50;
 
 /** A job's cost in the fair queue: characters of a sentence, tenths of a second of a segment (at least 1). */
 function jobCost(job: TtsJob | SttJob): number {
