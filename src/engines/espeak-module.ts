@@ -18,6 +18,10 @@
  * seconds or was refused): syntheses wait in a {@link FairQueue}, callers (organization, key,
  * socket: the engine config's `tenant`) served in turn, {@link ESPEAK_QUANTUM} characters a turn;
  * in a full queue the caller holding the most is the one refused (`ENGINE_BUSY` naming its share).
+ * A synthesis of one organization running when another organization's arrives is interrupted
+ * once (at its next ~10 ms piece) and goes back to the head of its caller's queue; its callback
+ * then gets {@link ESPEAK_RESTART} (forget this synthesis's audio: it starts over). So another
+ * organization's first words wait for a piece, not for a sentence of someone else's.
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
@@ -45,6 +49,13 @@ export const ESPEAK_WASM_QUEUE = 64;
  * turn waits the turns it takes, so another caller's short first words wait for one piece at most.
  */
 export const ESPEAK_QUANTUM = 50;
+
+/**
+ * Passed to a synthesis callback instead of samples when the synthesis was interrupted to let
+ * another organization's run first: the audio and events it delivered so far are void, it starts
+ * over from its text when its turn comes again (at most once per synthesis).
+ */
+export const ESPEAK_RESTART: Int16Array = new Int16Array(0);
 
 /** One event of a synthesis chunk (`audio_position` in ms from the start of the call). */
 export interface EspeakEvent {
@@ -157,21 +168,24 @@ function run(m) {
     parentPort.postMessage({ type: 'chunk', id: m.id, samples, events }, [samples.buffer]);
     parts = []; events = []; n = 0;
   };
+  let stopped = false;
   w.synthesize(inst.str(m.text), (samples, evs) => {
     parts.push(samples);
     for (const e of evs) events.push(e);
     n += samples.length;
     if (n >= workerData.batch) post();
-    return Atomics.load(stop, 0) === m.id;
+    stopped = Atomics.load(stop, 0) === m.id;
+    return stopped;
   });
   if (n > 0 || events.length > 0) post();
+  return stopped;
 }
 let chain = Promise.resolve();
 parentPort.on('message', (m) => {
   chain = chain.then(async () => {
     try {
       if (m.op === 'load') parentPort.postMessage({ type: 'loaded', kind: m.kind, sampleRate: await load(m.kind) });
-      else { run(m); parentPort.postMessage({ type: 'done', id: m.id }); }
+      else { const stopped = run(m); parentPort.postMessage({ type: 'done', id: m.id, stopped }); }
     } catch (e) {
       parentPort.postMessage({ type: 'error', id: m.id, kind: m.kind, op: m.op, message: String((e && e.message) || e) });
     }
@@ -191,6 +205,10 @@ interface Job {
   callback: (samples: Int16Array, events: EspeakEvent[]) => boolean;
   /** The callback answered true (or threw): later chunks are dropped. */
   stopped: boolean;
+  /** Its caller, for its turn and for interrupting it. */
+  tenant: TenantPath;
+  /** Interrupted once for another organization: never again. */
+  interrupted: boolean;
   settled: boolean;
   resolve(): void;
   reject(err: unknown): void;
@@ -246,10 +264,11 @@ class EspeakThread {
   enqueue(kind: Kind, settings: { voice: string; rate: number; pitch: number; range: number }, restore: boolean, text: string, callback: Job['callback'], tenant: TenantPath): Promise<void> {
     if (this.dead) return Promise.reject(this.dead);
     return new Promise<void>((resolve, reject) => {
-      const job: Job = { id: 0, kind, ...settings, restore, text, callback, stopped: false, settled: false, resolve, reject };
+      const job: Job = { id: 0, kind, ...settings, restore, text, callback, stopped: false, settled: false, resolve, reject, tenant, interrupted: false };
       // A caller past its share loses a place: this job, or its own newest one waiting.
       const lost = this.jobs.push(tenant, job, Math.max(1, text.length));
       if (lost !== undefined) this.settle(lost.item, shareExceeded('espeak-ng (WebAssembly)', 'syntheses', ESPEAK_WASM_QUEUE, lost));
+      if (lost?.item !== job) this.interruptFor(tenant);
       this.pump();
     });
   }
@@ -275,10 +294,24 @@ class EspeakThread {
       job.id = this.nextId++;
       this.running = job;
       const restore = this.restorePending.delete(job.kind) || job.restore;
+      // Remembered: a synthesis run again after an interruption restores again.
+      job.restore = restore;
       const { id, kind, voice, rate, pitch, range, text } = job;
       this.worker.postMessage({ op: 'job', id, kind, voice, rate, pitch, range, text, restore });
     }
     this.updateRef();
+  }
+
+  /**
+   * Another organization's synthesis arrived: the running one of a different organization stops at
+   * its next piece and waits again at the head of its caller's queue (once per synthesis, so a
+   * long one is interrupted at most once, whoever keeps arriving).
+   */
+  private interruptFor(tenant: TenantPath): void {
+    const job = this.running;
+    if (job === undefined || job.interrupted || job.stopped || job.tenant.length === 0 || tenant.length === 0 || job.tenant[0] === tenant[0]) return;
+    job.interrupted = true;
+    Atomics.store(this.stop, 0, job.id);
   }
 
   private settle(job: Job, err?: unknown): void {
@@ -288,7 +321,7 @@ class EspeakThread {
     else job.reject(err);
   }
 
-  private onMessage(m: { type: string; id?: number; kind?: Kind; op?: string; sampleRate?: number; samples?: Int16Array; events?: EspeakEvent[]; message?: string }): void {
+  private onMessage(m: { type: string; id?: number; kind?: Kind; op?: string; sampleRate?: number; samples?: Int16Array; events?: EspeakEvent[]; message?: string; stopped?: boolean }): void {
     if (m.type === 'loaded' || (m.type === 'error' && m.op === 'load')) {
       const l = this.loads.get(m.kind!);
       this.loads.delete(m.kind!);
@@ -315,6 +348,22 @@ class EspeakThread {
       return;
     }
     this.running = undefined;
+    if (m.type === 'done' && m.stopped === true && job.interrupted && !job.stopped) {
+      // Interrupted for another organization: its audio so far is void, and it runs again first
+      // among its caller's (the heap restored again when it was).
+      let stop: boolean;
+      try {
+        stop = job.callback(ESPEAK_RESTART, []);
+      } catch (err) {
+        this.settle(job, err);
+        this.pump();
+        return;
+      }
+      if (stop) this.settle(job);
+      else this.jobs.pushFront(job.tenant, job, Math.max(1, job.text.length));
+      this.pump();
+      return;
+    }
     if (m.type === 'done') {
       this.settle(job);
       this.pump();

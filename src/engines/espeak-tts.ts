@@ -29,7 +29,7 @@ import { resampleInt16 } from '../audio/resampler.js';
 import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import { loadDeterministicEspeak, loadEspeak, type EspeakDeterministicWorker, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
+import { ESPEAK_RESTART, loadDeterministicEspeak, loadEspeak, type EspeakDeterministicWorker, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
 import { loadSystemEspeak } from './espeak-system.js';
 import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
 import { rewriteWordWithRules } from './rewrite-rules.js';
@@ -332,6 +332,13 @@ class EspeakStream implements TtsEngineStream {
     let total = 0;
     // Both builds synthesize off the event loop (a promise; the settings above travel with it); a closed stream stops it.
     await w.synthesize(spoken, (samples, evs) => {
+      // Interrupted for another organization (espeak-module.ts): it starts over, what came is void.
+      if (samples === ESPEAK_RESTART) {
+        chunks.length = 0;
+        events.length = 0;
+        total = 0;
+        return this.closed;
+      }
       chunks.push(samples);
       total += samples.length;
       for (const e of evs) if (e.type === 'word') events.push(e);

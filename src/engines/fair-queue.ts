@@ -142,6 +142,27 @@ export class FairQueue<T> {
       out = this.displace(tenant, item);
       if (out.item === item) return out;
     }
+    const leaf = this.leafOf(tenant);
+    leaf.items.push({ item, cost, tenant: [...tenant] });
+    this.join(leaf);
+    return out;
+  }
+
+  /**
+   * Puts `item` back at the HEAD of `tenant`'s items (one taken out and interrupted: it keeps its
+   * place in its tenant's order). Never refused: the place it had is the one it takes back.
+   */
+  pushFront(tenant: TenantPath, item: T, cost = 1): void {
+    if (!(typeof cost === 'number' && Number.isFinite(cost) && cost > 0)) throw new VoicewireError('INVALID_ARGUMENT', `FairQueue.pushFront: cost must be a finite number > 0, got ${describeValue(cost)}`);
+    const leaf = this.leafOf(tenant);
+    const e = { item, cost, tenant: [...tenant] };
+    if (leaf.head > 0) leaf.items[--leaf.head] = e;
+    else leaf.items.unshift(e);
+    this.join(leaf);
+  }
+
+  /** The leaf of `tenant`'s own items, made (with the tenants above it) when missing. */
+  private leafOf(tenant: TenantPath): Node<T> {
     let n = this.root;
     for (const seg of tenant) {
       let c = n.children.get(seg);
@@ -151,15 +172,16 @@ export class FairQueue<T> {
       }
       n = c;
     }
-    const leaf = (n.leaf ??= new Node<T>(undefined, n));
-    leaf.items.push({ item, cost, tenant: [...tenant] });
-    // A member joins the end of its parent's ring when it gets its first item.
+    return (n.leaf ??= new Node<T>(undefined, n));
+  }
+
+  /** Counts a new item of `leaf` up the tree; a member joins the end of its parent's ring with its first item. */
+  private join(leaf: Node<T>): void {
     for (let m: Node<T> = leaf; m.parent !== undefined; m = m.parent) {
       if (m.count === 0) m.parent.ring.push(m);
       m.count++;
     }
     this.root.count++;
-    return out;
   }
 
   /** The next item, tenants in turn; undefined when none waits. */

@@ -4,7 +4,7 @@
  * caller's synthesis was refused with "has 64 syntheses waiting".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeEspeakThread, ESPEAK_WASM_QUEUE, espeakAvailable, loadEspeak, type EspeakAsyncWorker } from '../../src/engines/espeak-module.js';
+import { closeEspeakThread, ESPEAK_RESTART, ESPEAK_WASM_QUEUE, espeakAvailable, loadDeterministicEspeak, loadEspeak, type EspeakAsyncWorker } from '../../src/engines/espeak-module.js';
 import { VoicewireError } from '../../src/util/errors.js';
 
 /** ~2,000 characters: one synthesis that keeps the thread busy while the queue fills. */
@@ -52,4 +52,49 @@ describe('espeak-ng WebAssembly thread: fair shares', () => {
     expect(order).not.toContain(`a${ESPEAK_WASM_QUEUE - 1}`);
     expect(w.queued).toBe(0);
   }, 120_000);
+
+  it("another organization's synthesis interrupts a long one once; the long one starts over and gives the same bytes (temp 0)", async () => {
+    const det = await loadDeterministicEspeak();
+    /** One deterministic synthesis of `text` for `tenant`: its audio as delivered, and how often it restarted. */
+    const speak = (text: string, tenant: string, log: string[], name: string): Promise<{ pcm: Int16Array; restarts: number }> => {
+      const chunks: Int16Array[] = [];
+      let restarts = 0;
+      det.restore();
+      return det
+        .synthesize(
+          text,
+          (s) => {
+            if (s === ESPEAK_RESTART) {
+              restarts++;
+              chunks.length = 0;
+            } else if (s.length > 0) chunks.push(s);
+            return false;
+          },
+          tenant,
+        )
+        .then(() => {
+          log.push(name);
+          const pcm = new Int16Array(chunks.reduce((n, c) => n + c.length, 0));
+          let o = 0;
+          for (const c of chunks) (pcm.set(c, o), (o += c.length));
+          return { pcm, restarts };
+        });
+    };
+    const alone = await speak(LONG, 'a/k/s', [], 'alone');
+    expect(alone.restarts).toBe(0);
+    const log: string[] = [];
+    const long = speak(LONG, 'a/k/s', log, 'long');
+    // The long synthesis runs at once (the thread is idle); then two other organizations ask.
+    expect(det.queued).toBe(1);
+    await new Promise((r) => setTimeout(r, 20));
+    const short1 = speak('Hello.', 'b/k/s', log, 'b1');
+    const short2 = speak('Hello again.', 'c/k/s', log, 'c1');
+    const [l] = await Promise.all([long, short1, short2]);
+    // The other organizations went first; the long synthesis was interrupted once, not twice, and
+    // its audio is the same bytes as alone.
+    expect(log).toEqual(['b1', 'c1', 'long']);
+    expect(l.restarts).toBe(1);
+    expect(Buffer.from(l.pcm.buffer).equals(Buffer.from(alone.pcm.buffer))).toBe(true);
+  }, 120_000);
 });
+

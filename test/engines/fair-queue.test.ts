@@ -89,6 +89,17 @@ describe('FairQueue', () => {
     expect(drain(q)).toEqual(['anon0', 'a0', 'anon1', 'ak0', 'a1']);
   });
 
+  it('pushFront puts an interrupted item back at the head of its tenant, even in a full room', () => {
+    const q = new FairQueue<string>({ capacity: 2 });
+    q.push(path('a'), 'a0');
+    q.push(path('a'), 'a1');
+    const x = q.shift()!;
+    q.push(path('a'), 'a2');
+    q.pushFront(path('a'), x);
+    expect(q.size).toBe(3);
+    expect(drain(q)).toEqual(['a0', 'a1', 'a2']);
+  });
+
   it('clear() gives every item back and leaves an empty queue', () => {
     const q = new FairQueue<number>();
     for (let i = 0; i < 10; i++) q.push([String(i % 3)], i);
