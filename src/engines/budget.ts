@@ -232,7 +232,7 @@ export class ReservedShares {
 
   /**
    * `what` names the slots in errors (`STT decoders`); `limit` reads the budget's limit now;
-   * `reserve` (an integer ≥ 1) and `limitName` name the reserve (`limits.sttDecoderReserve`).
+   * `reserve` (an integer ≥ 0; 0: no reserve) and `limitName` name the reserve (`limits.sttDecoderReserve`).
    */
   constructor(
     readonly what: string,
@@ -242,7 +242,7 @@ export class ReservedShares {
   ) {
     stringArg(what, 'ReservedShares: what');
     functionArg(limit, 'ReservedShares: limit');
-    countArg(reserve, 'ReservedShares: reserve');
+    if (reserve !== 0) countArg(reserve, 'ReservedShares: reserve');
     stringArg(limitName, 'ReservedShares: limitName');
   }
 
@@ -259,13 +259,15 @@ export class ReservedShares {
   /**
    * Takes one slot of `tenant` (`holder` names it in the error: `this organization`); returns its
    * release (safe to call twice).
-   * @throws VoicewireError `ENGINE_BUSY` when `tenant` holds a slot and at most `reserve` are free.
+   * @throws VoicewireError `ENGINE_BUSY` when `tenant` holds a slot and at most `reserve` (but some) are free.
    */
   acquire(tenant: string, holder: string): () => void {
     stringArg(tenant, 'ReservedShares.acquire: tenant');
     const n = this.live(tenant);
     const limit = this.limit();
-    if (n > 0 && limit - this.held_ <= this.reserve) {
+    const free = limit - this.held_;
+    // None free at all: the budget's own refusal (after it frees an idle instance, if it can) says so.
+    if (n > 0 && free > 0 && free <= this.reserve) {
       throw new VoicewireError('ENGINE_BUSY', `${holder} holds ${n} of the server's ${limit} ${this.what}; the last ${this.reserve} free are kept for callers holding none (${this.limitName}): try again later`);
     }
     this.counts.set(tenant, n + 1);

@@ -88,7 +88,7 @@ export interface ServerLimits {
    * Of `sttDecoders`, how many are kept for organizations holding none (issue 31: four keys took
    * them all): an organization already holding a decoder takes another only while more than this
    * many are free; past it `ENGINE_BUSY` (1011 for that request, POST 503). Default: a quarter of
-   * `sttDecoders`, rounded up (32 → 8). An integer.
+   * `sttDecoders`, rounded down (32 → 8, 10 → 2, 2 → 0: a small server keeps none). An integer ≥ 0.
    */
   sttDecoderReserve: number;
   /**
@@ -173,7 +173,7 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   sttDecoders: defaultSttDecoders(),
   sttDecodersPerSocket: 4,
   sttDecodersPerKey: 8,
-  sttDecoderReserve: Math.ceil(defaultSttDecoders() / 4),
+  sttDecoderReserve: Math.floor(defaultSttDecoders() / 4),
   sttDecodeThreads: defaultNativeCalls(),
   sherpaWorkers: defaultSherpaWorkers(),
   sherpaQueue: DEFAULT_SHERPA_QUEUE,
@@ -207,6 +207,9 @@ const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
 /** node:http refuses a fractional headersTimeout/requestTimeout with a RangeError; counts are whole. */
 const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxJsonDepth', 'maxConnections', 'connectionsPerAddress']);
 
+/** Limits that may be 0 (a count of places kept back: none). */
+const ZERO_LIMITS: ReadonlySet<string> = new Set(['sttDecoderReserve']);
+
 /** Limits that count instances. */
 const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey', 'sttDecoderReserve', 'sttDecodeThreads', 'sherpaWorkers', 'sherpaQueue', 'sherpaStreams']);
 
@@ -235,8 +238,9 @@ export function resolveServerConfig(input: ServerConfigInput, engines: { tts: st
   stringArg(engines.stt, 'resolveServerConfig: engines.stt');
   const limits = withDefaults('limits', DEFAULT_LIMITS, input.limits);
   // The reserve follows the decoders given, unless given itself.
-  if (input.limits?.sttDecoderReserve === undefined && typeof limits.sttDecoders === 'number') limits.sttDecoderReserve = Math.ceil(limits.sttDecoders / 4);
+  if (input.limits?.sttDecoderReserve === undefined && typeof limits.sttDecoders === 'number') limits.sttDecoderReserve = Math.floor(limits.sttDecoders / 4);
   for (const [k, v] of Object.entries(limits)) {
+    if (ZERO_LIMITS.has(k) && v === 0) continue;
     positive(`limits.${k}`, v, limitMax(k));
     if (INTEGER_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number${k.endsWith('Ms') ? ' of ms' : ''}, got ${v}`);
     if (COUNT_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number, got ${v}`);
