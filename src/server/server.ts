@@ -14,7 +14,9 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { STT_ENGINES, TTS_ENGINES, catalogVoices, chooseTtsEngine, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
-import { KeyedBudget, STT_DECODER_BUDGET, limitSttStreams } from '../engines/budget.js';
+import { KeyedBudget, ReservedShares, STT_DECODER_BUDGET, limitSttStreams } from '../engines/budget.js';
+import { POCKETSPHINX_CALLS } from '../engines/pocketsphinx-ffi.js';
+import { connectionTenant, withTenant } from './tenant.js';
 import type { SttEngine } from '../sessions/engine.js';
 import type { Principal } from './auth.js';
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
@@ -210,14 +212,19 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   await tts.warm?.().catch((err: unknown) => log.warn({ engine: config.tts, err: (err as Error)?.message }, 'TTS engine unavailable'));
 
   // Issue 20: the STT engine is made once and owns its decoders; a heavy one's streams are bounded
-  // per process (its budget), per socket (each ctx.sttEngine call) and per API key.
+  // per process (its budget), per socket (each ctx.sttEngine call) and per API key; issue 31: the
+  // last of the budget are kept for organizations holding none, and the decoders' native calls
+  // are served caller by caller.
   STT_DECODER_BUDGET.setLimit(config.limits.sttDecoders);
+  POCKETSPHINX_CALLS.setConcurrency(config.limits.sttDecodeThreads);
   const sharedStt = stt.create();
   const sttPerKey = new KeyedBudget('live STT requests', config.limits.sttDecodersPerKey, 'limits.sttDecodersPerKey');
+  const sttPerOrg = new ReservedShares('STT decoders', () => STT_DECODER_BUDGET.limit, config.limits.sttDecoderReserve, 'limits.sttDecoderReserve');
   const sttStreams = (who: Principal): SttEngine => {
-    if (stt.heavy !== true) return sharedStt;
+    const engine = withTenant(sharedStt, connectionTenant(who));
+    if (stt.heavy !== true) return engine;
     const perSocket = new KeyedBudget('live STT requests', config.limits.sttDecodersPerSocket, 'limits.sttDecodersPerSocket');
-    return limitSttStreams(sharedStt, [() => perSocket.acquire('', 'this socket'), () => sttPerKey.acquire(who.key.id, 'this API key')]);
+    return limitSttStreams(engine, [() => perSocket.acquire('', 'this socket'), () => sttPerKey.acquire(who.key.id, 'this API key'), () => sttPerOrg.acquire(who.org.id, 'this organization')]);
   };
 
   const engineContext = (orgId: string): EngineContext => ({
@@ -235,7 +242,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     startedAt: Date.now(),
     engineContext,
     // A TTS engine binds the caller's organization (a closure over the shared model); the STT engine is the process's.
-    ttsEngine: (who) => meteredTtsEngine(ctx, who, timedTtsEngine(tts.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
+    // Each socket or POST is a tenant of the engines' fair queues (organization/key/connection).
+    ttsEngine: (who) => meteredTtsEngine(ctx, who, timedTtsEngine(withTenant(tts.create(engineContext(who.org.id)), connectionTenant(who)), config.limits.engineTimeoutSeconds * 1000)),
     sttEngine: (who, billing) => meteredSttEngine(ctx, who, timedSttEngine(sttStreams(who), config.limits.engineTimeoutSeconds * 1000), billing),
     uploads: new UploadBudget(config.limits.uploadBytes, config.limits.uploadBytesPerKey),
     ffmpeg: new FfmpegBudget(config.limits.ffmpegChildren, config.limits.ffmpegChildrenPerKey),
