@@ -32,6 +32,14 @@ export function tenantPath(tenant: string | undefined): TenantPath {
   return tenant === undefined || tenant === '' ? [] : tenant.split('/');
 }
 
+/** Checks a tenant path: an array of strings (VoicewireError INVALID_ARGUMENT otherwise). */
+function tenantArg(tenant: unknown, where: string): TenantPath {
+  if (!Array.isArray(tenant) || !tenant.every((seg) => typeof seg === 'string')) {
+    throw new VoicewireError('INVALID_ARGUMENT', `${where}: tenant must be an array of strings, got ${describeValue(tenant)}`);
+  }
+  return tenant as TenantPath;
+}
+
 /** Options of {@link FairQueue}. */
 export interface FairQueueOptions {
   /** Items that may wait at once, all tenants together. Default `Infinity`. */
@@ -125,6 +133,7 @@ export class FairQueue<T> {
 
   /** Items waiting of `tenant` and its sub-tenants. */
   waiting(tenant: TenantPath): number {
+    tenantArg(tenant, 'FairQueue.waiting');
     let n: Node<T> | undefined = this.root;
     for (const seg of tenant) n = n?.children.get(seg);
     return n?.count ?? 0;
@@ -136,6 +145,7 @@ export class FairQueue<T> {
    * or an item of a tenant past its share, pushed out (the caller refuses it).
    */
   push(tenant: TenantPath, item: T, cost = 1): Displaced<T> | undefined {
+    tenantArg(tenant, 'FairQueue.push');
     if (!(typeof cost === 'number' && Number.isFinite(cost) && cost > 0)) throw new VoicewireError('INVALID_ARGUMENT', `FairQueue.push: cost must be a finite number > 0, got ${describeValue(cost)}`);
     let out: Displaced<T> | undefined;
     if (this.root.count >= this.capacity) {
@@ -153,6 +163,7 @@ export class FairQueue<T> {
    * place in its tenant's order). Never refused: the place it had is the one it takes back.
    */
   pushFront(tenant: TenantPath, item: T, cost = 1): void {
+    tenantArg(tenant, 'FairQueue.pushFront');
     if (!(typeof cost === 'number' && Number.isFinite(cost) && cost > 0)) throw new VoicewireError('INVALID_ARGUMENT', `FairQueue.pushFront: cost must be a finite number > 0, got ${describeValue(cost)}`);
     const leaf = this.leafOf(tenant);
     const e = { item, cost, tenant: [...tenant] };

@@ -19,7 +19,7 @@ export type { PocketsphinxSttEngine, PocketsphinxSttOptions } from './pocketsphi
 export { EngineBudget, KeyedBudget, ReservedShares, STT_DECODER_BUDGET, STT_DECODER_BYTES, defaultSttDecoders, limitSttStreams } from './budget.js';
 export type { EngineBudgetOptions } from './budget.js';
 export { pocketsphinxAvailable, pocketsphinxModelFromDir, POCKETSPHINX_PACKAGES, DEBIAN_EN_US_MODEL, POCKETSPHINX_CALLS } from './pocketsphinx-ffi.js';
-export { FairQueue, tenantPath, shareExceeded } from './fair-queue.js';
+export { FairQueue, tenantPath } from './fair-queue.js';
 export type { FairQueueOptions, TenantPath, Displaced } from './fair-queue.js';
 export { FairLimiter, defaultNativeCalls } from './fair-limiter.js';
 export type { PocketsphinxModel } from './pocketsphinx-ffi.js';

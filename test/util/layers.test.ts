@@ -1,7 +1,7 @@
 /**
  * The folders are the layers and imports flow one way (README "Architecture"):
  * util ← audio, text ← pipelines ← protocol ← sessions ← node, cli, and the outer Node layers
- * (server, engines, client) above them. A relative import that points up or sideways fails here.
+ * (server, engines, client, and livekit over client) above them. A relative import that points up or sideways fails here.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -22,6 +22,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   server: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'node', 'engines', '.'],
   client: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions'],
   page: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'client'],
+  // The LiveKit Agents plugin: an adapter over the SDK's client sessions (issue 33), above the client.
+  livekit: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'client'],
   cli: ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions', 'node', 'engines', 'server', 'client', '.'],
   '.': ['util', 'audio', 'text', 'pipelines', 'protocol', 'sessions'],
 };
