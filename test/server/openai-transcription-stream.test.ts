@@ -39,6 +39,8 @@ function toneSpeech(parts: Array<string | number>): Buffer {
 }
 
 let slowRegistered = false;
+/** Frames the slow engine was given, over every request. */
+let slowFrames = 0;
 /** The tone STT engine, 2 ms per 80 ms frame: the transcription yields to the event loop as it runs, so a client can leave mid-stream. */
 function registerSlowTone(): string {
   if (!slowRegistered) {
@@ -47,7 +49,7 @@ function registerSlowTone(): string {
       create: () => ({
         open: async (config, emit) => {
           const s = await tone.open(config, emit);
-          return { ...s, push: async (frame) => (await new Promise((r) => setTimeout(r, 2)), s.push(frame)), ...(s.end ? { end: () => s.end!() } : {}), close: () => s.close() };
+          return { ...s, push: async (frame) => (slowFrames++, await new Promise((r) => setTimeout(r, 2)), s.push(frame)), ...(s.end ? { end: () => s.end!() } : {}), close: () => s.close() };
         },
       }),
     });
@@ -173,7 +175,11 @@ describe('POST /v1/audio/transcriptions, stream: true', () => {
     // The transcription holds credits as it hears the silence after the word: some held now.
     await eventually('holds past the first word', balance, (b) => b < 10_000 - 2);
     ac.abort();
+    const framesAtAbort = slowFrames;
     const after = await settled(h, balance);
+    // The engine stopped within a few frames of the client leaving, not at the end of the file's
+    // 30 s (375 frames): nobody reads the rest.
+    expect(slowFrames - framesAtAbort).toBeLessThan(50);
     // "hello" ends at 0.56 s: its first second is what was delivered; the rest goes back.
     expect(10_000 - after).toBe(1);
     expect(h.server.context.sessions.live).toBe(0);
