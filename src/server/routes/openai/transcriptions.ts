@@ -277,7 +277,8 @@ const overLimit = (seconds: number, limit: number): VoicewireError =>
  * Handles POST /v1/audio/transcriptions. One release path (issue 31 §1): whichever way the request
  * ends (answered, refused, failed, its client gone mid-upload or mid-transcription, node:http's
  * 408), the `finally` gives back its session slot, its upload bytes, its ffmpeg child and its
- * credit hold; credits are paid only for an answer sent (nothing for a refusal, §5).
+ * credit hold; credits are paid only for an answer sent (nothing for a refusal, §5; a stream cut
+ * short, the started seconds up to the end of the last word it sent).
  */
 export async function postTranscription(scope: RequestScope, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { ctx, log } = scope;
