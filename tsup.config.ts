@@ -1,9 +1,9 @@
-import { basename } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { defineConfig, type Options } from 'tsup';
 
 type TsupPlugin = NonNullable<Options['plugins']>[number];
 
-const LIBRARY = { index: 'src/index.ts', 'index-node': 'src/node/core-entry.ts', node: 'src/node/index.ts', engines: 'src/engines/index.ts', server: 'src/server/index.ts', client: 'src/client/index.ts' };
+const LIBRARY = { index: 'src/index.ts', 'index-node': 'src/node/core-entry.ts', node: 'src/node/index.ts', engines: 'src/engines/index.ts', server: 'src/server/index.ts', client: 'src/client/index.ts', livekit: 'src/livekit/index.ts' };
 
 /**
  * The `#!/usr/bin/env node` line and the executable bit go on dist/cli.js alone: tsup's `banner`
@@ -15,6 +15,22 @@ const cliShebang: TsupPlugin = {
     if (info.type !== 'chunk' || basename(info.path) !== 'cli.js') return undefined;
     info.mode = 0o755;
     return code.startsWith('#!') ? undefined : { code: `#!/usr/bin/env node\n${code}` };
+  },
+};
+
+type EsbuildPlugin = NonNullable<Options['esbuildPlugins']>[number];
+
+/**
+ * voicewire/livekit loads its optional peer @livekit/agents with a top-level await
+ * (src/livekit/agents.ts), which CommonJS cannot have: the CJS build takes agents-cjs.ts, which
+ * `require`s it, in its place.
+ */
+const livekitCjsLoader: EsbuildPlugin = {
+  name: 'livekit-cjs-loader',
+  setup(build) {
+    // tsup builds CJS with splitting as ESM first (then rollup converts it): its define names the format.
+    if (build.initialOptions.define?.['TSUP_FORMAT'] !== '"cjs"') return;
+    build.onResolve({ filter: /^\.\/agents\.js$/ }, (args) => (/[\\/]src[\\/]livekit[\\/]/.test(args.importer) ? { path: join(dirname(args.importer), 'agents-cjs.ts') } : undefined));
   },
 };
 
@@ -39,6 +55,7 @@ export default defineConfig([
     // heap, one resampler cache and the same classes (instanceof across the two entries).
     splitting: true,
     plugins: [cliShebang],
+    esbuildPlugins: [livekitCjsLoader],
     esbuildOptions(options, { format }) {
       // The `bin` is ESM only (package.json "type": "module"): no dist/cli.cjs.
       if (format === 'cjs') options.entryPoints = LIBRARY;

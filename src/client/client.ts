@@ -1,7 +1,8 @@
 /**
  * `createClient`: the SDK for the voice service (docs/api.md). Platform-neutral: it uses the
- * platform's `fetch` and `WebSocket`; in Node, `createClient` of `voicewire/node` passes the `ws`
- * package, which can send the `x-api-key` header.
+ * platform's `fetch` and `WebSocket` (which cannot send the `x-api-key` header: an API key is traded
+ * for a temporary token first, docs/api.md §5); in Node, `createClient` of `voicewire/node` passes
+ * the `ws` package, which sends the header.
  *
  * ```ts
  * const client = createClient({ baseUrl: 'http://127.0.0.1:8080/api', apiKey });
@@ -23,7 +24,11 @@ import { PronunciationsApi, VoicesApi, credits, token } from './rest.js';
 export type ClientOptions = ({ baseUrl: string; apiKey: string; token?: undefined } | { baseUrl: string; token: string; apiKey?: undefined }) & {
   /** Default: the platform's `fetch`. */
   fetch?: typeof fetch;
-  /** Default: the platform's `WebSocket` (which cannot send headers: use a token). */
+  /**
+   * Default: the platform's `WebSocket` (browsers, Node ≥ 22), which cannot send headers: with an
+   * `apiKey` the client trades it for a temporary token over HTTP first (`GET /api-keys/token`) and
+   * connects with `?token=`. Node 20 has none: use `createClient` of `voicewire/node`.
+   */
   webSocket?: WebSocketFactory;
   /** Retries of connection failures and 503 (draining). Default 3 attempts from 200 ms. */
   retry?: RetryOptions;

@@ -6,7 +6,8 @@ import { VoicewireError } from '../util/errors.js';
 import { throwForResponse } from '../protocol/rest.js';
 import { restFailure } from './server-error.js';
 import { httpUrl, wsUrl } from './base-url.js';
-import { openClientSocket, type ClientSocket, type WebSocketFactory } from './socket.js';
+import { noWebSocketMessage, openClientSocket, type ClientSocket, type WebSocketFactory } from './socket.js';
+import { parseTemporaryToken } from '../protocol/resources.js';
 import { abortError, withRetry, type RetryOptions } from './retry.js';
 
 /** A request of the REST helper. */
@@ -31,7 +32,13 @@ export interface ClientContextOptions {
   source: string;
 }
 
+/** A temporary token is fetched again once less than this is left of its life, ms. */
+const TOKEN_MARGIN_MS = 60_000;
+
 export class ClientContext {
+  /** The temporary token the WebSockets use when they cannot carry the API key (§4.6), while it lasts. */
+  private socketToken: Promise<{ token: string; expiresAt: number }> | undefined;
+
   constructor(readonly options: ClientContextOptions) {}
 
   private authHeaders(): Record<string, string> {
@@ -89,13 +96,39 @@ export class ClientContext {
     }
   }
 
-  /** Opens a WebSocket route (`speech/tts`, `speech/asr`). */
+  /**
+   * A temporary token for this client's API key (`GET /api-keys/token`, §4.6), shared by its
+   * sockets and fetched again a minute before it expires (the server's live 600 s). A failed fetch
+   * is not kept: the next socket asks again.
+   */
+  private async tokenForSockets(): Promise<string> {
+    const held = this.socketToken;
+    if (held !== undefined) {
+      const t = await held.catch(() => undefined);
+      if (t !== undefined && t.expiresAt - TOKEN_MARGIN_MS > Date.now()) return t.token;
+    }
+    // One fetch at a time: the first socket that finds the token stale (or failed) asks, the others wait for it.
+    if (this.socketToken === held) this.socketToken = this.fetchSocketToken();
+    return (await this.socketToken!).token;
+  }
+
+  private async fetchSocketToken(): Promise<{ token: string; expiresAt: number }> {
+    const t = parseTemporaryToken(await this.json<unknown>('GET', 'api-keys/token'));
+    // A clock that disagrees with the server's: the token is used at least once, then fetched again.
+    return { token: t.token, expiresAt: Math.max(Date.parse(t.expires_at), Date.now() + TOKEN_MARGIN_MS + 1) };
+  }
+
+  /**
+   * Opens a WebSocket route (`speech/tts`, `speech/asr`). A socket that cannot carry headers (the
+   * platform's WHATWG WebSocket: browsers, Node ≥ 22) gets `?token=`: the client's token, or with
+   * an API key a temporary token traded for it over HTTP first (§4.6), as the page does.
+   */
   openSocket(path: string, onMessage: (text: string) => void, onClose: (code: number, reason: string) => void, onConnectFailed: (error: VoicewireError) => void): ClientSocket {
     const factory = this.options.webSocket;
-    if (factory === undefined) {
-      throw new VoicewireError('INVALID_ARGUMENT', 'this platform has no WebSocket: pass createClient({ webSocket }) or use createClient from voicewire/node');
-    }
+    if (factory === undefined) throw new VoicewireError('INVALID_ARGUMENT', noWebSocketMessage());
     const retries = Math.max(0, Math.floor(this.options.retry.attempts ?? 3) - 1);
-    return openClientSocket(factory, wsUrl(this.options.base, path, this.authQuery()), this.authHeaders(), { onMessage, onClose, onConnectFailed }, { retries, retryDelayMs: this.options.retry.baseDelayMs ?? 200 });
+    const base = this.options.base;
+    const url = this.options.apiKey !== undefined && factory.sendsHeaders === false ? () => this.tokenForSockets().then((token) => wsUrl(base, path, { token })) : wsUrl(base, path, this.authQuery());
+    return openClientSocket(factory, url, this.authHeaders(), { onMessage, onClose, onConnectFailed }, { retries, retryDelayMs: this.options.retry.baseDelayMs ?? 200 });
   }
 }

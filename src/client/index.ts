@@ -1,5 +1,5 @@
 /**
- * voicewire/client: the SDK of the voice service, for browsers and Node (see `createClient` of
+ * voicewire/client: the SDK of the voice service, for browsers and Node ≥ 22 (see `createClient` of
  * `voicewire/node` for Node 20, which has no WebSocket of its own).
  */
 export { createClient } from './client.js';

@@ -1,7 +1,8 @@
 /**
- * The SDK's WebSocket seam. Browsers have `WebSocket` (no custom headers: authenticate with a
- * temporary token); Node 20 has none, so `voicewire/node` passes a factory over the `ws` package,
- * which can send the `x-api-key` header (docs/api.md §5.1).
+ * The SDK's WebSocket seam. Browsers and Node ≥ 22 have a global (WHATWG) `WebSocket`, which
+ * cannot send headers: with an API key the client then trades it for a temporary token over HTTP
+ * first (§4.6, context.ts) and connects with `?token=`. Node 20 has none, so `voicewire/node` passes
+ * a factory over the `ws` package, which sends the `x-api-key` header (docs/api.md §5.1).
  */
 import { VoicewireError } from '../util/errors.js';
 
@@ -14,12 +15,27 @@ export interface WebSocketLike {
 }
 
 /** Opens a WebSocket to `url`, sending `headers` when the platform can. */
-export type WebSocketFactory = (url: string, headers: Record<string, string>) => WebSocketLike;
+export type WebSocketFactory = ((url: string, headers: Record<string, string>) => WebSocketLike) & {
+  /**
+   * False when its sockets cannot carry headers (a WHATWG `WebSocket`): a client with an API key
+   * then connects with a temporary token it gets over HTTP first (`GET /api-keys/token`, §4.6).
+   * Default (absent): true, the headers are sent.
+   */
+  readonly sendsHeaders?: boolean;
+};
 
-/** The platform's WebSocket, when it has one (browsers, Node ≥ 22). Headers cannot be sent. */
+/** The platform's WebSocket, when it has one (browsers, Node ≥ 22). It cannot send headers. */
 export function platformWebSocketFactory(): WebSocketFactory | undefined {
   const WS = (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket;
-  return WS === undefined ? undefined : (url) => new WS(url);
+  if (WS === undefined) return undefined;
+  return Object.assign((url: string) => new WS(url), { sendsHeaders: false });
+}
+
+/** Why there is no WebSocket here, and what to use instead (Node 20 has no global one). */
+export function noWebSocketMessage(): string {
+  const node = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node;
+  const here = node === undefined ? 'this platform has no WebSocket' : `Node ${node} has no global WebSocket (Node 22 and later have one)`;
+  return `${here}: use createClient from voicewire/node (the ws package), or pass createClient({ webSocket })`;
 }
 
 /** A socket that queues what is sent before it opens, and reports its frames and its close. */
@@ -44,11 +60,12 @@ function textOf(data: unknown): string {
 /**
  * Opens `url` and wires it: frames go to `onMessage`, the close to `onClose` (once). Sends made
  * before the socket opens wait in order. A connection that fails before it opens is tried again
- * (`retries` more times, `retryDelayMs` doubling): nothing was sent yet, so that is safe.
+ * (`retries` more times, `retryDelayMs` doubling): nothing was sent yet, so that is safe. `url` may
+ * be a function that finds it (a temporary token fetched first); its failure is the connection's.
  */
 export function openClientSocket(
   factory: WebSocketFactory,
-  url: string,
+  url: string | (() => Promise<string>),
   headers: Record<string, string>,
   handlers: { onMessage(text: string): void; onClose(code: number, reason: string): void; onConnectFailed?(error: VoicewireError): void },
   retry: { retries: number; retryDelayMs: number } = { retries: 0, retryDelayMs: 0 },
@@ -67,11 +84,37 @@ export function openClientSocket(
   });
   // A rejection nobody awaits must not become an unhandled rejection.
   opened.catch(() => {});
-  const shown = url.replace(/token=[^&]*/, 'token=…');
+  const shownOf = (u: string): string => u.replace(/token=[^&]*/, 'token=…');
 
-  const connect = (attempt: number): void => {
+  /** Ends a socket that never opened: the caller hears `error` first, then the close. */
+  const failConnect = (error: VoicewireError, code: number, reason: string): void => {
+    closed = true;
+    // Told before the close, so the caller reports this and not "the socket closed".
+    handlers.onConnectFailed?.(error);
+    failOpen(error);
+    handlers.onClose(code, reason);
+  };
+
+  const start = (attempt: number): void => {
+    if (typeof url === 'string') return connect(attempt, url);
+    url().then(
+      (u) => {
+        if (closed) return;
+        if (closeRequested !== undefined) return failConnect(new VoicewireError('CLIENT_CONNECT_FAILED', `closed before ${shownOf(u)} was opened`), closeRequested.code, closeRequested.reason);
+        connect(attempt, u);
+      },
+      (err: unknown) => {
+        if (closed) return;
+        const e = err instanceof VoicewireError ? err : new VoicewireError('CLIENT_CONNECT_FAILED', `cannot open a WebSocket: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+        failConnect(e, e.closeCode ?? 1006, e.message.slice(0, 120));
+      },
+    );
+  };
+
+  const connect = (attempt: number, target: string): void => {
     let lastError = '';
-    const socket = factory(url, headers);
+    const shown = shownOf(target);
+    const socket = factory(target, headers);
     ws = socket;
     socket.addEventListener('open', () => {
       isOpen = true;
@@ -90,20 +133,15 @@ export function openClientSocket(
       if (closed) return;
       if (!isOpen && closeRequested === undefined && attempt < retry.retries) {
         const delay = retry.retryDelayMs * 2 ** attempt * (0.75 + Math.random() * 0.5);
-        setTimeout(() => connect(attempt + 1), delay);
+        setTimeout(() => start(attempt + 1), delay);
         return;
       }
+      if (!isOpen) return failConnect(new VoicewireError('CLIENT_CONNECT_FAILED', `cannot open ${shown}: ${lastError || `closed with ${e.code ?? 1006}`}`), e.code ?? 1006, e.reason ?? '');
       closed = true;
-      if (!isOpen) {
-        const error = new VoicewireError('CLIENT_CONNECT_FAILED', `cannot open ${shown}: ${lastError || `closed with ${e.code ?? 1006}`}`);
-        // Told before the close, so the caller reports this and not "the socket closed".
-        handlers.onConnectFailed?.(error);
-        failOpen(error);
-      }
       handlers.onClose(e.code ?? 1006, e.reason ?? '');
     });
   };
-  connect(0);
+  start(0);
 
   return {
     send(text) {
@@ -114,7 +152,8 @@ export function openClientSocket(
     close(code, reason) {
       closeRequested ??= { code, reason };
       try {
-        if (ws!.readyState <= OPEN) ws!.close(code, reason);
+        // No socket yet (its address is still being found): it is not opened (start() sees the request).
+        if (ws !== undefined && ws.readyState <= OPEN) ws.close(code, reason);
       } catch {
         // already closing
       }

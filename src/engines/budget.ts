@@ -195,7 +195,7 @@ export function limitSttStreams(inner: SttEngine, slots: ReadonlyArray<() => () 
         const stream = await inner.open(config, emit);
         const limited: SttEngineStream = {
           info: stream.info,
-          push: (frame) => stream.push(frame),
+          push: (frame, audioSamples) => stream.push(frame, audioSamples),
           close: () => {
             try {
               stream.close();

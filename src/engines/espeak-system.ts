@@ -11,15 +11,23 @@
  * are refused with `ENGINE_BUSY`. Each waits with one chunk of text (the engine's `maxChunkChars`,
  * 300 by default), and each stream has at most one waiting, so the queue holds at most ~20 kB of text.
  *
- * Not deterministic: espeak keeps state from one call to the next (its flutter phase, echo buffer,
- * libc `rand()`), and the system library cannot be rewound as the WebAssembly heap is, so `temp` 0
- * gives the same voice and timing but not the same bytes.
+ * `temp` 0 is deterministic here too (§2.8, issue 35): espeak keeps state from one call to the next
+ * (the flutter phase and gain control, static variables of its wave generator; the echo buffer;
+ * libc `rand()`), which no call of its API resets. A temp-0 sentence
+ * ({@link loadDeterministicSystemEspeak}) runs on a private copy of the library file, loaded fresh
+ * (its static data as in the file) with `srand(1)`, then unloaded: the same text gives the same bytes
+ * whatever ran before. It costs a load, `espeak_Initialize` and the voice per sentence (40–60 ms
+ * measured on a 2-core machine); every synthesis, fresh or not, still runs one at a time from the
+ * one queue.
  *
  * Install on Debian/Ubuntu: `apt-get install libespeak-ng1` (and the npm package koffi).
  */
 import { createRequire } from 'node:module';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { VoicewireError } from '../util/errors.js';
-import type { EspeakAsyncWorker, EspeakEvent } from './espeak-module.js';
+import type { EspeakAsyncWorker, EspeakDeterministicWorker, EspeakEvent } from './espeak-module.js';
 
 /** The Debian package that holds the system library and its voice data. */
 export const ESPEAK_SYSTEM_PACKAGE = 'libespeak-ng1';
@@ -37,9 +45,16 @@ export type { EspeakAsyncWorker };
 
 type Fn = ((...args: unknown[]) => unknown) & { async(...args: unknown[]): void };
 
+/** A library koffi loaded. */
+interface KoffiLib {
+  func(signature: string): Fn;
+  func(name: string, result: string, args: unknown[]): Fn;
+  unload(): void;
+}
+
 /** The part of koffi this file uses. */
 interface Koffi {
-  load(path: string): { func(signature: string): Fn; func(name: string, result: string, args: unknown[]): Fn };
+  load(path: string): KoffiLib;
   struct(def: Record<string, string>): unknown;
   proto(result: string, args: unknown[]): unknown;
   pointer(type: unknown): unknown;
@@ -66,6 +81,10 @@ interface RawEvent {
 }
 
 interface Job {
+  /** Temp 0: run on the private copy of the library ({@link FreshCopy}). */
+  deterministic: boolean;
+  /** Load that copy afresh first, and seed `rand()` with 1 (the first synthesis after `restore()`). */
+  fresh: boolean;
   voice: string;
   rate: number;
   pitch: number;
@@ -76,13 +95,48 @@ interface Job {
   reject(err: unknown): void;
 }
 
-interface Lib {
-  koffi: Koffi;
-  event: unknown;
-  sampleRate: number;
+/** The calls a synthesis makes, on one loaded copy of the library. */
+interface Calls {
   setVoice: Fn;
   setParameter: Fn;
   synth: Fn;
+}
+
+interface Lib extends Calls {
+  koffi: Koffi;
+  event: unknown;
+  sampleRate: number;
+  /** The registered synthesis callback and its type (a fresh copy registers the same one). */
+  callback: unknown;
+  callbackType: unknown;
+  /** The file the library was loaded from (a fresh copy copies it), when the process maps show it. */
+  file: string | undefined;
+}
+
+const SIGNATURES = {
+  initialize: 'int espeak_Initialize(int output, int buflength, const char *path, int options)',
+  terminate: 'int espeak_Terminate(void)',
+  setVoice: 'int espeak_SetVoiceByName(const char *name)',
+  setParameter: 'int espeak_SetParameter(int parameter, int value, int relative)',
+  synth: 'int espeak_Synth(const char *text, size_t size, unsigned int position, int position_type, unsigned int end_position, unsigned int flags, void *unique_identifier, void *user_data)',
+} as const;
+
+function calls(so: KoffiLib): Calls {
+  return { setVoice: so.func(SIGNATURES.setVoice), setParameter: so.func(SIGNATURES.setParameter), synth: so.func(SIGNATURES.synth) };
+}
+
+/** The path of the loaded library whose file name starts with `soname`'s stem, from /proc/self/maps (Linux). */
+function mappedFile(soname: string): string | undefined {
+  try {
+    const stem = basename(soname).replace(/\.so.*$|\.dylib$/, '');
+    for (const line of readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+      const at = line.indexOf('/');
+      if (at >= 0 && basename(line.slice(at)).startsWith(stem)) return line.slice(at).trim();
+    }
+  } catch {
+    // No /proc (macOS): no fresh copies, temp 0 is then not byte-identical (docs/engines.md).
+  }
+  return undefined;
 }
 
 let lib: Lib | undefined;
@@ -101,23 +155,18 @@ function load(onCallback: (wav: unknown, n: number, events: unknown) => number):
     // and CommonJS builds in one process) would fail on a name taken.
     const event = koffi.struct({ type: 'int', unique_identifier: 'uint', text_position: 'int', length: 'int', audio_position: 'int', sample: 'int', user_data: 'void *', id: 'int64_t' });
     const callback = koffi.pointer(koffi.proto('int', ['int16_t *', 'int', koffi.pointer(event)]));
-    const initialize = so.func('int espeak_Initialize(int output, int buflength, const char *path, int options)');
+    const initialize = so.func(SIGNATURES.initialize);
     const setCallback = so.func('espeak_SetSynthCallback', 'void', [callback]);
-    const l: Lib = {
-      koffi,
-      event,
-      sampleRate: 0,
-      setVoice: so.func('int espeak_SetVoiceByName(const char *name)'),
-      setParameter: so.func('int espeak_SetParameter(int parameter, int value, int relative)'),
-      synth: so.func('int espeak_Synth(const char *text, size_t size, unsigned int position, int position_type, unsigned int end_position, unsigned int flags, void *unique_identifier, void *user_data)'),
-    };
+    const l: Lib = { koffi, event, sampleRate: 0, callback: undefined, callbackType: callback, file: undefined, ...calls(so) };
     // 100 ms of audio per callback; the data folder is the library's own (ESPEAK_DATA_PATH overrides it).
     const rate = initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, null, INITIALIZE_DONT_EXIT) as number;
     if (!(rate > 0)) throw new Error(`espeak_Initialize failed (${rate}): is the voice data (espeak-ng-data) installed?`);
     l.sampleRate = rate;
     // One callback for the process, kept registered: koffi runs it on the main thread while the
     // synthesis waits on its libuv thread.
-    setCallback(koffi.register(onCallback as (...args: never[]) => unknown, callback));
+    l.callback = koffi.register(onCallback as (...args: never[]) => unknown, callback);
+    setCallback(l.callback);
+    l.file = mappedFile(process.env['VOICEWIRE_ESPEAK_LIBRARY'] || ESPEAK_SYSTEM_LIBRARY);
     lib = l;
     return l;
   } catch (err) {
@@ -126,17 +175,117 @@ function load(onCallback: (wav: unknown, n: number, events: unknown) => number):
   }
 }
 
+/**
+ * A private copy of the library for temp 0 (see the module comment): another file, so the dynamic
+ * loader maps new static data instead of handing back the shared instance. `renew` unloads the copy
+ * in use and loads a new one (copied into a temporary folder, removed once mapped); only the
+ * queue's one running synthesis uses it.
+ */
+class FreshCopy {
+  private so: KoffiLib | undefined;
+  private current: Calls | undefined;
+  private srand: Fn | null | undefined;
+  /** The voice loaded in the copy in use. */
+  voice: string | undefined;
+
+  constructor(private readonly lib: Lib) {}
+
+  /** Why a copy could not be loaded (a temporary folder mounted `noexec`, no space), once it failed. */
+  failure: string | undefined;
+
+  /** False where the library's file is not known (no /proc) or a copy failed to load: temp 0 then runs on the shared instance. */
+  get available(): boolean {
+    return this.lib.file !== undefined && this.failure === undefined;
+  }
+
+  /** The copy in use, or a fresh one when none is loaded. */
+  async calls(): Promise<Calls> {
+    return this.current ?? this.renew();
+  }
+
+  /** Unloads the copy in use, loads a fresh one (its initialization off the event loop), seeds libc's `rand()` with 1. */
+  async renew(): Promise<Calls> {
+    this.close();
+    const { koffi } = this.lib;
+    // A new file each time, removed as soon as it is mapped: nothing stays on disk, however the
+    // process ends (a killed worker runs no exit handler).
+    const dir = mkdtempSync(join(tmpdir(), 'voicewire-espeak-'));
+    let so: KoffiLib;
+    try {
+      copyFileSync(this.lib.file!, join(dir, 'libespeak-ng.so'));
+      so = koffi.load(join(dir, 'libespeak-ng.so'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    this.so = so;
+    const initialize = so.func(SIGNATURES.initialize);
+    const rate = await new Promise<number>((resolve, reject) =>
+      initialize.async(AUDIO_OUTPUT_SYNCHRONOUS, 100, null, INITIALIZE_DONT_EXIT, (err: unknown, r: number) => (err ? reject(err) : resolve(r))),
+    );
+    if (rate !== this.lib.sampleRate) throw new VoicewireError('ENGINE_UNAVAILABLE', `espeak-ng (system library): a fresh copy initialized at ${rate} Hz, not ${this.lib.sampleRate}`);
+    so.func('espeak_SetSynthCallback', 'void', [this.lib.callbackType])(this.lib.callback);
+    if (this.srand === undefined) {
+      try {
+        this.srand = koffi.load('libc.so.6').func('void srand(unsigned int seed)');
+      } catch {
+        this.srand = null;
+      }
+    }
+    this.srand?.(1);
+    this.current = calls(so);
+    this.voice = undefined;
+    return this.current;
+  }
+
+  /** Terminates and unloads the copy in use, if any. */
+  close(): void {
+    const so = this.so;
+    this.so = undefined;
+    this.current = undefined;
+    if (so === undefined) return;
+    try {
+      so.func(SIGNATURES.terminate)();
+    } finally {
+      so.unload();
+    }
+  }
+}
+
+/** Voice and parameters as the engine sets them, read when a synthesis is queued. */
+abstract class Settings {
+  protected settings = { voice: 'en-us', rate: 175, pitch: 50, range: 50 };
+
+  // The engine sets the voice and parameters, then synthesizes, in one synchronous run: the values
+  // are read when the synthesis is queued, so streams sharing a worker never mix theirs.
+  set_voice(name: string): number {
+    this.settings.voice = name;
+    return 0;
+  }
+  set_rate(wpm: number): void {
+    this.settings.rate = wpm;
+  }
+  set_pitch(pitch: number): void {
+    this.settings.pitch = pitch;
+  }
+  set_range(range: number): void {
+    this.settings.range = range;
+  }
+}
+
 /** The one worker over the system library: a queue of syntheses, each run off the event loop. */
-class SystemEspeak implements EspeakAsyncWorker {
-  private settings = { voice: 'en-us', rate: 175, pitch: 50, range: 50 };
+class SystemEspeak extends Settings implements EspeakAsyncWorker {
   private loadedVoice: string | undefined;
   private readonly jobs: Job[] = [];
   private running: Job | undefined;
+  private readonly fresh: FreshCopy;
 
   constructor(
     private readonly lib: Lib,
     private readonly maxQueue: number,
-  ) {}
+  ) {
+    super();
+    this.fresh = new FreshCopy(lib);
+  }
 
   get queued(): number {
     return this.jobs.length + (this.running ? 1 : 0);
@@ -163,33 +312,28 @@ class SystemEspeak implements EspeakAsyncWorker {
     }
   }
 
-  // The engine sets the voice and parameters, then synthesizes, in one synchronous run: the values
-  // are read when the synthesis is queued, so streams sharing this worker never mix theirs.
-  set_voice(name: string): number {
-    this.settings.voice = name;
-    return 0;
-  }
-  set_rate(wpm: number): void {
-    this.settings.rate = wpm;
-  }
-  set_pitch(pitch: number): void {
-    this.settings.pitch = pitch;
-  }
-  set_range(range: number): void {
-    this.settings.range = range;
-  }
   get_samplerate(): number {
     return this.lib.sampleRate;
   }
 
   synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void> {
+    return this.enqueue({ ...this.settings, deterministic: false, fresh: false }, text, callback);
+  }
+
+  /** Queues a synthesis with `settings` (a temp-0 one is `deterministic`, {@link FreshCopy}). */
+  enqueue(settings: Omit<Job, 'text' | 'callback' | 'resolve' | 'reject'>, text: string, callback: Job['callback']): Promise<void> {
     if (this.queued >= this.maxQueue) {
       return Promise.reject(new VoicewireError('ENGINE_BUSY', `espeak-ng (system library) has ${this.maxQueue} syntheses waiting: the server is busy, retry later`));
     }
     return new Promise<void>((resolve, reject) => {
-      this.jobs.push({ ...this.settings, text, callback, resolve, reject });
+      this.jobs.push({ ...settings, text, callback, resolve, reject });
       if (this.running === undefined) void this.pump();
     });
+  }
+
+  /** True when temp-0 syntheses can start from a fresh copy here. */
+  get freshAvailable(): boolean {
+    return this.fresh.available;
   }
 
   private async pump(): Promise<void> {
@@ -208,22 +352,70 @@ class SystemEspeak implements EspeakAsyncWorker {
   private async run(job: Job): Promise<void> {
     // A stream closed while its synthesis waited answers true to an empty piece: skipped.
     if (job.callback(new Int16Array(0), [])) return;
-    if (this.loadedVoice !== job.voice) {
+    let fresh = job.deterministic && this.fresh.available;
+    let c: Calls = this.lib;
+    if (fresh) {
+      try {
+        c = job.fresh ? await this.fresh.renew() : await this.fresh.calls();
+      } catch (err) {
+        // A copy that cannot load (a noexec temporary folder) must not fail the request: from now
+        // on temp 0 runs on the shared instance, as where no /proc shows the library's file.
+        this.fresh.failure = err instanceof Error ? err.message : String(err);
+        try {
+          this.fresh.close();
+        } catch {
+          // A half-loaded copy: nothing more to release.
+        }
+        fresh = false;
+      }
+    }
+    if ((fresh ? this.fresh.voice : this.loadedVoice) !== job.voice) {
       // A voice the data lacks (a variant another espeak-ng version does not ship) keeps its
       // language; an unknown one keeps the voice loaded before, as the WebAssembly build does.
-      if ((this.lib.setVoice(job.voice) as number) !== 0) this.lib.setVoice(job.voice.split('+')[0]!);
-      this.loadedVoice = job.voice;
+      if ((c.setVoice(job.voice) as number) !== 0) c.setVoice(job.voice.split('+')[0]!);
+      if (fresh) this.fresh.voice = job.voice;
+      else this.loadedVoice = job.voice;
     }
-    this.lib.setParameter(PARAM.rate, job.rate, 0);
-    this.lib.setParameter(PARAM.pitch, job.pitch, 0);
-    this.lib.setParameter(PARAM.range, job.range, 0);
+    c.setParameter(PARAM.rate, job.rate, 0);
+    c.setParameter(PARAM.pitch, job.pitch, 0);
+    c.setParameter(PARAM.range, job.range, 0);
     // The library reads a C string: a NUL inside would end the text early, nothing worse.
     const text = job.text.replace(/\0/g, ' ');
     const rc = await new Promise<number>((resolve, reject) => {
-      this.lib.synth.async(text, Buffer.byteLength(text) + 1, 0, POS_CHARACTER, 0, CHARS_UTF8, null, null, (err: unknown, result: number) => (err ? reject(err) : resolve(result)));
+      c.synth.async(text, Buffer.byteLength(text) + 1, 0, POS_CHARACTER, 0, CHARS_UTF8, null, null, (err: unknown, result: number) => (err ? reject(err) : resolve(result)));
     });
     // EE_OK 0; EE_INTERNAL_ERROR -1; EE_BUFFER_FULL 1 (not in synchronous mode).
     if (rc !== 0 && rc !== 1) throw new VoicewireError('ENGINE_UNAVAILABLE', `espeak-ng (system library) failed to synthesize (error ${rc})`);
+  }
+}
+
+/**
+ * The temp-0 face of the system worker (§2.8: deterministic): the same queue, and each sentence
+ * after `restore()` synthesized by a fresh copy of the library from `srand(1)` ({@link FreshCopy}).
+ */
+class DeterministicSystemEspeak extends Settings implements EspeakDeterministicWorker {
+  private fresh = true;
+
+  constructor(private readonly core: SystemEspeak) {
+    super();
+  }
+
+  get queued(): number {
+    return this.core.queued;
+  }
+
+  get_samplerate(): number {
+    return this.core.get_samplerate();
+  }
+
+  restore(): void {
+    this.fresh = true;
+  }
+
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void> {
+    const fresh = this.fresh;
+    this.fresh = false;
+    return this.core.enqueue({ ...this.settings, deterministic: true, fresh }, text, callback);
   }
 }
 
@@ -245,6 +437,17 @@ export async function loadSystemEspeak(): Promise<EspeakAsyncWorker> {
   w = new SystemEspeak(l, ESPEAK_SYSTEM_QUEUE);
   shared[SHARED] = w;
   return w;
+}
+
+/**
+ * The temp-0 worker over the system espeak-ng (§2.8: identical requests give identical bytes):
+ * the process's queue, each sentence from a fresh copy of the library (see the module comment).
+ * Where the library's file cannot be found (no /proc), the plain worker: the same voice and
+ * timing, not the same bytes. Rejects as {@link loadSystemEspeak}.
+ */
+export async function loadDeterministicSystemEspeak(): Promise<EspeakAsyncWorker> {
+  const w = (await loadSystemEspeak()) as SystemEspeak;
+  return w.freshAvailable ? new DeterministicSystemEspeak(w) : w;
 }
 
 /** Undefined when the system espeak-ng can speak here, else the reason (what to install). */

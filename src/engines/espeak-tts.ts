@@ -17,8 +17,10 @@
  * `json_config` (§2.8): `padding_bonus` p sets the rate to `rate · 2^(−p/4)` words per minute
  * (p = −4 twice as fast, +4 half as fast; monotonic; clamped to espeak's 80–450); `temp` t scales
  * the pitch range, `range · t/0.7` (0 is a monotone; the default 0.7 keeps the voice's range), and
- * temp 0 is deterministic: identical requests give identical bytes (a separate espeak instance
- * whose state is restored before every sentence, {@link loadDeterministicEspeak}); `cfg_coef` c,
+ * temp 0 is deterministic on both builds: identical requests give identical bytes (WebAssembly: a
+ * separate espeak instance whose state is restored before every sentence, {@link
+ * loadDeterministicEspeak}; system library: a fresh copy of it per sentence, {@link
+ * loadDeterministicSystemEspeak}); `cfg_coef` c,
  * the similarity to the voice, scales how far its pitch, range and rate stand from espeak's
  * neutral voice (50, 50, 175 wpm) by c/2 (the default 2 keeps the voice);
  * `rewrite_rules` applies the named rules and language aliases (rewrite-rules.ts
@@ -30,7 +32,7 @@ import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { loadDeterministicEspeak, loadEspeak, type EspeakDeterministicWorker, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
-import { loadSystemEspeak } from './espeak-system.js';
+import { loadDeterministicSystemEspeak, loadSystemEspeak } from './espeak-system.js';
 import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
 import { rewriteWordWithRules } from './rewrite-rules.js';
 import { parseRewriteRules, type RewriteRuleName } from '../protocol/config.js';
@@ -59,7 +61,7 @@ export interface EspeakTtsOptions {
   /**
    * Which espeak-ng speaks: `wasm`, the WebAssembly build (`@echogarden/espeak-ng-emscripten`), or
    * `system`, the system library `libespeak-ng.so.1` through koffi (espeak-system.ts; `temp` 0 is
-   * then not bit-identical). Default `wasm`.
+   * bit-identical there too, from a fresh copy of the library per sentence). Default `wasm`.
    */
   library?: 'wasm' | 'system';
 }
@@ -150,7 +152,7 @@ export function createEspeakTtsEngine(context: EspeakTtsContext, options: Espeak
       }
       // temp 0 is deterministic (§2.8): its own instance, restored before every sentence.
       const deterministic = jsonConfig.temp === 0;
-      const w = worker ?? (system ? await loadSystemEspeak() : deterministic ? await loadDeterministicEspeak() : await loadEspeak());
+      const w = worker ?? (system ? (deterministic ? await loadDeterministicSystemEspeak() : await loadSystemEspeak()) : deterministic ? await loadDeterministicEspeak() : await loadEspeak());
       // No voice_id: the context's default, else the first catalog voice (English).
       const voiceRecord = (await context.resolveVoice(config.voiceId ?? null)) ?? (config.voiceId ? undefined : { uid: 'default', language: 'en', params: {} });
       if (voiceRecord === undefined) {

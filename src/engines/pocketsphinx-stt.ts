@@ -3,7 +3,8 @@
  * (docs/api.md §4.4):
  *
  * - each 80 ms frame (24 kHz) is resampled to 16 kHz with voicewire's resampler and decoded as
- *   it arrives; pocketsphinx's own voice-activity detector cuts utterances;
+ *   it arrives; pocketsphinx's own voice-activity detector cuts utterances, and one that reaches
+ *   {@link PocketsphinxSttOptions.maxUtteranceSeconds} (30 s) is cut there (issue 31 §4);
  * - a word is sent as `text` (with `start_s`) once it and every word before it have stood in the
  *   partial hypothesis (same word, same start) for {@link PocketsphinxSttOptions.stableFrames}
  *   frames, a later word follows it and the decoder has heard 0.3 s past its end. Each word's hold
@@ -38,11 +39,21 @@ export interface PocketsphinxSttOptions {
    * Frames (80 ms) a word, with every word before it, must stand unchanged in the partial hypothesis
    * before it is sent. Default 6 (0.48 s): the first pass's words are revised by the second pass at
    * the utterance's end, and words sent cannot be taken back (bench/stt-accuracy.ts measures the
-   * cost against `pocketsphinx_continuous`).
+   * cost against `pocketsphinx_continuous`). A request's `json_config.delay_in_frames` sets it
+   * for that request (see `sphinxHold`).
    */
   stableFrames?: number;
   /** Audio the decoder must have heard past a word's end before the word is sent, seconds. Default 0.3. */
   settleSeconds?: number;
+  /**
+   * Longest utterance, seconds. Default 30. pocketsphinx's VAD ends an utterance at a pause; speech
+   * over continuous noise has none, and an utterance's search tables, the hypothesis read every
+   * frame and its final passes at the end grow with its length (issue 31: +0.75 MB of native memory
+   * per second of audio, a 290 s utterance's end took over 30 s). One that reaches this length is
+   * ended there (its words sent) and the next starts at once; a word spoken across the cut may be
+   * heard in two pieces or not at all.
+   */
+  maxUtteranceSeconds?: number;
   /** Model name in `ready`. Default `pocketsphinx-en-us`. */
   modelName?: string;
   /** Idle decoders kept for reuse (loading the model takes 0.3–0.7 s of CPU). Default 2. */
@@ -154,10 +165,11 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       try {
         vad = new VoiceActivity(fvad);
         const v = vad;
-        return new SphinxStream(held.decoder, vad, emit, stable, Math.round((options.settleSeconds ?? 0.3) * 100), options.modelName ?? 'pocketsphinx-en-us', config.modelName, () => {
+        const { hold, margin } = sphinxHold(stable, options.settleSeconds ?? 0.3, config.jsonConfig);
+        return new SphinxStream(held.decoder, vad, emit, hold, margin, options.modelName ?? 'pocketsphinx-en-us', config.modelName, () => {
           v.free();
           giveBack(held);
-        });
+        }, Math.round((options.maxUtteranceSeconds ?? 30) * 16000));
       } catch (err) {
         vad?.free();
         giveBack(held);
@@ -165,6 +177,19 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       }
     },
   };
+}
+
+/**
+ * A request's word hold (issue 35): `temp` t (0 to 1, "helpful if no text is recognized") lowers
+ * the audio a word must have behind it to `(1 − t)` of `settleSeconds` (centiseconds, as the
+ * decoder's frames), so a word is sent on less evidence; `delay_in_frames` D sets the frames a
+ * word must hold so that the delay `ready` reports, hold + ⌈margin / 8⌉, is D. The decoder's beams
+ * are fixed when the model loads (decoders are pooled), so neither changes what it recognizes.
+ */
+function sphinxHold(stable: number, settleSeconds: number, jsonConfig: { temp?: number; delay_in_frames?: number }): { hold: number; margin: number } {
+  const margin = Math.round(settleSeconds * 100 * (1 - (jsonConfig.temp ?? 0)));
+  const asked = jsonConfig.delay_in_frames;
+  return { hold: asked === undefined ? stable : Math.max(0, asked - Math.ceil(margin / 8)), margin };
 }
 
 function checkSttOptions(options: PocketsphinxSttOptions): void {
@@ -176,9 +201,10 @@ function checkSttOptions(options: PocketsphinxSttOptions): void {
     fail('languages', 'an array of strings', options.languages);
   }
   for (const k of ['jsgf', 'modelName'] as const) if (options[k] !== undefined && typeof options[k] !== 'string') fail(k, 'a string', options[k]);
-  const { stableFrames, settleSeconds, poolSize } = options;
+  const { stableFrames, settleSeconds, poolSize, maxUtteranceSeconds } = options;
   if (stableFrames !== undefined && !(Number.isInteger(stableFrames) && stableFrames >= 0)) fail('stableFrames', 'an integer ≥ 0', stableFrames);
   if (settleSeconds !== undefined && !(typeof settleSeconds === 'number' && Number.isFinite(settleSeconds) && settleSeconds >= 0)) fail('settleSeconds', 'a finite number ≥ 0', settleSeconds);
+  if (maxUtteranceSeconds !== undefined && !(typeof maxUtteranceSeconds === 'number' && maxUtteranceSeconds >= 1 && maxUtteranceSeconds <= 600)) fail('maxUtteranceSeconds', 'a number in [1, 600]', maxUtteranceSeconds);
   if (poolSize !== undefined && !(Number.isInteger(poolSize) && poolSize >= 0)) fail('poolSize', 'an integer ≥ 0', poolSize);
   if (options.budget !== undefined && !(options.budget instanceof EngineBudget)) fail('budget', 'an EngineBudget', options.budget);
 }
@@ -191,9 +217,10 @@ class SphinxStream implements SttEngineStream {
   private readonly resampler: Resampler<Int16Array>;
   /** 16 kHz samples decoded before the current utterance started. */
   private uttStart = 0;
+  /** 16 kHz samples decoded in this stream. pocketsphinx counts word frames (10 ms) from the stream's start too, not the utterance's. */
   private samples = 0;
   private inUtt = false;
-  /** End frame of the last word sent in the current utterance. */
+  /** End frame of the last word sent (frames of the stream: a word already sent is never sent again, across utterances too). */
   private lastEnd = -1;
   /** stop_s of the last word sent, until its end_text goes. */
   private openStop: number | undefined;
@@ -218,6 +245,8 @@ class SphinxStream implements SttEngineStream {
     defaultName: string,
     requested: string,
     private readonly release: () => void,
+    /** Longest utterance, 16 kHz samples. */
+    private readonly maxUtterance: number,
   ) {
     this.resampler = createInt16Resampler({ from: 24000, to: 16000 });
     // Text for a frame comes out once the word has settled (margin) and held (stable frames).
@@ -285,7 +314,7 @@ class SphinxStream implements SttEngineStream {
     this.samples += pcm.length;
     this.frames++;
     const words = this.decoder.words();
-    const now = (this.samples - this.uttStart) / 160;
+    const now = this.samples / 160;
     // Words before the last are final once they and the words before them have held for `stable`
     // frames and the decoder has heard `margin` frames past their end (the context that settles a word).
     const held: typeof this.held = [];
@@ -305,8 +334,10 @@ class SphinxStream implements SttEngineStream {
     this.history.push(key);
     if (this.history.length > UTTERANCE_STEADY) this.history.shift();
     const steady = this.history.length === UTTERANCE_STEADY && this.history.every((h) => h === key);
-    // pocketsphinx's VAD says the utterance is over: finish it and start the next.
-    if (!this.decoder.inSpeech() && words.length > 0 && steady) {
+    // pocketsphinx's VAD says the utterance is over, or it reached its longest: finish it and
+    // start the next (ps_start_utt reuses the search tables from their start, so an utterance's
+    // memory and the hypothesis read above stay those of maxUtterance samples at most).
+    if ((!this.decoder.inSpeech() && words.length > 0 && steady) || this.samples - this.uttStart >= this.maxUtterance) {
       await this.finishUtterance();
       if (this.closed) return;
       this.decoder.startUtt();
@@ -336,12 +367,12 @@ class SphinxStream implements SttEngineStream {
     this.send(this.decoder.words());
     if (this.openStop !== undefined) this.emit({ type: 'end_text', stop_s: this.openStop });
     this.openStop = undefined;
-    this.lastEnd = -1;
     this.history = [];
     this.held = [];
   }
 
   private time(frame: number): number {
-    return Math.round(((this.uttStart + frame * 160) / 16000) * 1000) / 1000;
+    // Word frames count from the stream's start (ps_start_stream), across utterances.
+    return Math.round(frame * 10) / 1000;
   }
 }

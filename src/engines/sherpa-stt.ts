@@ -7,7 +7,7 @@
  * `inactivity_prob` below 0.5), with the 0.24 s before it, and closes when the 2 s horizon passes
  * 0.5 (about 0.45 s of silence), at {@link SherpaSttOptions.maxSegmentSeconds}, or at the end of
  * the stream. A closed segment is decoded by a worker while the stream goes on (segments are
- * decoded in order); its words then go out as `text` (`start_s` from the model's token times when
+ * decoded in order; past two waiting, `push` waits for the oldest); its words then go out as `text` (`start_s` from the model's token times when
  * it gives them, else spread over the segment) and `end_text` (the next word's start, or the
  * segment's end). Text therefore comes out about half a second after speech stops
  * (`delayInFrames` 7), as with pocketsphinx's utterances.
@@ -45,6 +45,12 @@ export interface SherpaSttOptions {
 
 const RATE = 16000;
 const PREROLL = 3 * 1280; // three 80 ms frames at 16 kHz
+/**
+ * Closed segments a stream may have waiting for their decode (beside the one decoding): past it,
+ * `push` waits for the oldest, so a client that sends audio faster than the model decodes it is
+ * slowed (the session stops reading it) instead of piling up segments of 20 s each (issue 31 §4).
+ */
+const MAX_WAITING_SEGMENTS = 2;
 
 /** The sherpa-onnx STT engine over `pool` (one per process: it serves every request). */
 export function createSherpaSttEngine(pool: SherpaPool, options: SherpaSttOptions = {}): SttEngine {
@@ -74,6 +80,8 @@ class SherpaSttStream implements SttEngineStream {
   private held = 0;
   private segmentStart = -1;
   private decoding: Promise<void> = Promise.resolve();
+  /** The decode of each closed segment not yet done, oldest first. */
+  private readonly queued: Promise<void>[] = [];
   private failure: unknown;
   private closed = false;
   /** Silero's side of this stream, when it cuts the segments. */
@@ -95,14 +103,14 @@ class SherpaSttStream implements SttEngineStream {
     );
   }
 
-  push(frame: Int16Array): void {
+  push(frame: Int16Array): Promise<void> | undefined {
     if (this.failure !== undefined) throw this.failure;
     const pcm = this.resampler.push(frame);
     const horizons = this.vad.frame(pcm);
     if (this.silero !== undefined) {
       this.silero.push(floats(pcm));
       this.emit({ type: 'step', vad: horizons });
-      return;
+      return this.backlog();
     }
     this.take(pcm);
     const speech = (horizons[0]?.inactivity_prob ?? 1) < 0.5;
@@ -112,6 +120,13 @@ class SherpaSttStream implements SttEngineStream {
       else this.trimPreroll();
     } else if (over || this.held >= this.maxSegment) this.closeSegment();
     this.emit({ type: 'step', vad: horizons });
+    return this.backlog();
+  }
+
+  /** Past {@link MAX_WAITING_SEGMENTS} waiting, the decode whose end brings them back to it. */
+  private backlog(): Promise<void> | undefined {
+    const n = this.queued.length - 1 - MAX_WAITING_SEGMENTS;
+    return n >= 0 ? this.queued[n] : undefined;
   }
 
   async end(): Promise<void> {
@@ -164,7 +179,7 @@ class SherpaSttStream implements SttEngineStream {
   /** Decodes the segment `audio` (samples `start`–`stop` of the stream) after those before it. */
   private decode(audio: Float32Array, start: number, stop: number): void {
     // Decoded in order while the stream goes on; words go out when their segment is done.
-    this.decoding = this.decoding.then(async () => {
+    const done = (this.decoding = this.decoding.then(async () => {
       if (this.closed || this.failure !== undefined) return;
       try {
         const result = await this.pool.run({ op: 'stt', samples: audio, sampleRate: RATE, ...(this.language !== undefined ? { language: this.language } : {}) }, () => this.closed);
@@ -172,7 +187,11 @@ class SherpaSttStream implements SttEngineStream {
       } catch (err) {
         if (!this.closed) this.failure = err;
       }
-    });
+    }));
+    this.queued.push(done);
+    // They end in order (one chain, never rejected): the oldest is this one. Registered before
+    // any push waits on it, so a waiting push resumes with it gone.
+    void done.then(() => this.queued.shift());
   }
 
   /** The segment's words as `text`/`end_text` pairs on the stream's timeline. */

@@ -13,7 +13,7 @@
  * timestamps are exact: a word's `start_s`/`stop_s` are the bounds of its tones on the 80 ms grid.
  *
  * STT: 24 kHz frames are cut into 20 ms blocks; a block is voiced when its RMS is above
- * {@link TONE_RMS_THRESHOLD}. A run of voiced blocks is a word (runs under 40 ms are ignored), ended by two unvoiced blocks; its
+ * {@link TONE_RMS_THRESHOLD} (which `json_config.temp` lowers and `padding_bonus` moves, {@link toneSttThreshold}). A run of voiced blocks is a word (runs under 40 ms are ignored), ended by two unvoiced blocks; its
  * characters are read with the Goertzel filter over the middle 40 ms of each 80 ms slot (robust to
  * the few samples a resampler or codec shifts). Each frame emits one `step` whose `vad` is the
  * trailing silence over each horizon (0.5, 1, 2 s), capped at 1.
@@ -211,10 +211,23 @@ function goertzel(x: Int16Array, from: number, len: number, f: number): number {
   return s1 * s1 + s2 * s2 - k * s1 * s2;
 }
 
+/**
+ * The RMS a block must pass to be heard, for an STT `json_config` (issue 35): `temp` t (0 to 1,
+ * "helpful if no text is recognized") lowers it to `(1 − t/2)` of {@link TONE_RMS_THRESHOLD}, so
+ * quieter tones are heard; `padding_bonus` p scales it by `2^(p/4)` (positive: more of the input is
+ * heard as padding, i.e. silence; negative: less).
+ */
+export function toneSttThreshold(jsonConfig: { temp?: number; padding_bonus?: number }): number {
+  const t = jsonConfig.temp ?? 0;
+  const p = jsonConfig.padding_bonus ?? 0;
+  return TONE_RMS_THRESHOLD * (1 - t / 2) * 2 ** (p / 4);
+}
+
 /** The tone STT engine. Context is unused (no voices in STT) but kept for the registry's one shape. */
 export function createToneSttEngine(_context?: EngineContext): SttEngine {
   return {
     open(config, emit: (event: SttEngineEvent) => void): SttEngineStream {
+      const threshold = toneSttThreshold(config.jsonConfig);
       // Samples of the word being heard (voiced blocks and the unvoiced blocks inside it).
       let word: Int16Array[] = [];
       let wordStartBlock = -1;
@@ -269,7 +282,7 @@ export function createToneSttEngine(_context?: EngineContext): SttEngine {
           for (let b = 0; b + BLOCK <= frame.length; b += BLOCK, block++) {
             let sum = 0;
             for (let n = b; n < b + BLOCK; n++) sum += frame[n]! * frame[n]!;
-            const voiced = Math.sqrt(sum / BLOCK) > TONE_RMS_THRESHOLD;
+            const voiced = Math.sqrt(sum / BLOCK) > threshold;
             if (voiced) {
               if (wordStartBlock < 0) wordStartBlock = block;
               // Unvoiced blocks inside a word (a codec's dip) count as part of it.

@@ -56,6 +56,13 @@ function queryToken(url: string | URL | undefined): string | undefined {
 }
 
 /**
+ * Where a temporary token is accepted, as a refusal says it: §5.2's TTS routes, and what
+ * voicewire's web page needs besides (docs/server.md "Credentials": the STT WebSocket, the voice
+ * list). The routes ask for route `tts` where they take a token.
+ */
+const TOKEN_REACH = 'a token query parameter is accepted only where a browser page needs it: TTS (POST and WebSocket), the STT WebSocket and GET /voices/';
+
+/**
  * Finds the credentials of a request (§5): `x-api-key` header everywhere; `?token=` on TTS routes
  * only (§4.5, §4.6). Empty values count as missing. When both are present both are returned (the
  * header is the key; the server decides which to check first).
@@ -84,7 +91,7 @@ export function readCredentials(options: ReadCredentialsOptions): Credentials {
       route === 'tts'
         ? 'send the x-api-key header or the token query parameter'
         : token !== undefined && token !== ''
-          ? 'send the x-api-key header (a token query parameter is accepted on TTS routes only)'
+          ? `send the x-api-key header (${TOKEN_REACH})`
           : 'send the x-api-key header';
     throw new VoicewireError('PROTOCOL_UNAUTHORIZED', `missing API key: ${hint}`);
   }

@@ -53,14 +53,18 @@ export interface VoiceGenerationJsonConfig {
 }
 
 /**
- * Validated STT `json_config`. Keys seen in real clients (protocol-notes.md): `language` (one of
- * the five languages), `delay_in_frames` (an integer ≥ 0), `temp` (a number ≥ 0) and
- * `padding_bonus` (any finite number; its STT range is not documented).
+ * Validated STT `json_config`. Keys seen in real clients (protocol-notes.md), with the ranges the
+ * service's own client documents ({@link STT_CONFIG_LIMITS}): `language` (one of the five
+ * languages), `delay_in_frames` (one of 7, 8, 10, 12, 14, 16, 20, 24, 36, 48), `temp` (0 to 1)
+ * and `padding_bonus` (§8's range, as TTS).
  */
 export interface SttJsonConfig {
   language?: ProtocolLanguage;
+  /** The delay, in 80 ms frames, between audio and its text; the silence a flush pushes. */
   delay_in_frames?: number;
+  /** 0 to 1, default 0: higher helps when no text is recognized. */
   temp?: number;
+  /** §8's range: positive holds text back (more padding), negative lets it out sooner. */
   padding_bonus?: number;
   [key: string]: unknown;
 }
@@ -117,6 +121,31 @@ export const TTS_CONFIG_LIMITS = Object.freeze({
 });
 
 /**
+ * Bounds of the STT `json_config` keys, as the service's Python client documents them
+ * (protocol-notes.md "STT"): `delay_in_frames` one of {@link STT_DELAYS_IN_FRAMES}, `temp` 0 to 1
+ * ("up to 1 … helpful if no text is recognized"), `padding_bonus` §8's range (−4 to 4, outside
+ * ±0.1 except 0). No default delay here: an engine's own delay is the default (`ready` says it).
+ */
+export const STT_CONFIG_LIMITS = Object.freeze({
+  delayInFrames: Object.freeze([7, 8, 10, 12, 14, 16, 20, 24, 36, 48] as const),
+  temp: Object.freeze({ min: 0, max: 1, default: 0 }),
+  paddingBonus: TTS_CONFIG_LIMITS.paddingBonus,
+});
+
+/** The `delay_in_frames` values an STT `json_config` may ask for (the service's client's list). */
+export const STT_DELAYS_IN_FRAMES: readonly number[] = STT_CONFIG_LIMITS.delayInFrames;
+
+/** Reads `padding_bonus` with §8's range, −4 to 4 outside the dead zone ±0.1 except 0 (TTS and STT alike). */
+function readPaddingBonus(r: FieldReader, description: string): number | undefined {
+  const L = TTS_CONFIG_LIMITS.paddingBonus;
+  const padding = r.number('padding_bonus', { ge: L.min, le: L.max, description });
+  // §2.8/§8: -4.0 to -0.1 or 0.1 to 4.0, or exactly the default 0.0.
+  const deadZone = 'padding_bonus must be 0.0 or have an absolute value between 0.1 and 4.0';
+  r.refine('padding_bonus', padding, (p) => (p !== 0 && Math.abs(p) < L.deadZone ? deadZone : undefined), deadZone);
+  return padding;
+}
+
+/**
  * Reads `json_config` as an object: a string is parsed as JSON (depth-limited: the message's own
  * depth check came before it was parsed). Records `json_invalid` or `dict_type` issues at `loc`
  * and returns `undefined` when it is not an object.
@@ -146,10 +175,7 @@ export function readTtsJsonConfig(r: FieldReader): TtsJsonConfig {
   readerArg(r, 'readTtsJsonConfig: r');
   const L = TTS_CONFIG_LIMITS;
   const out: TtsJsonConfig = {};
-  const padding = r.number('padding_bonus', { ge: L.paddingBonus.min, le: L.paddingBonus.max, description: 'Speech speed (§2.8): negative faster, positive slower; default 0.' });
-  // §2.8/§8: -4.0 to -0.1 or 0.1 to 4.0, or exactly the default 0.0.
-  const deadZone = 'padding_bonus must be 0.0 or have an absolute value between 0.1 and 4.0';
-  r.refine('padding_bonus', padding, (p) => (p !== 0 && Math.abs(p) < L.paddingBonus.deadZone ? deadZone : undefined), deadZone);
+  const padding = readPaddingBonus(r, 'Speech speed (§2.8): negative faster, positive slower; default 0.');
   const temp = r.number('temp', { ge: L.temp.min, le: L.temp.max, description: `Sampling temperature, default ${L.temp.default}; 0 is deterministic.` });
   const cfg = r.number('cfg_coef', { ge: L.cfgCoef.min, le: L.cfgCoef.max, description: `Similarity to the target voice, default ${L.cfgCoef.default}.` });
   const rewrite = r.string('rewrite_rules', { description: `A comma-delimited list of rewrite rules (${REWRITE_RULE_NAMES.join(', ')}) and languages (${PROTOCOL_LANGUAGES.join(', ')}: all of that language's rules), e.g. "TimeEn,Date" or "en,fr".` });
@@ -204,13 +230,27 @@ export function checkVoiceGenerationJsonConfig(input: unknown, loc: ValidationLo
   return checkWith(readVoiceGenerationJsonConfig, input, loc, issues);
 }
 
-/** Reads an STT `json_config` (protocol-notes.md "STT"); unknown keys kept (see {@link readSttEngineSupport}). */
+/** Reads an STT `delay_in_frames`: one of {@link STT_DELAYS_IN_FRAMES} (STT and s2s alike). */
+export function readSttDelayInFrames(r: FieldReader): number | undefined {
+  readerArg(r, 'readSttDelayInFrames: r');
+  const L = STT_CONFIG_LIMITS.delayInFrames;
+  const delay = r.integer('delay_in_frames', { description: "Delay between audio and its text, in 80 ms frames (ready's delay_in_frames); the silence a flush or the end pushes. Default: the model's own." });
+  const allowed = `delay_in_frames must be one of ${L.join(', ')}`;
+  r.refine('delay_in_frames', delay, (d) => ((L as readonly number[]).includes(d) ? undefined : allowed), allowed, { type: 'integer', enum: [...L] });
+  return delay;
+}
+
+/**
+ * Reads an STT `json_config` (protocol-notes.md "STT"): each documented key in its range
+ * ({@link STT_CONFIG_LIMITS}); unknown keys kept (a server refuses them, {@link readSttEngineSupport}).
+ */
 export function readSttJsonConfig(r: FieldReader): SttJsonConfig {
   readerArg(r, 'readSttJsonConfig: r');
-  r.literal('language', PROTOCOL_LANGUAGES);
-  r.integer('delay_in_frames', { ge: 0 });
-  r.number('temp', { ge: 0 });
-  r.number('padding_bonus');
+  const L = STT_CONFIG_LIMITS;
+  r.literal('language', PROTOCOL_LANGUAGES, { description: 'The language spoken: it picks the model.' });
+  readSttDelayInFrames(r);
+  r.number('temp', { ge: L.temp.min, le: L.temp.max, description: `0 to 1, default ${L.temp.default}: higher helps when no text is recognized (docs/engines.md says what each engine does with it).` });
+  readPaddingBonus(r, 'Positive holds text back, negative lets it out sooner; default 0 (docs/engines.md says what each engine does with it).');
   return copy<SttJsonConfig>(r);
 }
 
@@ -220,44 +260,28 @@ export function checkSttJsonConfig(input: unknown, loc: ValidationLoc, issues: V
   return checkWith(readSttJsonConfig, input, loc, issues);
 }
 
-const GREEDY = "tunes a sampling decoder; this server's STT engines decode greedily, so only 0 is accepted";
-
 /**
- * The second pass of a server's STT `json_config`, after {@link readSttJsonConfig}: what
- * voicewire's STT engines honour (see {@link unsupportedSttConfigIssues}). `modelDelay`: the
- * model's `delay_in_frames`, unchecked when not known.
+ * The server's pass of an STT `json_config`: {@link readSttJsonConfig}'s keys and ranges, and no
+ * other key (`extra_forbidden`: no key is accepted and ignored, issue 21). Every documented value
+ * passes: voicewire's STT engines honour `language`, the runner keeps `delay_in_frames`, and each
+ * engine maps `temp` and `padding_bonus` onto its nearest knob (docs/engines.md).
  */
-export function readSttEngineSupport(r: FieldReader, modelDelay?: number): void {
+export function readSttEngineSupport(r: FieldReader): void {
   readerArg(r, 'readSttEngineSupport: r');
-  r.literal('language', PROTOCOL_LANGUAGES, { description: 'Honoured: it picks the model.' });
-  const delay = r.integer('delay_in_frames', { ge: 0 });
-  r.refine(
-    'delay_in_frames',
-    delay,
-    (d) => (modelDelay !== undefined && d !== modelDelay ? `delay_in_frames is the model's own delay, ${modelDelay} frames, and cannot be changed` : undefined),
-    "delay_in_frames is the model's own delay (ready's delay_in_frames) and cannot be changed: only that value is accepted",
-  );
-  for (const key of ['temp', 'padding_bonus']) {
-    const value = r.number(key);
-    r.refine(key, value, (v) => (v !== 0 ? `${key} ${GREEDY}` : undefined), `${key} ${GREEDY}`, { const: 0 });
-  }
+  readSttJsonConfig(r);
   r.closed();
 }
 
 /**
- * What voicewire's STT engines (tone, pocketsphinx) do with each STT `json_config` key, so that no
- * key is accepted and ignored (issue 21): `language` is honoured (it picks the model);
- * `delay_in_frames` is the model's own delay and cannot change, so only that value is accepted
- * (`modelDelay`; unchecked while it is not known); `temp` and `padding_bonus` tune a sampling
- * decoder these engines do not have (they decode greedily, which is `temp` 0), so only 0 is
- * accepted; any other key is refused (`extra_forbidden`). Returns the issues at `loc`, none when
- * the engines honour the whole config.
+ * The issues of an STT `json_config` a server refuses ({@link readSttEngineSupport}): a key
+ * outside its range, or a key no client documents. Returns the issues at `loc`, in the config's
+ * key order, none when the config is good.
  */
-export function unsupportedSttConfigIssues(config: SttJsonConfig, loc: ValidationLoc, modelDelay?: number): ValidationIssue[] {
+export function unsupportedSttConfigIssues(config: SttJsonConfig, loc: ValidationLoc): ValidationIssue[] {
   objectArg(config, 'unsupportedSttConfigIssues: config');
   checkIssueArgs(loc, [], 'unsupportedSttConfigIssues');
   const issues: ValidationIssue[] = [];
-  readSttEngineSupport(new FieldReader(config, loc, 'strict', issues), modelDelay);
+  readSttEngineSupport(new FieldReader(config, loc, 'strict', issues));
   // In the config's key order, as they were before this pass was a reader.
   const order = Object.keys(config);
   const at = (i: ValidationIssue): number => order.indexOf(String(i.loc[loc.length]));
@@ -295,8 +319,9 @@ export function validateVoiceGenerationJsonConfig(input: unknown): VoiceGenerati
 }
 
 /**
- * Validates an STT `json_config`: `language` one of `en fr de es pt`, `delay_in_frames` an integer
- * ≥ 0, `temp` a number ≥ 0, `padding_bonus` a finite number. Throws like {@link validateTtsJsonConfig}.
+ * Validates an STT `json_config`: `language` one of `en fr de es pt`, `delay_in_frames` one of
+ * 7, 8, 10, 12, 14, 16, 20, 24, 36, 48, `temp` 0 to 1, `padding_bonus` in [-4, -0.1] ∪ {0} ∪
+ * [0.1, 4]; unknown keys kept. Throws like {@link validateTtsJsonConfig}.
  */
 export function validateSttJsonConfig(input: unknown): SttJsonConfig {
   return throwing(checkSttJsonConfig, input);

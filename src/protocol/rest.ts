@@ -104,6 +104,11 @@ export interface TtsRequestBody {
   json_config: TtsJsonConfig;
   /** Default false: the response is a stream of JSON events; true: raw audio bytes. */
   only_audio: boolean;
+  /**
+   * A pronunciation dictionary uid (§2.4), as the WebSocket's setup takes it (§4.5); absent when
+   * not given. §4.2 does not list it: voicewire honours it rather than drop it (issue 35).
+   */
+  pronunciation_id?: string;
 }
 
 /** Runs `read` over a body; throws the 422 when it recorded issues. */
@@ -127,7 +132,8 @@ export function readTtsRequestBody(r: FieldReader): TtsRequestBody {
   const model = r.string('model_name', { default: 'default' });
   const config = r.object('json_config', readTtsJsonConfig, { name: 'TtsJsonConfig', jsonString: true, description: 'TTS settings (§2.8): an object, or a string holding its JSON.' });
   const onlyAudio = r.boolean('only_audio', { default: false, description: 'true: raw audio bytes; false: NDJSON events.' });
-  return {
+  const pronunciation = r.string('pronunciation_id', { description: 'A pronunciation dictionary uid (GET /pronunciations/), as in the WebSocket setup.' });
+  const out: TtsRequestBody = {
     text: text!,
     voice: voice ?? null,
     voice_id: voiceId ?? null,
@@ -136,6 +142,8 @@ export function readTtsRequestBody(r: FieldReader): TtsRequestBody {
     json_config: config ?? {},
     only_audio: onlyAudio!,
   };
+  if (pronunciation !== undefined) out.pronunciation_id = pronunciation;
+  return out;
 }
 
 /**

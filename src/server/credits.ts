@@ -9,8 +9,9 @@
  *   text arrives (a POST holds its whole text up front, {@link MeteredTtsEngine.prepay}); paid for
  *   the characters whose audio was sent to the client: the text up to the last word (or flush, or
  *   end) whose audio was sent. A request whose client got everything pays for all its text.
- * - STT, `rates.sttPerSecond` per started second of audio handed to the engine: held before the
- *   frame that starts a second, paid as held (every second held was processed).
+ * - STT, `rates.sttPerSecond` per started second of the client's audio handed to the engine (not
+ *   the silence the server pads it with): held before the frame that reaches a second, paid as
+ *   held (every second held was processed).
  *
  * The same wrappers enforce the per-request text limit (`limits.maxTextChars`), before the engine
  * sees the text that passes it. Refused text (limit or credits) first has the paid text spoken
@@ -335,9 +336,17 @@ export interface SttBillOptions {
    * (text streamed to the client as it came).
    */
   delivered?: Promise<boolean | number>;
+  /** Told the started seconds held so far each time the hold grows: what the request costs once delivered (a streamed answer's `usage`). Default none. */
+  held?: (seconds: number) => void;
 }
 
-/** An STT engine that holds each started second of audio before the frame that starts it, and settles at the stream's close (or once `options.delivered` says). */
+/**
+ * An STT engine that holds each started second of the client's audio before the frame that starts
+ * it, and settles at the stream's close (or once `options.delivered` says). The silence the runner
+ * adds (the padded last frame, the `delay_in_frames` frames behind a flush and at the end: `push`'s
+ * `audioSamples`) is not audio the client sent, and costs nothing (issue 35: 0.96 s cost 2
+ * credits, 5 with three flushes).
+ */
 export function meteredSttEngine(ctx: ServerContext, who: Principal, inner: SttEngine, options: SttBillOptions = {}): SttEngine {
   return {
     async open(config, emit) {
@@ -348,14 +357,17 @@ export function meteredSttEngine(ctx: ServerContext, who: Principal, inner: SttE
       let seconds = 0;
       const metered: SttEngineStream = {
         info: stream.info,
-        async push(frame) {
-          const second = Math.floor(samples / rate) + 1;
+        async push(frame, audioSamples = frame.length) {
+          const audio = Math.max(0, Math.min(frame.length, audioSamples));
+          // Every second the client's audio reaches, this frame's included, is held before the engine hears it.
+          const second = Math.ceil((samples + audio) / rate);
           if (second > seconds) {
             await bill.hold(second);
             seconds = second;
+            options.held?.(seconds);
           }
-          samples += frame.length;
-          return stream.push(frame);
+          samples += audio;
+          return stream.push(frame, audioSamples);
         },
         close: () => {
           stream.close();

@@ -81,7 +81,7 @@ export function timedSttEngine(inner: SttEngine, ms: number): SttEngine {
   return {
     async open(config, emit) {
       const s = await timed('open', ms, () => inner.open(config, emit), (late) => late.close());
-      const stream: SttEngineStream = { info: s.info, push: (frame) => timed('push', ms, () => s.push(frame)), close: () => s.close() };
+      const stream: SttEngineStream = { info: s.info, push: (frame, audioSamples) => timed('push', ms, () => s.push(frame, audioSamples)), close: () => s.close() };
       if (s.end) stream.end = () => timed('end', ms, () => s.end!());
       return stream;
     },

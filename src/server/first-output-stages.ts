@@ -122,9 +122,9 @@ export function stagedSttEngine(inner: SttEngine, stages: FirstOutputStages): St
       });
       const stream: SttEngineStream = {
         info: s.info,
-        push: (frame) => {
+        push: (frame, audioSamples) => {
           stages.engineAsked();
-          return s.push(frame);
+          return s.push(frame, audioSamples);
         },
         close: () => s.close(),
       };

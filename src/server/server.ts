@@ -44,7 +44,8 @@ import { withCatalogVoices } from './catalog-voices.js';
 import { voiceDesignRoutes } from './routes/voice-design.js';
 import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronunciations.js';
 import { createForwarder } from './routes/forward.js';
-import { isOpenAIPath, serveOpenAI } from './routes/openai.js';
+import { isOpenAIPath, matchOpenAIWs, serveOpenAI } from './routes/openai.js';
+import { selectRealtimeProtocol } from './routes/openai/realtime.js';
 import { s2sRoutes } from './routes/s2s.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { registerNativeBase64 } from '../node/base64.js';
@@ -361,7 +362,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   // up to it; either way the session answers with its error first (src/node/ws-session.ts).
   // UTF-8 is checked by the session's parser (an `error` 1008 naming it, §7.3), not by ws (a bare close 1007).
   // autoPong off: the sessions answer pings themselves, within maxPingsPerSecond (src/server/ws.ts).
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024, skipUTF8Validation: true, autoPong: false });
+  // handleProtocols: a browser's OpenAI Realtime credential subprotocol is never echoed back (routes/openai/realtime.ts).
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * config.limits.maxFrameBytes + 1024, skipUTF8Validation: true, autoPong: false, handleProtocols: selectRealtimeProtocol });
   /** The last resort of a WebSocket route (issue 20): logged, then `error` 1011 and close, or cut. */
   const wsLastResort = (ws: WebSocket, err: unknown): void => {
     logLastResort(err, 'websocket route failed: 1011');
@@ -378,7 +380,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const path = url.pathname.startsWith(`${API}/`) ? url.pathname.slice(API.length) : null;
-      const m = path === null ? undefined : router.matchWs(path);
+      // `/v1/realtime` (OpenAI's door) sits beside `/api`.
+      const m = path === null ? matchOpenAIWs(url.pathname) : router.matchWs(path);
       wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
         try {
           const scope = scopeOf(req, path ?? url.pathname, m?.params ?? {});

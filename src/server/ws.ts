@@ -34,6 +34,8 @@ export interface WsSessionOptions {
   create(who: Principal, common: ServerSessionOptions, stages: FirstOutputStages): ServerSession<unknown>;
   /** The first message of this type (after setup) is timed: `audio` (TTS) or `text` (STT). */
   firstOutput: 'audio' | 'text';
+  /** Answers a refused session (credentials, drain, per-key limit) before closing. Default {@link failSocket} (§7.3). */
+  refuse?: (ws: WebSocket, error: VoicewireError) => void;
 }
 
 /**
@@ -79,6 +81,21 @@ class DueList {
     else this.head = d;
     this.tail = d;
     if (this.head === d) this.arm();
+  }
+
+  /**
+   * Moves `d` (listed) to fire `delayMs` from now, in O(1): every deadline is the same delay after
+   * its last move, so the moved one is the latest and goes to the tail. No timer is re-armed: one
+   * armed for an earlier deadline fires first, finds the head not yet due and re-arms for it.
+   */
+  touch(d: Due): void {
+    if (!d.listed) return;
+    if (d === this.tail) d.at = performance.now() + this.delayMs;
+    else {
+      // Not the tail, so the list keeps another deadline: the removal leaves the timer armed.
+      this.remove(d);
+      this.add(d);
+    }
   }
 
   remove(d: Due): void {
@@ -129,9 +146,11 @@ class DueList {
   };
 }
 
-/** The deadlines of one server's WebSocket sessions: pings (and the idle check) and the session limit. */
+/** The deadlines of one server's WebSocket sessions: pings, idleness and the session limit. */
 interface Deadlines {
   ping: DueList;
+  /** idleSeconds after the last frame either way: a session's deadline moves on each frame. */
+  idle: DueList;
   end: DueList;
 }
 
@@ -143,7 +162,10 @@ function deadlines(ctx: RequestScope['ctx']): Deadlines {
   if (d === undefined) {
     const limits = ctx.config.limits;
     d = {
-      ping: new DueList(Math.min(limits.pingSeconds, limits.idleSeconds) * 1000, (g) => g.pingTick()),
+      ping: new DueList(limits.pingSeconds * 1000, (g) => g.pingTick()),
+      // Its own deadline, not a check on the ping tick: that closed an idle socket up to a ping
+      // interval late (at 75 s for the documented 60 s, issue 31 §6).
+      idle: new DueList(limits.idleSeconds * 1000, (g) => g.idleTimeout()),
       end: new DueList(limits.sessionSeconds * 1000, (g) => g.session.fail(new VoicewireError('LIMIT_EXCEEDED', `session longer than ${limits.sessionSeconds} s`))),
     };
     deadlinesOf.set(ctx, d);
@@ -162,7 +184,6 @@ const guardOf = (ws: WebSocket): SessionGuard => (ws as unknown as Record<symbol
  */
 class SessionGuard {
   session!: ServerSession<unknown>;
-  lastActivity = Date.now();
   /** A pong or a frame arrived since the last ping. */
   alive = true;
   firstFrameAt = 0;
@@ -171,6 +192,9 @@ class SessionGuard {
   pingsInWindow = 0;
   readonly pingDue = new Due(this);
   readonly endDue = new Due(this);
+  readonly idleDue = new Due(this);
+  /** This server's deadlines (looked up once: the idle deadline moves on every frame). */
+  readonly due: Deadlines;
 
   constructor(
     readonly ws: WebSocket,
@@ -178,12 +202,14 @@ class SessionGuard {
     readonly options: WsSessionOptions,
     readonly stages: FirstOutputStages,
     readonly release: () => void,
-  ) {}
+  ) {
+    this.due = deadlines(scope.ctx);
+  }
 
   /** A frame from the peer, before the session sees it: limits first (false drops it). */
   onFrame(data: WsFrameData, isBinary: boolean): boolean {
     const limits = this.scope.ctx.config.limits;
-    this.lastActivity = Date.now();
+    this.due.idle.touch(this.idleDue);
     // A frame proves the peer lives as well as a pong does: its pong may wait behind
     // megabytes it sent before it (300 multiplexed STT requests on a loaded machine, issue 25).
     this.alive = true;
@@ -206,7 +232,7 @@ class SessionGuard {
   /** A text the session sends: activity, the first output's time, and the unsent-bytes cap. */
   sent(text: string): void {
     const { scope, options } = this;
-    this.lastActivity = Date.now();
+    this.due.idle.touch(this.idleDue);
     if (!this.timedFirst && text.startsWith(options.firstOutput === 'audio' ? '{"type":"audio"' : '{"type":"text"')) {
       this.timedFirst = true;
       const histogram = options.firstOutput === 'audio' ? scope.ctx.metrics.timeToFirstAudio : scope.ctx.metrics.timeToFirstText;
@@ -231,21 +257,21 @@ class SessionGuard {
   /** Dead peers: a ping every pingSeconds; no pong and no frame since the last one → terminate. */
   pingTick(): void {
     const { ws, scope, options } = this;
-    const limits = scope.ctx.config.limits;
-    deadlines(scope.ctx).ping.add(this.pingDue);
+    this.due.ping.add(this.pingDue);
     // While the server does not read (its engines are behind: backpressure), the peer's pong and
     // frames wait unread: that is not the peer's silence. A loaded server cut such live sockets
     // with a bare 1006 (300 multiplexed requests beside other work, issue 25).
     if (ws.isPaused) {
       this.alive = true;
-      this.lastActivity = Date.now();
       return;
     }
     if (!this.alive) {
       // Timers run before the poll phase: after the event loop was held up (a loaded machine),
       // a pong already received waits unread. Judge after one poll (setImmediate) has read it.
       setImmediate(() => {
-        if (this.alive || ws.readyState !== ws.OPEN) return;
+        // Closing counts too: a peer that does not read never answers the close frame of an
+        // idle or failed session either, and ws would wait 30 s for it.
+        if (this.alive || ws.readyState === ws.CLOSED) return;
         scope.log.info({ route: options.route }, 'peer did not answer a ping: terminated');
         ws.terminate();
       });
@@ -253,9 +279,15 @@ class SessionGuard {
     }
     this.alive = false;
     ws.ping();
-    if (Date.now() - this.lastActivity > limits.idleSeconds * 1000) {
-      this.session.fail(new VoicewireError('LIMIT_EXCEEDED', `idle for more than ${limits.idleSeconds} s`));
-    }
+  }
+
+  /** No frame either way for idleSeconds (§7.3). */
+  idleTimeout(): void {
+    // Paused, the server is not reading (backpressure, as in pingTick): the peer's frames wait
+    // unread, which is not its silence.
+    if (this.ws.isPaused) return this.due.idle.add(this.idleDue);
+    const limits = this.scope.ctx.config.limits;
+    this.session.fail(new VoicewireError('LIMIT_EXCEEDED', `idle for more than ${limits.idleSeconds} s`));
   }
 }
 
@@ -286,6 +318,7 @@ function onClose(this: WebSocket, code: number): void {
   const g = guardOf(this);
   const d = deadlines(g.scope.ctx);
   d.ping.remove(g.pingDue);
+  d.idle.remove(g.idleDue);
   d.end.remove(g.endDue);
   g.release();
   g.scope.log.info({ route: g.options.route, code }, 'session closed');
@@ -341,7 +374,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
     log.info({ route: options.route, code: e.code }, 'websocket refused');
     // A paused socket would not read the peer's close frame.
     ws.resume();
-    failSocket(ws, e.code === 'RESIDENCY_DENIED' ? new VoicewireError('RESIDENCY_DENIED', e.message, { closeCode: 1008 }) : e);
+    (options.refuse ?? failSocket)(ws, e.code === 'RESIDENCY_DENIED' ? new VoicewireError('RESIDENCY_DENIED', e.message, { closeCode: 1008 }) : e);
     return;
   }
   stages.authenticated(performance.now() - upgradedAt);
@@ -374,6 +407,7 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
   ws.on('pong', onPong);
   const d = deadlines(ctx);
   d.ping.add(guard.pingDue);
+  d.idle.add(guard.idleDue);
   d.end.add(guard.endDue);
   // 'close' comes once: `on`, not `once` (its wrapper is two more objects per session).
   ws.on('close', onClose);

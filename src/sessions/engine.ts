@@ -59,8 +59,13 @@ export type SttEngineEvent =
 /** One STT request inside the model. */
 export interface SttEngineStream {
   readonly info: SttEngineInfo;
-  /** One frame of `info.frameSize` samples, 24 kHz s16 mono. Emits that frame's events. */
-  push(frame: Int16Array): MaybePromise<void>;
+  /**
+   * One frame of `info.frameSize` samples, 24 kHz s16 mono. Emits that frame's events.
+   * `audioSamples`: how many of the frame's samples, from its start, are the client's audio; the
+   * rest is silence the server added (the padded last frame, the `delay_in_frames` frames behind
+   * a flush or the end), which is not billed. Default: the whole frame.
+   */
+  push(frame: Int16Array, audioSamples?: number): MaybePromise<void>;
   /** No more frames: emit whatever is still pending (e.g. the last `end_text`). Optional. */
   end?(): MaybePromise<void>;
   /** Release the stream; called once, after `end` or on abort. */

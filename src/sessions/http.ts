@@ -344,6 +344,7 @@ export function createTtsHttpResponse(options: TtsHttpOptions): AsyncIterable<Ui
   const setup: Record<string, unknown> = { type: 'setup', model_name: body.model_name, output_format: body.output_format, json_config: body.json_config };
   const voice = body.voice_id ?? body.voice;
   if (voice !== null) setup['voice_id'] = voice;
+  if (body.pronunciation_id !== undefined) setup['pronunciation_id'] = body.pronunciation_id;
   return {
     [Symbol.asyncIterator]() {
       session.receive(setup);

@@ -25,3 +25,8 @@ export function sequence<T>(items: readonly T[], f: (item: T, index: number) => 
 export function after<T>(value: MaybePromise<T>, f: (v: T) => MaybePromise<void>): MaybePromise<void> {
   return isPromise(value) ? value.then(f) : f(value);
 }
+
+/** `f(value)` once `value` is there, with what `f` returns (at once for a plain value). */
+export function mapMaybe<T, U>(value: MaybePromise<T>, f: (v: T) => MaybePromise<U>): MaybePromise<U> {
+  return isPromise(value) ? value.then(f) : f(value);
+}

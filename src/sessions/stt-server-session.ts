@@ -1,7 +1,9 @@
 /**
  * The STT server session runner (§3): decodes each request's `input_format` to 24 kHz PCM, frames
  * it for the engine, pushes silence behind a flush and at the end so the last words come out, and
- * reports the engine's events to the STT machine.
+ * reports the engine's events to the STT machine. Each request gets the delay its
+ * `json_config.delay_in_frames` asks for (stt-delay.ts); the silence the runner adds is pushed as
+ * such (`audioSamples`), so a billing engine counts the client's audio only.
  */
 import { objectArg } from '../util/args.js';
 import type { AudioFormatName } from '../audio/format.js';
@@ -11,6 +13,7 @@ import { createFramer, type Framer } from '../audio/framer.js';
 import { serializeSttServerMessage } from '../protocol/parse.js';
 import type { MaybePromise, SttEngine, SttEngineStream } from './engine.js';
 import { after, sequence } from './maybe-promise.js';
+import { delayedSttEngine } from './stt-delay.js';
 import { createServerSessionMachine } from './multiplex.js';
 import { clientFault, Runner } from './server-runner.js';
 import type { ServerSession, ServerSessionOptions } from './server-session.js';
@@ -55,6 +58,12 @@ export function defaultSttInputDecoder(format: AudioFormatName): SttInputDecoder
   return createSttInputDecoder(format);
 }
 
+/** A frame to push and how many of its samples are the client's audio (the rest is padding). */
+interface TailFrame {
+  frame: Int16Array;
+  audioSamples: number;
+}
+
 interface SttDriver {
   queue: TaskQueue;
   closed: boolean;
@@ -66,9 +75,12 @@ interface SttDriver {
 
 class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEffect, SttDriver> {
   protected readonly route = 'STT';
+  /** The engine at each request's `delay_in_frames` (stt-delay.ts). */
+  private readonly engine: SttEngine;
 
   constructor(private readonly stt: SttServerSessionOptions) {
     super(stt?.maxRequests === undefined ? sttServerMachine : createServerSessionMachine(sttServerRequestMachine, { maxRequests: stt.maxRequests }), stt);
+    this.engine = delayedSttEngine(stt.engine);
   }
 
   protected serialize(message: unknown): string {
@@ -87,13 +99,17 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
     );
   }
 
-  private pushPcm(d: SttDriver, pcm: Uint8Array | Int16Array, extra: readonly Int16Array[] = []): MaybePromise<void> {
+  /** Frames `pcm` (the client's audio) and pushes the whole frames, then the `tail` frames (padding). */
+  private pushPcm(d: SttDriver, pcm: Uint8Array | Int16Array, tail: readonly TailFrame[] = []): MaybePromise<void> {
     const bytes = pcm instanceof Int16Array ? bytesOf(pcm) : pcm;
-    const frames: Int16Array[] = [];
-    for (const f of d.framer!.push(bytes)) frames.push(int16View(f));
-    for (const f of extra) frames.push(f);
+    const frames: TailFrame[] = [];
+    for (const f of d.framer!.push(bytes)) {
+      const frame = int16View(f);
+      frames.push({ frame, audioSamples: frame.length });
+    }
+    for (const f of tail) frames.push(f);
     const s = d.stream!;
-    return sequence(frames, (frame) => (d.closed ? undefined : s.push(frame)));
+    return sequence(frames, (f) => (d.closed ? undefined : s.push(f.frame, f.audioSamples)));
   }
 
   private runOp(d: SttDriver, key: string | null, stream: number, op: Exclude<SttEngineOp, { op: 'close' }>): MaybePromise<void> {
@@ -104,7 +120,7 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
         } catch (err) {
           throw clientFault(err, 'PROTOCOL_INVALID_AUDIO', `STT: input_format '${op.config.inputFormat}'`);
         }
-        return this.openStream(d, key, stream, (emit) => this.stt.engine.open(op.config, emit), (s) => {
+        return this.openStream(d, key, stream, (emit) => this.engine.open(op.config, emit), (s) => {
           d.stream = s;
           const frameSize = s.info.frameSize ?? 1920;
           d.framer = createFramer({ frameSamples: frameSize, bytesPerSample: 2, partial: 'pad', sampleRate: s.info.sampleRate ?? 24000 });
@@ -169,12 +185,13 @@ class SttServerRunner extends Runner<SttServerState, SttServerEvent, SttServerEf
     return undefined;
   }
 
-  /** The padded partial frame (if any) and `delayInFrames` silent frames. */
-  private tailFrames(d: SttDriver): Int16Array[] {
-    const out: Int16Array[] = [];
-    for (const f of d.framer!.flush()) out.push(int16View(f));
+  /** The padded partial frame (if any; its client samples counted) and `delayInFrames` silent frames. */
+  private tailFrames(d: SttDriver): TailFrame[] {
+    const out: TailFrame[] = [];
+    const partial = d.framer!.buffered / 2;
+    for (const f of d.framer!.flush()) out.push({ frame: int16View(f), audioSamples: partial });
     const delay = d.stream!.info.delayInFrames;
-    for (let i = 0; i < delay; i++) out.push(d.silence!);
+    for (let i = 0; i < delay; i++) out.push({ frame: d.silence!, audioSamples: 0 });
     return out;
   }
 }

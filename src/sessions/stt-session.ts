@@ -180,7 +180,7 @@ function onEngine(state: SttServerRequestState, event: SttMachineEngineEvent): S
     case 'opened': {
       const info = event.info;
       // No json_config key is accepted and ignored (config.ts unsupportedSttConfigIssues).
-      const issues = unsupportedSttConfigIssues(state.setup.json_config ?? {}, ['json_config'], info.delayInFrames);
+      const issues = unsupportedSttConfigIssues(state.setup.json_config ?? {}, ['json_config']);
       if (issues.length > 0) {
         return failRequest(state, new VoicewireError('PROTOCOL_INVALID_CONFIG', `Invalid json_config: ${issues.map(describeIssue).join('; ')}`, { details: { issues } }));
       }

@@ -42,6 +42,8 @@ export interface TtsOutputEncoder {
   push(pcm: Int16Array): TtsOutputChunk;
   /** End of the request: the trailing chunk (resampler tail, the last Opus packet and EOS page). Optional. */
   end?(): TtsOutputChunk;
+  /** A `<flush>`: the bytes held back for whole chunks, as a (shorter) chunk, without ending the stream. Optional. */
+  drain?(): TtsOutputChunk;
 }
 
 /** Options of {@link createTtsServerSession}. */
@@ -58,7 +60,13 @@ export interface TtsServerSessionOptions extends ServerSessionOptions {
  * output format of §4.2 (one chunk per model frame; Ogg header pages first, EOS page on `end`).
  */
 export function defaultTtsOutputEncoder(format: AudioFormatName, sampleRate: number): TtsOutputEncoder {
-  return new DefaultTtsOutputEncoder(createTtsAudioEncoder(format, { sampleRate }));
+  const enc = createTtsAudioEncoder(format, { sampleRate });
+  const f = enc.format;
+  // Raw PCM and G.711 at another rate than the model's: whole 80 ms chunks (issue 35).
+  if (f.container === 'raw' && f.bytesPerSample !== null && enc.outputRate !== sampleRate) {
+    return new WholeFrameOutputEncoder(enc, f.bytesPerSample, Math.round(enc.outputRate * 0.08));
+  }
+  return new DefaultTtsOutputEncoder(enc);
 }
 
 /** {@link createTtsOutputEncoder}'s encoder with shared methods instead of two closures (issue 22: one per request). */
@@ -71,6 +79,72 @@ class DefaultTtsOutputEncoder implements TtsOutputEncoder {
 
   end(): TtsOutputChunk {
     return this.enc.end();
+  }
+}
+
+/**
+ * Raw PCM or G.711 resampled from the model's rate, in chunks of exactly 80 ms at the output rate
+ * (issue 35: the first `ulaw_8000` chunk covered 74 ms, the resampler's look-ahead short). The
+ * resampler emits output `k` once it has input up to `k` plus its look-ahead, so each frame's
+ * bytes are carried until 80 ms of output is there: a chunk goes out with the next frame (the
+ * stream's first chunk one model frame later than before), and a `<flush>` or the end sends the
+ * rest, shorter.
+ */
+class WholeFrameOutputEncoder implements TtsOutputEncoder {
+  /** Bytes encoded and not yet sent, in pieces (no copy per frame). */
+  private readonly pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+  /** Output samples sent so far. */
+  private sent = 0;
+  private readonly frameBytes: number;
+
+  constructor(
+    private readonly enc: TtsAudioEncoder,
+    private readonly bytesPerSample: number,
+    frameSamples: number,
+  ) {
+    this.frameBytes = frameSamples * bytesPerSample;
+  }
+
+  push(pcm: Int16Array): TtsOutputChunk {
+    this.add(this.enc.encode(pcm).bytes);
+    return this.take(Math.floor(this.pendingBytes / this.frameBytes) * this.frameBytes);
+  }
+
+  end(): TtsOutputChunk {
+    this.add(this.enc.end().bytes);
+    const last = this.take(this.pendingBytes);
+    this.sent = 0;
+    return last;
+  }
+
+  drain(): TtsOutputChunk {
+    return this.take(this.pendingBytes);
+  }
+
+  private add(bytes: Uint8Array): void {
+    if (bytes.byteLength === 0) return;
+    this.pending.push(bytes);
+    this.pendingBytes += bytes.byteLength;
+  }
+
+  /** The first `n` pending bytes as one chunk, timed by the samples they hold. */
+  private take(n: number): TtsOutputChunk {
+    const start = this.sent / this.enc.outputRate;
+    if (n === 0) return { bytes: new Uint8Array(0), start_s: start, stop_s: start };
+    const out = new Uint8Array(n);
+    let o = 0;
+    while (o < n) {
+      const head = this.pending[0]!;
+      const k = Math.min(head.byteLength, n - o);
+      out.set(head.subarray(0, k), o);
+      o += k;
+      if (k === head.byteLength) this.pending.shift();
+      else this.pending[0] = head.subarray(k);
+    }
+    this.pendingBytes -= n;
+    this.sent += n / this.bytesPerSample;
+    return { bytes: out, start_s: start, stop_s: this.sent / this.enc.outputRate };
   }
 }
 
@@ -126,6 +200,19 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
         // Issue 7: a word goes out once the audio reaching its stop_s has been sent, never before.
         if (d.held.length === 0 && effect.message.stop_s <= d.sentStop + TIME_EPSILON) this.send(this.serialize(effect.message));
         else d.held.push(effect.message);
+        return;
+      }
+      case 'audio_drain': {
+        const d = this.drivers.get(effect.stream);
+        if (d === undefined || d.closed || d.encoder === null || !d.encoder.drain) return;
+        let chunk: TtsOutputChunk;
+        try {
+          chunk = d.encoder.drain();
+        } catch (err) {
+          this.failStream(effect.key, effect.stream, engineFault(err, 'TTS output encoder'));
+          return;
+        }
+        this.sendChunk(d, chunk);
         return;
       }
       case 'audio_end': {
@@ -189,7 +276,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
     this.dispatch({ type: 'engine_failure', key, stream, error });
   }
 
-  private runTags(d: TtsDriver, events: readonly TagEvent[]): MaybePromise<void> {
+  private runTags(d: TtsDriver, key: string | null, stream: number, events: readonly TagEvent[]): MaybePromise<void> {
     // A long text goes to the engine in pieces cut at spaces, each a call of its own behind the
     // gate: an engine emits a call's audio at once, so without the cut one long message would be
     // synthesized whole however slowly the client reads (memory linear in the text, not bounded).
@@ -200,7 +287,8 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
     const run = (e: TagEvent): MaybePromise<void> => {
       if (d.closed) return undefined;
       if (e.type === 'text') return e.text === '' ? undefined : s.text(e.text);
-      if (e.type === 'flush') return s.flush();
+      // The flush's barrier comes after every event the engine emitted for it (they were queued first).
+      if (e.type === 'flush') return after(s.flush(), () => this.report(d, key, stream, { type: 'flushed' }));
       return s.pause(e.seconds);
     };
     // Each tag event is an engine call: each waits for the transport too.
@@ -227,7 +315,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
           // An 'error' tag policy: the parser consumed the whole piece; report the tag as the client's fault.
           throw clientFault(err, 'PROTOCOL_INVALID_MESSAGE', 'TTS: invalid tag in text');
         }
-        return this.runTags(d, events);
+        return this.runTags(d, key, stream, events);
       }
       case 'end': {
         let events: TagEvent[];
@@ -237,7 +325,7 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
           throw clientFault(err, 'PROTOCOL_INVALID_MESSAGE', 'TTS: invalid tag in text');
         }
         const s = d.stream!;
-        return after(this.runTags(d, events), () =>
+        return after(this.runTags(d, key, stream, events), () =>
           after(d.closed ? undefined : s.end(), () => this.report(d, key, stream, { type: 'ended' })),
         );
       }

@@ -66,7 +66,12 @@ export type TtsEngineOp =
   | { op: 'close' };
 
 /** Engine events as the TTS machine sees them: the model's events plus the runner's barriers. */
-export type TtsMachineEngineEvent = TtsEngineEvent | { type: 'opened'; requestId: string; info: TtsEngineInfo } | { type: 'ended' };
+export type TtsMachineEngineEvent =
+  | TtsEngineEvent
+  | { type: 'opened'; requestId: string; info: TtsEngineInfo }
+  /** A `<flush>` returned from the engine: the audio of all text so far was emitted. */
+  | { type: 'flushed' }
+  | { type: 'ended' };
 
 /** An audio frame to encode and send (the transport's job: it knows the output format). */
 export interface TtsAudioEffect {
@@ -108,13 +113,24 @@ export interface TtsAudioEndEffect {
   at_s: number;
 }
 
+/**
+ * A `<flush>` is through the engine: the runner sends what its encoder holds back for whole
+ * chunks (not the resampler's look-ahead), so the audio of the text before the flush goes out now.
+ */
+export interface TtsAudioDrainEffect {
+  type: 'audio_drain';
+  key: RequestKey;
+  stream: number;
+}
+
 /** Effects of the TTS server machine. */
 export type TtsServerEffect =
   | ServerBaseEffect<TtsServerMessage>
   | { type: 'engine'; key: RequestKey; stream: number; op: TtsEngineOp }
   | TtsAudioEffect
   | TtsWordEffect
-  | TtsAudioEndEffect;
+  | TtsAudioEndEffect
+  | TtsAudioDrainEffect;
 
 /** State of one TTS request on the server. */
 export interface TtsServerRequestState {
@@ -204,6 +220,7 @@ function onEngine(state: TtsServerRequestState, event: TtsMachineEngineEvent): S
     case 'opened': {
       const info = event.info;
       if (!state.readySent) {
+        const rate = outputRate(state.setup.output_format) ?? info.sampleRate ?? 48000;
         const ready = withId(
           {
             type: 'ready' as const,
@@ -211,8 +228,9 @@ function onEngine(state: TtsServerRequestState, event: TtsMachineEngineEvent): S
             model_name: info.modelName ?? state.setup.model_name ?? 'default',
             // The rate of the audio the client receives (protocol-notes.md: the client reports it as
             // the audio's rate): the output format's, not the model's.
-            sample_rate: outputRate(state.setup.output_format) ?? info.sampleRate ?? 48000,
-            frame_size: info.frameSize ?? 3840,
+            sample_rate: rate,
+            // The same step at that rate (issue 35): 80 ms is 640 samples at 8 kHz, 1280 at 16 kHz.
+            frame_size: Math.round(((info.frameSize ?? 3840) * rate) / (info.sampleRate ?? 48000)),
           },
           key,
         );
@@ -246,6 +264,9 @@ function onEngine(state: TtsServerRequestState, event: TtsMachineEngineEvent): S
       return { state, effects };
     case 'need_more_text':
       effects.push({ type: 'send', message: withId({ type: 'need_more_text' as const }, key) });
+      return { state, effects };
+    case 'flushed':
+      effects.push({ type: 'audio_drain', key, stream: state.stream });
       return { state, effects };
     case 'ended':
       return ended(state, effects);

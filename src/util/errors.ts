@@ -105,6 +105,7 @@ export const ERROR_CODES = {
   // --- client SDK -----------------------------------------------------------------------
   CLIENT_CONNECT_FAILED: { description: 'The SDK could not reach the service (connection refused or closed before it opened), after its retries.' },
   CLIENT_ABORTED: { description: 'The caller aborted the request with its AbortSignal.' },
+  CLIENT_DEPENDENCY_MISSING: { description: 'An optional peer dependency an entry needs is not installed (voicewire/livekit needs @livekit/agents); the message names the npm packages to install.' },
 
   // --- server ---------------------------------------------------------------------------
   STORE_UNAVAILABLE: { description: 'The server\'s store (SQLite file or Postgres) did not answer; the request is refused, nothing was spent.', closeCode: 1011, httpStatus: 503 },

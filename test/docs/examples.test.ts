@@ -33,13 +33,14 @@ const EXPECTED: Record<string, (string | RegExp)[]> = {
     "{ type: 'end_text', stop_s: 0.9 }",
   ],
   'client.ts': [/Emma: \d+ bytes, words Hello from voicewire\./, /heard: he was not an .*young man/ /* the reading: "he was not an ill disposed young man" */, /credits left: \d+/],
+  'livekit-agent.ts': [/TTS: \d+ frames at 48000 Hz, words Hello from voicewire\./, /STT heard: he was not an .*young man/],
   'engines.ts': [/espeak-fr-\w+: \d+ frames of 80 ms/, 'Bonjour, comment allez-vous'],
   'stt-engine-module.ts': ['{"type":"step","vad":[{"horizon_s":0.5,"inactivity_prob":1}'],
   'stt-server.ts': ['{"type":"ready"', '{"type":"text","text":"hello","start_s":0}', '"step_idx":2', '{"type":"end_of_stream"}', 'closed 1000'],
 };
 
 /** Examples that talk to a running service get one (tone TTS, pocketsphinx for the human clip, a memory store) through the environment. */
-const NEEDS_SERVER = new Set(['client.ts']);
+const NEEDS_SERVER = new Set(['client.ts', 'livekit-agent.ts']);
 const missingStt = pocketsphinxAvailable();
 
 async function run(file: string): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -72,3 +72,37 @@ describe('pocketsphinx STT', () => {
     expect((err as Error).message).toContain('pocketsphinx pocketsphinx-en-us');
   });
 });
+
+describe('pocketsphinx STT: the service client\'s json_config (issue 35; seen failing first: ready said 10 whatever was asked)', () => {
+  const open = (jsonConfig: Record<string, unknown>) => createPocketsphinxSttEngine().open({ modelName: 'default', inputFormat: 'pcm', jsonConfig }, () => undefined);
+
+  it.skipIf(missing !== undefined)(title('delay_in_frames sets how long a word holds, and so the delay ready reports; temp lowers the settle margin'), async () => {
+    for (const [cfg, delay] of [[{}, 10], [{ delay_in_frames: 7 }, 7], [{ delay_in_frames: 24 }, 24], [{ delay_in_frames: 48, temp: 1 }, 48], [{ temp: 1 }, 6]] as const) {
+      const s = await open(cfg);
+      expect(s.info.delayInFrames, JSON.stringify(cfg)).toBe(delay);
+      s.close();
+    }
+  });
+
+  it.skipIf(missing !== undefined)(title('the first word of the same speech comes out later at delay 24 than at delay 7'), async () => {
+    const { frames } = await spoken('Open the front door.');
+    const firstText = async (jsonConfig: Record<string, unknown>): Promise<number> => {
+      let frame = 0;
+      let first = -1;
+      const s = await createPocketsphinxSttEngine({ jsgf: JSGF }).open({ modelName: 'default', inputFormat: 'pcm', jsonConfig }, (e) => {
+        if (e.type === 'text' && first < 0) first = frame;
+      });
+      for (const f of frames) {
+        await s.push(f);
+        frame++;
+      }
+      await s.end?.();
+      s.close();
+      return first;
+    };
+    const early = await firstText({ delay_in_frames: 7 });
+    const late = await firstText({ delay_in_frames: 24 });
+    expect(early).toBeGreaterThanOrEqual(0);
+    expect(late - early).toBeGreaterThanOrEqual(10);
+  });
+});

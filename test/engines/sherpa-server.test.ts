@@ -12,6 +12,7 @@ import { createClient } from '../../src/node/client.js';
 import { decodeWav } from '../../src/audio/wav.js';
 import { startServer, type Harness } from '../server/harness.js';
 import { ModelFolders } from '../helpers/sherpa-models.js';
+import { setup, sttSession } from '../server/stt-options-scenarios.js';
 
 const folders = new ModelFolders();
 let h: Harness;
@@ -91,6 +92,29 @@ describe('sherpa-onnx STT through the server', () => {
     const silence = encodeWav(new Int16Array(24000 * 2), { sampleRate: 24000, channels: 1 });
     expect((await c.stt(silence, { inputFormat: 'wav', language: 'en' })).words).toEqual([]);
   }, 30_000);
+});
+
+describe('sherpa-onnx STT: the service client\'s json_config (issue 35; seen failing first: delay 24 and temp 0.5 refused at setup)', () => {
+  it('delay_in_frames 24, temp 0.5 and padding_bonus 1 are accepted: ready says 24, the end pushes 24 frames, the same words come out', async () => {
+    const wav = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'speech', 'en_24k.wav'));
+    const t = { base: h.base, wsBase: h.wsBase, key: h.apiKey };
+    const run = (cfg?: Record<string, unknown>) => {
+      const msgs: unknown[] = [{ ...setup(cfg), input_format: 'wav' }];
+      for (let i = 0; i < wav.length; i += 4096) msgs.push({ type: 'audio', audio: wav.subarray(i, i + 4096).toString('base64') });
+      msgs.push({ type: 'end_of_stream' });
+      return sttSession(t, msgs, 120_000);
+    };
+    const own = await run();
+    const asked = await run({ delay_in_frames: 24, temp: 0.5, padding_bonus: 1 });
+    expect(own[0]).toMatchObject({ type: 'ready', delay_in_frames: 7 });
+    expect(asked[0]).toMatchObject({ type: 'ready', delay_in_frames: 24 });
+    const steps = (m: typeof own) => m.filter((x) => x['type'] === 'step').length;
+    expect(steps(asked) - steps(own)).toBe(24 - 7);
+    const words = (m: typeof own) => m.filter((x) => x['type'] === 'text').map((x) => x['text']);
+    expect(words(own).length).toBeGreaterThan(0);
+    expect(words(asked)).toEqual(words(own));
+    expect(asked.at(-1)).toMatchObject({ type: 'end_of_stream' });
+  }, 180_000);
 });
 
 describe('sherpa-onnx STT with a Zipformer CTC folder (no metadata) through the server', () => {

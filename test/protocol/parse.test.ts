@@ -76,7 +76,7 @@ describe('STT client messages (docs/api.md §4.4)', () => {
         type: 'setup',
         model_name: 'm',
         input_format: 'pcm_16000',
-        json_config: JSON.stringify({ language: 'fr', delay_in_frames: 3, extra: 1 }),
+        json_config: JSON.stringify({ language: 'fr', delay_in_frames: 12, extra: 1 }),
         client_req_id: 'r',
         close_ws_on_eos: false,
         retry_for_s: 2.5,
@@ -87,7 +87,7 @@ describe('STT client messages (docs/api.md §4.4)', () => {
       type: 'setup',
       model_name: 'm',
       input_format: 'pcm_16000',
-      json_config: { language: 'fr', delay_in_frames: 3, extra: 1 },
+      json_config: { language: 'fr', delay_in_frames: 12, extra: 1 },
       client_req_id: 'r',
       close_ws_on_eos: false,
       retry_for_s: 2.5,
@@ -115,7 +115,7 @@ describe('STT client messages (docs/api.md §4.4)', () => {
       expect(e.code).toBe('PROTOCOL_INVALID_SETUP');
       expect(e.closeCode).toBe(1008);
     }
-    for (const bad of [{ language: 'it' }, { delay_in_frames: 1.5 }, { temp: -1 }, '{not json', [1]]) {
+    for (const bad of [{ language: 'it' }, { delay_in_frames: 1.5 }, { delay_in_frames: 2 }, { temp: -1 }, { temp: 1.2 }, { padding_bonus: 0.05 }, '{not json', [1]]) {
       const e = thrown(() => parseSttClientMessage({ type: 'setup', json_config: bad }));
       expect(e.code).toBe('PROTOCOL_INVALID_CONFIG');
       expect(e.closeCode).toBe(1008);

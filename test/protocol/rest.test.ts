@@ -87,10 +87,32 @@ describe('json_config (docs/api.md §2.8, §2.9, §8)', () => {
   });
 
   it('STT settings: language, delay_in_frames, temp, padding_bonus', () => {
-    expect(validateSttJsonConfig({ language: 'es', delay_in_frames: 0, temp: 0.2, padding_bonus: -1 })).toEqual({ language: 'es', delay_in_frames: 0, temp: 0.2, padding_bonus: -1 });
+    expect(validateSttJsonConfig({ language: 'es', delay_in_frames: 24, temp: 0.2, padding_bonus: -1 })).toEqual({ language: 'es', delay_in_frames: 24, temp: 0.2, padding_bonus: -1 });
     expect(issues(() => validateSttJsonConfig({ delay_in_frames: 2.5 }), 'PROTOCOL_INVALID_CONFIG')[0]!.type).toBe('int_from_float');
-    expect(issues(() => validateSttJsonConfig({ delay_in_frames: -1 }), 'PROTOCOL_INVALID_CONFIG')[0]!.type).toBe('greater_than_equal');
+    expect(issues(() => validateSttJsonConfig({ delay_in_frames: -1 }), 'PROTOCOL_INVALID_CONFIG')[0]!.type).toBe('value_error');
     expect(issues(() => validateSttJsonConfig({ language: 'EN' }), 'PROTOCOL_INVALID_CONFIG')[0]!.type).toBe('literal_error');
+  });
+
+  // Issue 35: the service's Python client documents delay_in_frames 7, 8, 10, 12, 14, 16, 20, 24, 36, 48 and
+  // temp "up to 1"; padding_bonus has §8's range. Seen failing first: temp 0.3 and delay 7 passed, delay 2 and temp 5 too.
+  const sttDelays = [7, 8, 10, 12, 14, 16, 20, 24, 36, 48];
+  it.each([0, 1, 2, 6, 9, 11, 13, 15, 17, 23, 25, 47, 49, 96, ...sttDelays])('STT delay_in_frames %d accepted only from the documented list', (d) => {
+    if (sttDelays.includes(d)) expect(validateSttJsonConfig({ delay_in_frames: d })).toEqual({ delay_in_frames: d });
+    else {
+      expect(issues(() => validateSttJsonConfig({ delay_in_frames: d }), 'PROTOCOL_INVALID_CONFIG')).toEqual([
+        { loc: ['json_config', 'delay_in_frames'], msg: `Value error, delay_in_frames must be one of ${sttDelays.join(', ')}`, type: 'value_error', input: d, ctx: { error: `delay_in_frames must be one of ${sttDelays.join(', ')}` } },
+      ]);
+    }
+  });
+  const sttTemp: Array<[number, boolean]> = [[0, true], [0.3, true], [1, true], [1.01, false], [1.4, false], [-0.01, false]];
+  it.each(sttTemp)('STT temp %d accepted: %s (0 to 1)', (v, ok) => {
+    if (ok) expect(validateSttJsonConfig({ temp: v })).toEqual({ temp: v });
+    else expect(issues(() => validateSttJsonConfig({ temp: v }), 'PROTOCOL_INVALID_CONFIG')[0]).toMatchObject({ loc: ['json_config', 'temp'], type: v < 0 ? 'greater_than_equal' : 'less_than_equal' });
+  });
+  const sttPadding: Array<[number, boolean]> = [[0, true], [-4, true], [4, true], [0.1, true], [-0.1, true], [0.05, false], [-0.09, false], [4.01, false], [-5, false]];
+  it.each(sttPadding)('STT padding_bonus %d accepted: %s (§8, as TTS)', (v, ok) => {
+    if (ok) expect(validateSttJsonConfig({ padding_bonus: v })).toEqual({ padding_bonus: v });
+    else expect(issues(() => validateSttJsonConfig({ padding_bonus: v }), 'PROTOCOL_INVALID_CONFIG')[0]!.loc).toEqual(['json_config', 'padding_bonus']);
   });
 });
 

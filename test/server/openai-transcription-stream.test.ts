@@ -127,7 +127,7 @@ describe('POST /v1/audio/transcriptions, stream: true', () => {
     expect(paid).toBeGreaterThan(0);
   });
 
-  it('is text/event-stream, each event an `event:` line and one `data:` line of JSON whose `type` is the event; the same text as the JSON answer', async () => {
+  it('is text/event-stream, each event one `data:` line of JSON (as the speech stream, docs/api.md §10); the same text as the JSON answer', async () => {
     h = await startServer();
     const wav = toneSpeech(['one', 'two']);
     const r = await fetch(`${v1(h)}/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${h.apiKey}` }, body: form(wav, { model: 'whisper-1', stream: 'true', response_format: 'text' }) });
@@ -137,14 +137,13 @@ describe('POST /v1/audio/transcriptions, stream: true', () => {
     const raw = await r.text();
     const blocks = raw.split('\n\n').filter((b) => b !== '');
     expect(blocks).toHaveLength(3);
-    for (const b of blocks) {
-      const [ev, data, ...rest] = b.split('\n');
-      expect(rest).toEqual([]);
-      expect(ev).toMatch(/^event: /);
-      expect(data).toMatch(/^data: /);
-      expect(JSON.parse(data!.slice(6)).type).toBe(ev!.slice(7));
-    }
-    expect(JSON.parse(blocks[2]!.split('\n')[1]!.slice(6))).toMatchObject({ type: 'transcript.text.done', text: 'one two' });
+    for (const b of blocks) expect(b).toMatch(/^data: [^\n]+$/);
+    const events = blocks.map((b) => JSON.parse(b.slice(6)) as Record<string, unknown>);
+    expect(events).toEqual([
+      { type: 'transcript.text.delta', delta: 'one' },
+      { type: 'transcript.text.delta', delta: ' two' },
+      { type: 'transcript.text.done', text: 'one two', usage: expect.objectContaining({ type: 'tokens', output_tokens: 2 }) },
+    ]);
     const plain = await fetch(`${v1(h)}/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${h.apiKey}` }, body: form(wav, { model: 'whisper-1' }) });
     expect(await plain.json()).toEqual({ text: 'one two' });
   });
@@ -201,13 +200,12 @@ describe('POST /v1/audio/transcriptions, stream: true', () => {
     expect(3 - (await settled(h, balance))).toBe(1);
   });
 
-  it('an error event on the wire: `event: error`, data {type, error:{message,type,param,code}}, then the stream ends', async () => {
+  it('an error event on the wire: data {type: "error", error:{message,type,param,code}}, then the stream ends', async () => {
     h = await startServer();
     await withCredits(h, 3);
     const r = await fetch(`${v1(h)}/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${h.apiKey}` }, body: form(toneSpeech(['first', 8, 'second']), { model: 'whisper-1', stream: 'true' }) });
     const blocks = (await r.text()).split('\n\n').filter((b) => b !== '');
-    expect(blocks.at(-1)!.split('\n')[0]).toBe('event: error');
-    expect(JSON.parse(blocks.at(-1)!.split('\n')[1]!.slice(6))).toEqual({ type: 'error', error: { message: expect.any(String), type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
+    expect(JSON.parse(blocks.at(-1)!.slice(6))).toEqual({ type: 'error', error: { message: expect.any(String), type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
   });
 
   it('a failure before the first event is the usual JSON error with its status (no credits: 429)', async () => {

@@ -177,7 +177,7 @@ describe('OpenAI SDK → /v1 (tone engines)', () => {
       [{ speed: 5 }, 'speed'],
       [{ speed: 0.1 }, 'speed'],
       [{ input: '' }, 'input'],
-      [{ stream_format: 'sse' }, 'stream_format'],
+      [{ stream_format: 'video' }, 'stream_format'],
     ];
     for (const [extra, param] of cases) {
       const f = await failure(speak(c, 'hi', extra));

@@ -88,7 +88,8 @@ describe('readCredentials (§5)', () => {
     expect(readCredentials({ headers: {}, url: new URL('wss://h/speech/tts?token=abc#f'), route: 'tts' })).toEqual({ token: 'abc' });
     expect(readCredentials({ headers: { 'x-api-key': 'k' }, url: '/post/speech/tts?token=t', route: 'tts' })).toEqual({ apiKey: 'k', token: 't' });
     expect(readCredentials({ headers: { 'x-api-key': 'k' }, url: '/speech/asr?token=t', route: 'stt' })).toEqual({ apiKey: 'k' });
-    expect(() => readCredentials({ headers: {}, url: '/speech/asr?token=t', route: 'stt' })).toThrow(/TTS routes only/);
+    // Issue 35: the refusal says where a token is accepted as docs/server.md's table does (seen failing first: "TTS routes only").
+    expect(() => readCredentials({ headers: {}, url: '/speech/asr?token=t', route: 'stt' })).toThrow('send the x-api-key header (a token query parameter is accepted only where a browser page needs it: TTS (POST and WebSocket), the STT WebSocket and GET /voices/)');
   });
 
   it('missing (or empty) → PROTOCOL_UNAUTHORIZED 1008; REST form "error from server 1008: …"', () => {

@@ -13,6 +13,7 @@ import { STT_CONTENT_TYPES } from '../../sessions/http.js';
 import { componentSchemas, PRONUNCIATIONS_DEFAULT_LIMIT, WS_FORMATS, type Schema } from './schemas.js';
 import { FFMPEG_SPEECH_FORMATS } from '../routes/openai/ffmpeg-encoder.js';
 import { NATIVE_SPEECH_FORMATS } from '../routes/openai/speech.js';
+import { FORWARDED_METHODS } from '../routes/forward.js';
 
 /** Options of {@link buildOpenApiDocument}. */
 export interface OpenApiDocumentOptions {
@@ -98,6 +99,30 @@ function wsOperation(summary: string, description: string, security: unknown[]):
     security,
     'x-websocket': true,
     responses: { '101': { description: 'Switching Protocols: the WebSocket is open; errors come as an `error` message then a close (§7.3).' } },
+  };
+}
+
+/**
+ * The forwarding route (§4.13): a request no other route matches, forwarded to the core API when
+ * the server runs with `--core-url` (routes/forward.ts), else 404. `path` may span segments.
+ */
+function forwardOperation(method: string): Operation {
+  return {
+    tags: ['Forwarding'],
+    summary: `Forwarded to the core API (§4.13): ${method}`,
+    description:
+      'Any request that matches no other route, after its key is checked: method, path, query, headers (not hop-by-hop ones) and body go to the core API given with `serve --core-url`, and its answer comes back as it is. Without a core: 404. `path` is the rest of the path after /api/ and may hold several segments; one that decodes to `.` or `..` or holds a slash is 404.',
+    security: KEY,
+    parameters: [{ ...pathParam('path'), description: 'The rest of the path, forwarded as it is (normalised).' }],
+    ...(method === 'GET' || method === 'DELETE' ? {} : { requestBody: { required: false, content: { '*/*': { schema: {} } }, description: 'Passed on as it is.' } }),
+    responses: {
+      default: { description: "The core API's answer, passed on (status, headers without hop-by-hop ones, body)." },
+      '401': { description: 'A missing or bad key (§5.6: the forwarding route answers 401): `{"detail": "…"}`.', content: json(ref('NotFound')) },
+      '403': REST_ERRORS['403'],
+      '404': { description: 'No core API configured, or a path segment that decodes to `.`, `..` or holds a slash.', content: json(ref('NotFound')) },
+      '502': { description: 'The core API could not be reached (FORWARD_FAILED), plain text.', content: { 'text/plain': { schema: { type: 'string' } } } },
+      '504': { description: 'The core API did not answer in time (FORWARD_TIMEOUT), plain text.', content: { 'text/plain': { schema: { type: 'string' } } } },
+    },
   };
 }
 
@@ -269,6 +294,7 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
     },
     '/api/openapi.json': { get: { tags: ['Operations'], summary: 'This document', security: [], responses: ok('OpenAPI 3.1.', json({ type: 'object' })) } },
     '/api/docs': { get: { tags: ['Operations'], summary: 'A readable reference made from this document', security: [], responses: ok('HTML.', { 'text/html': { schema: { type: 'string' } } }) } },
+    '/api/{path}': Object.fromEntries(FORWARDED_METHODS.map((m) => [m.toLowerCase(), forwardOperation(m)])),
     '/metrics': { get: { tags: ['Operations'], summary: 'Prometheus metrics (no key)', security: [], responses: { ...ok('Prometheus text.', { 'text/plain': { schema: { type: 'string' } } }), '503': { description: 'Metrics unavailable.' } } } },
     '/v1/audio/speech': {
       post: {
@@ -281,7 +307,11 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
           ...ok(
             'The audio.',
             Object.fromEntries(
-              [...Object.values(NATIVE_SPEECH_FORMATS), ...Object.values(FFMPEG_SPEECH_FORMATS)].map((f) => [f.contentType, { schema: { type: 'string', contentMediaType: f.contentType.split(';')[0] } }]),
+              [
+                ...[...Object.values(NATIVE_SPEECH_FORMATS), ...Object.values(FFMPEG_SPEECH_FORMATS)].map((f) => [f.contentType, { schema: { type: 'string', contentMediaType: f.contentType.split(';')[0] } }]),
+                // stream_format "sse" (docs/api.md §10.2).
+                ['text/event-stream', { schema: { type: 'string', description: '`data: {"type":"speech.audio.delta","audio":"<base64>"}` events, then `speech.audio.done` {usage}.' } }],
+              ],
             ),
           ),
           ...OPENAI_ERRORS,
@@ -306,6 +336,16 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
         },
       },
     },
+    '/v1/realtime': {
+      get: {
+        ...wsOperation(
+          'OpenAI Realtime transcription sessions (docs/api.md §10.1)',
+          "`?intent=transcription&model=` (gpt-realtime-whisper, gpt-4o-transcribe, gpt-4o-mini-transcribe, whisper-1, voicewire-stt). Client: `session.update` {session: {type: 'transcription', audio.input: {format (audio/pcm 24 kHz, audio/pcmu, audio/pcma), transcription {model, language, prompt}, turn_detection (server_vad or null)}}}, `input_audio_buffer.append` {audio (base64)}, `.commit`, `.clear`. Server: `session.created`, `session.updated`, `input_audio_buffer.speech_started` / `speech_stopped` / `committed` / `cleared`, `conversation.item.input_audio_transcription.delta` / `completed` (usage) / `failed`, `error` {error: {type, code, message, param, event_id}} (the socket stays open for a bad event). Bearer key, or a temporary token as the `openai-insecure-api-key.` subprotocol.",
+          BEARER,
+        ),
+        tags: ['OpenAI-compatible'],
+      },
+    },
     '/v1/models': { get: { tags: ['OpenAI-compatible'], summary: 'Models', security: BEARER, responses: { ...ok('The models.', json(ref('OpenAIModelList'))), ...OPENAI_ERRORS } } },
     '/v1/models/{model}': { get: { tags: ['OpenAI-compatible'], summary: 'A model', security: BEARER, parameters: [pathParam('model')], responses: { ...ok('The model.', json(ref('OpenAIModel'))), ...OPENAI_ERRORS } } },
   };
@@ -317,7 +357,7 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
       description: `The voicewire reference server, voicewire version ${options.version} (info.version is the API's: the edge description, §9): the voice service API (docs/api.md; § numbers in the summaries), its WebSocket routes (GET operations answering 101, described in text), and OpenAI-compatible routes at /v1. The request schemas of the native routes are made by the routes' own validators.`,
     },
     servers: [{ url: '/' }],
-    tags: ['Speech', 'WebSocket', 'Voices', 'Voice design', 'Pronunciations', 'Account', 'Operations', 'OpenAI-compatible'].map((name) => ({ name })),
+    tags: ['Speech', 'WebSocket', 'Voices', 'Voice design', 'Pronunciations', 'Account', 'Forwarding', 'Operations', 'OpenAI-compatible'].map((name) => ({ name })),
     paths,
     components: {
       schemas: componentSchemas(limits),

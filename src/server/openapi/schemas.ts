@@ -12,7 +12,7 @@
  * against, and test/server/openapi.test.ts feeds each schema's edges to the route's validator.
  */
 import { STT_INPUT_FORMATS, TTS_STREAMING_OUTPUT_FORMATS } from '../../audio/format.js';
-import { readSttEngineSupport, readSttJsonConfig } from '../../protocol/config.js';
+import { readSttEngineSupport } from '../../protocol/config.js';
 import { describeReader } from '../../protocol/describe.js';
 import { PROTOCOL_LANGUAGES } from '../../protocol/validate.js';
 import { PRONUNCIATIONS_LIMIT_MAX, readTtsRequestBody, readVoiceFromEmbeddingBody, readVoiceGenerationBody } from '../../protocol/rest.js';
@@ -48,16 +48,13 @@ const binary = (mediaType: string): Schema => ({ type: 'string', contentMediaTyp
 /**
  * The request schemas made by the validators (see the module comment), and the named objects
  * they read (`TtsJsonConfig`, `SttJsonConfig`, `VoiceGenerationJsonConfig`). `SttJsonConfig` is
- * the server's: the protocol's checks and then what this server's STT engines honour (the second
- * pass every STT route runs, config.ts `readSttEngineSupport`).
+ * the server's: the documented keys in their ranges and no other key (the pass every STT route
+ * runs, config.ts `readSttEngineSupport`).
  */
 export function validatorSchemas(limits: ServerLimits): Record<string, Schema> {
   const components: Record<string, Schema> = {};
   components['SttJsonConfig'] = describeReader(
-    (r) => {
-      readSttJsonConfig(r);
-      readSttEngineSupport(r);
-    },
+    (r) => readSttEngineSupport(r),
     { description: "STT settings as this server takes them: each key is honoured or refused (422 on POST, error 1008 on the WebSocket), none ignored. Sent as an object or a JSON string." },
   );
   const lax = { coercion: 'lax' as const, components };
@@ -162,7 +159,7 @@ export function componentSchemas(limits: ServerLimits): Record<string, Schema> {
         },
         response_format: str({ enum: [...OPENAI_SPEECH_FORMATS], default: 'mp3', description: 'mp3, flac and aac need ffmpeg on the server (default wav without it).' }),
         speed: num({ minimum: OPENAI_SPEED.min, maximum: OPENAI_SPEED.max, default: OPENAI_SPEED.default }),
-        stream_format: str({ enum: ['audio'] }),
+        stream_format: str({ enum: ['audio', 'sse'] }),
         instructions: str({ description: 'Accepted and ignored.' }),
       },
       ['model', 'input', 'voice'],

@@ -1,7 +1,8 @@
 /**
  * The OpenAI-compatible routes, served at `/v1` (outside `/api`) so that an OpenAI SDK given
  * `baseURL: "http://host:port/v1"` works unchanged: POST /v1/audio/speech, POST
- * /v1/audio/transcriptions, GET /v1/models and GET /v1/models/{model}. Same keys (as `Bearer`),
+ * /v1/audio/transcriptions, GET /v1/models and GET /v1/models/{model}, and the /v1/realtime
+ * WebSocket (transcription sessions, routes/openai/realtime.ts). Same keys (as `Bearer`),
  * credits and limits as the native routes; errors in OpenAI's JSON form (routes/openai/errors.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -14,6 +15,7 @@ import { openAIAuth } from './openai/auth.js';
 import { openAIModels } from './openai/models.js';
 import { postSpeech } from './openai/speech.js';
 import { postTranscription } from './openai/transcriptions.js';
+import { serveRealtime } from './openai/realtime.js';
 
 /** Where the routes are mounted. */
 export const OPENAI_PREFIX = '/v1';
@@ -42,9 +44,15 @@ export const openAIRoutes: RouteModule = {
       },
     },
   ],
+  ws: [{ path: '/realtime', handle: serveRealtime }],
 };
 
 const router = new Router([openAIRoutes]);
+
+/** The `/v1` WebSocket route of a path (`/v1/realtime`), if any. */
+export function matchOpenAIWs(pathname: string): ReturnType<Router['matchWs']> {
+  return isOpenAIPath(pathname) ? router.matchWs(pathname.slice(OPENAI_PREFIX.length) || '/') : undefined;
+}
 
 /** True when a path belongs to the `/v1` routes. */
 export function isOpenAIPath(pathname: string): boolean {

@@ -23,7 +23,7 @@
  */
 import { VoicewireError, toVoicewireError } from '../../util/errors.js';
 import { FieldReader, PROTOCOL_LANGUAGES, describeIssue, isRecord, objectValue, type ProtocolLanguage, type ValidationIssue } from '../../protocol/validate.js';
-import { readTtsJsonConfig, type TtsJsonConfig } from '../../protocol/config.js';
+import { readSttDelayInFrames, readTtsJsonConfig, type TtsJsonConfig } from '../../protocol/config.js';
 import { errorMessageOf, serializeSttServerMessage, type RawMessage } from '../../protocol/parse.js';
 import {
   createSttServerSession,
@@ -86,8 +86,8 @@ export function readS2sJsonConfig(r: FieldReader): S2sJsonConfig {
   const stt: Record<string, unknown> = {};
   const language = r.literal('language', PROTOCOL_LANGUAGES);
   if (language !== undefined) stt['language'] = language;
-  // The STT runner checks it against the model's own delay.
-  const delay = r.integer('delay_in_frames', { ge: 0 });
+  // The delay of the STT half (the runner keeps it), one of the values the service's client lists.
+  const delay = readSttDelayInFrames(r);
   if (delay !== undefined) stt['delay_in_frames'] = delay;
   const target = r.literal('target_language', PROTOCOL_LANGUAGES);
   // The §2.8 keys, and the refusal of every key not read by now.

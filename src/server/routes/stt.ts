@@ -29,7 +29,7 @@ async function postAsr(scope: RequestScope, req: IncomingMessage, res: ServerRes
     // Validates the query and the Content-Type before any byte of the body is read (422 / plain text).
     const config = parseAsrQuery(scope.url.searchParams).json_config;
     const unsupported = config === null ? [] : unsupportedSttConfigIssues(config, ['query', 'json_config']);
-    if (unsupported.length > 0) throw new VoicewireError('VALIDATION_FAILED', 'json_config holds keys the STT engines do not honour', { details: { detail: unsupported } });
+    if (unsupported.length > 0) throw new VoicewireError('VALIDATION_FAILED', 'json_config holds a key no STT client documents', { details: { detail: unsupported } });
     const malformed = { seen: false };
     // The session reports a failed open as a line (code and message): keep the error itself, so a
     // busy engine can answer 503.

@@ -16,6 +16,7 @@ import { serveWebSocketSession } from '../ws.js';
 import { stagedTtsEngine } from '../first-output-stages.js';
 import type { HttpRoute, RequestScope, RouteModule } from '../context.js';
 import { findVoice } from '../voice-lookup.js';
+import { defaultVoiceTtsEngine, voiceOrDefault } from '../default-voice.js';
 import { startPaidTtsResponse } from './paid-tts-response.js';
 
 /** Content-Type of raw audio (`only_audio: true`) per output format. */
@@ -42,11 +43,16 @@ async function postTts(scope: RequestScope, req: IncomingMessage, res: ServerRes
       throw new VoicewireError('LIMIT_EXCEEDED', `text is over the limit of ${ctx.config.limits.maxTextChars} characters per request`);
     }
     // §7.1 lists an invalid voice ID among the proxy-level errors: checked here, answered as a raw string.
-    const voice = body.voice_id ?? body.voice;
+    // No voice named is the one "default" names (default-voice.ts), as on the WebSocket.
+    const voice = await voiceOrDefault(ctx.store, who.org.id, body.voice_id ?? body.voice);
     if (voice !== null && (await findVoice(ctx.store, who.org.id, voice)) === undefined) {
       throw new VoicewireError('VOICE_NOT_FOUND', `invalid voice ID ${JSON.stringify(voice)}`);
     }
-    const { chunks: it, gone } = await startPaidTtsResponse(engine, body, res, chars);
+    // pronunciation_id is honoured (issue 35): an unknown one is refused before any work, as a voice.
+    if (body.pronunciation_id !== undefined && (await ctx.store.getDictionary(who.org.id, body.pronunciation_id)) === undefined) {
+      throw new VoicewireError('TTS_UNKNOWN_PRONUNCIATION', `unknown pronunciation_id ${JSON.stringify(body.pronunciation_id)}`);
+    }
+    const { chunks: it, gone } = await startPaidTtsResponse(engine, { ...body, voice_id: voice }, res, chars);
     // The first chunk decides the status: a failure before it is a plain-text 500 (§7.1).
     const first = await it.next();
     if (gone()) return;
@@ -145,7 +151,7 @@ function ttsSocket(scope: RequestScope, ws: WebSocket, req: IncomingMessage): Pr
           common.onEvent?.(notice);
           if (notice.type === 'request_ended') void engine.finish(notice.clientReqId, notice.outcome === 'ended');
         },
-        engine: stagedTtsEngine(engine, stages),
+        engine: stagedTtsEngine(defaultVoiceTtsEngine(engine, scope.ctx.store, who.org.id), stages),
       });
     },
   });

@@ -50,7 +50,7 @@ export function capturingSttEngine(inner: SttEngine, box: ErrorBox): SttEngine {
     open: (config, emit) =>
       guarded(box, async () => {
         const s = await inner.open(config, emit);
-        const stream: SttEngineStream = { info: s.info, push: (f) => guarded(box, () => s.push(f)), close: () => s.close() };
+        const stream: SttEngineStream = { info: s.info, push: (f, audioSamples) => guarded(box, () => s.push(f, audioSamples)), close: () => s.close() };
         if (s.end) stream.end = () => guarded(box, () => s.end!());
         return stream;
       }),

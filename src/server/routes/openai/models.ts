@@ -9,6 +9,12 @@ import { invalidParam } from './errors.js';
 export const OPENAI_TTS_MODELS = ['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts', 'voicewire-tts'] as const;
 /** Model ids of POST /v1/audio/transcriptions. */
 export const OPENAI_STT_MODELS = ['whisper-1', 'gpt-4o-transcribe', 'gpt-4o-mini-transcribe', 'voicewire-stt'] as const;
+/**
+ * Model ids of /v1/realtime transcription sessions (the URL's `model` and
+ * `audio.input.transcription.model`): OpenAI's Realtime-only `gpt-realtime-whisper` (the default
+ * of LiveKit's OpenAI plugin) and every id of /v1/audio/transcriptions.
+ */
+export const OPENAI_REALTIME_STT_MODELS = ['gpt-realtime-whisper', ...OPENAI_STT_MODELS] as const;
 
 /** One entry of GET /v1/models (OpenAI's `model` object). */
 export interface OpenAIModel {
@@ -21,9 +27,9 @@ export interface OpenAIModel {
 
 const CREATED = Date.UTC(2026, 0, 1) / 1000;
 
-/** Every model, TTS first. */
+/** Every model, TTS first, then STT (the Realtime-only id last). */
 export function openAIModels(): OpenAIModel[] {
-  return [...OPENAI_TTS_MODELS, ...OPENAI_STT_MODELS].map((id) => ({ id, object: 'model', created: CREATED, owned_by: 'voicewire' }));
+  return [...OPENAI_TTS_MODELS, ...OPENAI_STT_MODELS, 'gpt-realtime-whisper'].map((id) => ({ id, object: 'model', created: CREATED, owned_by: 'voicewire' }));
 }
 
 /**

@@ -7,6 +7,9 @@
  * own; `mp3`, `flac` and `aac` are encoded by ffmpeg when it is installed, else refused (400).
  * `response_format` defaults to `mp3` as OpenAI's does, or to `wav` without ffmpeg.
  *
+ * `stream_format: "sse"` answers with OpenAI's speech events instead of the bytes (speech-sink.ts):
+ * a `speech.audio.delta` per chunk as the engine makes it, then `speech.audio.done`.
+ *
  * `speed` (0.25 to 4.0, default 1) becomes §2.8's `padding_bonus` p = −4·log2(speed), clamped to
  * ±4 (espeak speaks at rate·2^(−p/4), so speeds from 0.5 to 2.0 are exact and the rest clamp).
  */
@@ -17,7 +20,7 @@ import { TTS_CONFIG_LIMITS } from '../../../protocol/config.js';
 import { validateTtsRequestBody } from '../../../protocol/rest.js';
 import type { AudioFormatName } from '../../../audio/format.js';
 import { isFfmpegAvailable, feedChild } from '../../../node/ffmpeg.js';
-import { readJson, write } from '../../http.js';
+import { readJson } from '../../http.js';
 import type { RequestScope } from '../../context.js';
 import { invalidParam } from './errors.js';
 import { checkModel } from './models.js';
@@ -26,6 +29,7 @@ import { capturingTtsEngine, type ErrorBox } from './capture.js';
 import { FFMPEG_SPEECH_FORMATS, spawnFfmpegEncoder, type FfmpegSpeechFormat } from './ffmpeg-encoder.js';
 import { openAIAuth } from './auth.js';
 import { startPaidTtsResponse } from '../paid-tts-response.js';
+import { bodySink, sseSink, type SpeechSink } from './speech-sink.js';
 
 /** The formats voicewire encodes itself: the runner's format name and the Content-Type. */
 export const NATIVE_SPEECH_FORMATS = Object.freeze({
@@ -49,6 +53,8 @@ export interface SpeechRequest {
   voice: string;
   format: OpenAISpeechFormat;
   speed: number;
+  /** `stream_format`: the bytes (`audio`, default) or server-sent events (`sse`). */
+  stream: 'audio' | 'sse';
 }
 
 /** The formats served here: the native three, and ffmpeg's when it is installed. */
@@ -58,7 +64,7 @@ export function availableSpeechFormats(ffmpeg: boolean): OpenAISpeechFormat[] {
 
 /**
  * Validates OpenAI's speech body. `instructions` is accepted and ignored (the engines take no
- * style prompt); `stream_format` may only be `audio`.
+ * style prompt); `stream_format` is `audio` (default) or `sse`.
  * @throws VoicewireError `INVALID_ARGUMENT` with the field as `param` (400).
  */
 export function parseSpeechRequest(body: unknown, options: { ffmpeg: boolean; maxTextChars: number }): SpeechRequest {
@@ -84,8 +90,8 @@ export function parseSpeechRequest(body: unknown, options: { ffmpeg: boolean; ma
     throw invalidParam('speed', `speed must be a number from ${OPENAI_SPEED.min} to ${OPENAI_SPEED.max}`);
   }
   const streamFormat = body['stream_format'];
-  if (streamFormat !== undefined && streamFormat !== 'audio') throw invalidParam('stream_format', 'stream_format must be audio (server-sent events are not offered)');
-  return { model, input, voice, format: rawFormat as OpenAISpeechFormat, speed };
+  if (streamFormat !== undefined && streamFormat !== 'audio' && streamFormat !== 'sse') throw invalidParam('stream_format', 'stream_format must be audio or sse');
+  return { model, input, voice, format: rawFormat as OpenAISpeechFormat, speed, stream: streamFormat === 'sse' ? 'sse' : 'audio' };
 }
 
 /** §2.8's `padding_bonus` for an OpenAI `speed`: −4·log2(speed), clamped to ±4, 0 inside the dead zone. */
@@ -140,25 +146,25 @@ export async function postSpeech(scope: RequestScope, req: IncomingMessage, res:
     }
     ctx.metrics.timeToFirstAudio.observe({ route: 'openai_speech' }, (performance.now() - started) / 1000);
     const stallMs = ctx.config.limits.idleSeconds * 1000;
-    const headers = (contentType: string): Record<string, string> => ({ 'content-type': contentType, 'x-request-id': scope.requestId });
+    const sink = r.stream === 'sse' ? sseSink(res, scope.requestId, stallMs, [...r.input].length) : bodySink(res, scope.requestId, stallMs);
     if (native !== undefined) {
-      res.writeHead(200, headers(native.contentType));
+      sink.start(native.contentType);
       try {
         for await (const chunk of audioChunks(first, it, box, settle)) {
           // A client that went away: stop (a write to a closed response would wait for a drain that never comes).
-          if (res.destroyed) break;
-          await write(res, chunk, stallMs);
+          if (sink.gone) break;
+          await sink.write(chunk);
         }
+        if (!sink.gone) await sink.end();
       } catch (err) {
         log.warn({ route: 'openai_speech', error: (err as Error).message }, 'audio response aborted');
-        res.destroy();
+        sink.abort(err);
         return;
       }
-      res.end();
     } else {
-      await encodeWithFfmpeg(r.format as FfmpegSpeechFormat, audioChunks(first, it, box, settle), res, headers, stallMs, scope, who.key.id);
+      await encodeWithFfmpeg(r.format as FfmpegSpeechFormat, audioChunks(first, it, box, settle), res, sink, scope, who.key.id);
     }
-    log.info({ route: 'openai_speech', chars: r.input.length, format: r.format, ms: Math.round(performance.now() - started) }, 'openai speech done');
+    log.info({ route: 'openai_speech', chars: r.input.length, format: r.format, stream: r.stream, ms: Math.round(performance.now() - started) }, 'openai speech done');
   } finally {
     // A refused, failed or abandoned request pays for what was taken; the rest of its hold goes back.
     await engine.finishAll();
@@ -166,16 +172,8 @@ export async function postSpeech(scope: RequestScope, req: IncomingMessage, res:
   }
 }
 
-/** Pipes the engine's WAV through ffmpeg into the response; the status waits for ffmpeg's first bytes. */
-async function encodeWithFfmpeg(
-  format: FfmpegSpeechFormat,
-  wav: AsyncIterable<Uint8Array>,
-  res: ServerResponse,
-  headers: (contentType: string) => Record<string, string>,
-  stallMs: number,
-  scope: RequestScope,
-  keyId: string,
-): Promise<void> {
+/** Pipes the engine's WAV through ffmpeg into the sink; the status waits for ffmpeg's first bytes. */
+async function encodeWithFfmpeg(format: FfmpegSpeechFormat, wav: AsyncIterable<Uint8Array>, res: ServerResponse, sink: SpeechSink, scope: RequestScope, keyId: string): Promise<void> {
   // Within the server's budget of ffmpeg children (ffmpeg-budget.ts): 503 or 429 before a spawn past it.
   const enc = scope.ctx.ffmpeg.start(keyId, () => spawnFfmpegEncoder(format));
   let failure: unknown;
@@ -198,17 +196,17 @@ async function encodeWithFfmpeg(
       await enc.exited;
       throw new VoicewireError('FFMPEG_FAILED', `ffmpeg made no ${format} output`);
     }
-    res.writeHead(200, headers(FFMPEG_SPEECH_FORMATS[format].contentType));
-    for (let r: IteratorResult<Uint8Array> = first; r.done !== true && !res.destroyed; r = await out.next()) await write(res, r.value, stallMs);
-    if (res.destroyed) return;
+    sink.start(FFMPEG_SPEECH_FORMATS[format].contentType);
+    for (let r: IteratorResult<Uint8Array> = first; r.done !== true && !sink.gone; r = await out.next()) await sink.write(r.value);
+    if (sink.gone) return;
     await feeding;
     if (failure !== undefined) throw failure;
     await enc.exited;
-    res.end();
+    await sink.end();
   } catch (err) {
     if (!res.headersSent) throw err;
     scope.log.warn({ route: 'openai_speech', error: (err as Error).message }, 'encoded audio response aborted');
-    res.destroy();
+    sink.abort(err);
   } finally {
     res.off('close', onClose);
     enc.kill();

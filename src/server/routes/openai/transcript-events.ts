@@ -1,18 +1,20 @@
 /**
  * The answer of POST /v1/audio/transcriptions with `stream: true`, as OpenAI streams it and its
  * `openai` package types it (resources/audio/transcriptions.d.ts `TranscriptionStreamEvent`):
- * server-sent events (src/server/sse.ts), a `transcript.text.delta` per word (`delta` the word,
- * after a space from the second on, so the deltas joined are the text), then one
- * `transcript.text.done` with `text` and `usage`. A failure after the stream started is an
- * `error` event, `{"type":"error","error":{message,type,param,code}}` (the package throws it as an
- * `APIError`), and the stream ends. `logprobs` and `segment_id` are not sent: no engine measures
- * token probabilities, and there is no diarization.
+ * `text/event-stream`, each event one `data:` line of JSON (as speech-sink.ts, docs/api.md §10),
+ * a `transcript.text.delta` per word (`delta` the word, after a space from the second on, so the
+ * deltas joined are the text), then one `transcript.text.done` with `text` and `usage`. A failure
+ * after the stream started is an error event, `{"type":"error","error":{message,type,param,code}}`
+ * (the package's reader throws any event holding `error` as an `APIError`, core/streaming.js),
+ * and the stream ends. `logprobs` and `segment_id` are not sent: no engine measures token
+ * probabilities, and there is no diarization. A client that reads nothing for `stallMs` is cut
+ * (http.ts `write`), as the speech stream's.
  *
  * The stream opens at its first event: a failure before it (no credits, a busy server, bad audio
  * found at once) is still the usual JSON error with its status.
  */
 import type { ServerResponse } from 'node:http';
-import { startEventStream, writeEvent } from '../../sse.js';
+import { write } from '../../http.js';
 import { openAIErrorResponse } from './errors.js';
 
 /** `usage` of `transcript.text.done` (the package's `TranscriptionTextDoneEvent.Usage`). */
@@ -40,6 +42,7 @@ export class TranscriptEventStream {
   constructor(
     private readonly res: ServerResponse,
     private readonly requestId: string,
+    private readonly stallMs: number,
   ) {}
 
   /** True once the head was written: from then on a failure can only be an `error` event. */
@@ -55,7 +58,19 @@ export class TranscriptEventStream {
   private open(): void {
     if (this.opened) return;
     this.opened = true;
-    startEventStream(this.res, { 'x-request-id': this.requestId });
+    this.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-request-id': this.requestId });
+  }
+
+  /**
+   * Writes one event (JSON.stringify escapes line breaks: one `data:` line). Resolves true once the
+   * socket took it (at once, or at its `drain`), false when the response was closed first.
+   * @throws VoicewireError `LIMIT_EXCEEDED` when the client read nothing for `stallMs` (cut).
+   */
+  private async send(data: unknown): Promise<boolean> {
+    const res = this.res;
+    if (res.destroyed || res.writableEnded) return false;
+    await write(res, `data: ${JSON.stringify(data)}\n\n`, this.stallMs);
+    return !res.destroyed;
   }
 
   /** Sends one word, ending at `end` seconds of the audio. */
@@ -63,21 +78,21 @@ export class TranscriptEventStream {
     this.open();
     const delta = this.words === 0 ? word : ` ${word}`;
     this.words++;
-    if (await writeEvent(this.res, 'transcript.text.delta', { type: 'transcript.text.delta', delta })) this.delivered = Math.max(this.delivered, end);
+    if (await this.send({ type: 'transcript.text.delta', delta })) this.delivered = Math.max(this.delivered, end);
   }
 
   /** Sends `transcript.text.done` and ends the stream. Resolves true when the socket took it. */
   async done(text: string, usage: TranscriptUsage): Promise<boolean> {
     this.open();
-    const ok = await writeEvent(this.res, 'transcript.text.done', { type: 'transcript.text.done', text, usage });
+    const ok = await this.send({ type: 'transcript.text.done', text, usage });
     this.res.end();
     return ok;
   }
 
-  /** Sends `error` in OpenAI's form and ends the stream. */
-  async fail(error: unknown): Promise<void> {
+  /** Sends an error event in OpenAI's form and ends the stream (a client gone or stalled: nothing). */
+  fail(error: unknown): void {
     this.open();
-    await writeEvent(this.res, 'error', { type: 'error', ...openAIErrorResponse(error).body });
-    this.res.end();
+    if (this.res.destroyed || this.res.writableEnded) return;
+    this.res.end(`data: ${JSON.stringify({ type: 'error', ...openAIErrorResponse(error).body })}\n\n`);
   }
 }

@@ -30,7 +30,7 @@ import { PROTOCOL_LANGUAGES, type ProtocolLanguage } from '../../../protocol/val
 import { createSttHttpResponse } from '../../../sessions/http.js';
 import { createSttInputDecoder } from '../../../pipelines/stt-audio-decoder.js';
 import type { AudioFormatName } from '../../../audio/format.js';
-import type { SttEngine, SttEngineStream } from '../../../sessions/engine.js';
+import type { SttEngine } from '../../../sessions/engine.js';
 import { feedChild, isFfmpegAvailable, spawnFfmpegWavDecoder, type FfmpegWavDecoder } from '../../../node/ffmpeg.js';
 import { sendJson } from '../../http.js';
 import type { RequestScope } from '../../context.js';
@@ -245,31 +245,6 @@ async function ffmpegFailure(err: unknown, failures: Failures, decoder: FfmpegWa
   return exit ?? err;
 }
 
-/**
- * Counts the seconds of audio `inner` is given as meteredSttEngine holds them: one for each second
- * in which a frame starts. The streamed answer's `usage` says what it costs with them.
- */
-function countingSttEngine(inner: SttEngine, counter: { seconds: number }): SttEngine {
-  return {
-    open: async (config, emit) => {
-      const s = await inner.open(config, emit);
-      const rate = s.info.sampleRate ?? 24000;
-      let samples = 0;
-      const stream: SttEngineStream = {
-        info: s.info,
-        push: (frame) => {
-          counter.seconds = Math.max(counter.seconds, Math.floor(samples / rate) + 1);
-          samples += frame.length;
-          return s.push(frame);
-        },
-        close: () => s.close(),
-      };
-      if (s.end) stream.end = () => s.end!();
-      return stream;
-    },
-  };
-}
-
 const overLimit = (seconds: number, limit: number): VoicewireError =>
   new VoicewireError('AUDIO_LIMIT_EXCEEDED', `the file holds ${seconds.toFixed(1)} s of audio, over the limit of ${limit} s per request`, { details: { param: 'file', maxDecodedSeconds: limit } });
 
@@ -316,10 +291,11 @@ export async function postTranscription(scope: RequestScope, req: IncomingMessag
     const seconds = await knownSeconds(file.chunks, file.bytes, native, (task) => ctx.ffmpeg.run(who.key.id, task));
     if (seconds !== null && seconds > limit) throw overLimit(seconds, limit);
     const failures: Failures = { engine: {}, decoder: {} };
-    // Counted outside the meter: what the meter holds is what the streamed `usage` says.
-    const heard = { seconds: 0 };
-    const engine = countingSttEngine(ctx.sttEngine(who, { delivered }), heard);
-    if (r.stream) stream = new TranscriptEventStream(res, scope.requestId);
+    // What the meter holds is what the request costs once delivered: the streamed `usage` says it.
+    let held = 0;
+    const engine = ctx.sttEngine(who, { delivered, held: (s) => (held = s) });
+    // A client that reads nothing for the idle limit is cut, as the speech stream's (README limits).
+    if (r.stream) stream = new TranscriptEventStream(res, scope.requestId, ctx.config.limits.idleSeconds * 1000);
     let body: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = file.chunks;
     if (native === null) {
       const dec = ctx.ffmpeg.start(who.key.id, () => spawnFfmpegWavDecoder({ input: { pipe: true } }));
@@ -345,14 +321,14 @@ export async function postTranscription(scope: RequestScope, req: IncomingMessag
       const e = toVoicewireError(cause);
       ctx.metrics.errors.inc({ code: e.code });
       log.info({ route: 'openai_transcription', code: e.code, error: e.message, words: words.length }, 'openai transcription stream failed');
-      await stream.fail(e);
+      stream.fail(e);
       return;
     }
     if (gone) return;
     if (stream === undefined) {
       answerTranscription(res, scope.requestId, r, words, duration);
       answered = true;
-    } else answered = await stream.done(words.map((w) => w.word).join(' '), transcriptUsage(heard.seconds, words.length));
+    } else answered = await stream.done(words.map((w) => w.word).join(' '), transcriptUsage(held, words.length));
     log.info({ route: 'openai_transcription', words: words.length, seconds: duration, stream: r.stream, ms: Math.round(performance.now() - started) }, 'openai transcription done');
   } finally {
     res.off('close', onClose);
