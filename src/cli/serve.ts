@@ -3,7 +3,7 @@
  *
  *   voicewire serve [--host 127.0.0.1] [--port 8080] [--data DIR] [--store URL] [--tts ENGINE]
  *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap] [--workers N]
- *                   [--connections-per-address N] [--tts-model DIR] [--tts-model-type TYPE]
+ *                   [--connections-per-address N] [--trusted-proxies LIST] [--tts-model DIR] [--tts-model-type TYPE]
  *                   [--stt-model PATH] [--stt-model-type TYPE] [--vad-model FILE]
  *
  * stdout carries human lines only: at first start the keys, each alone on its line
@@ -28,6 +28,7 @@ import { catalogVoices, chooseTtsEngine, registerSttEngine, registerTtsEngine, s
 import { SHERPA_STT_TYPES, SHERPA_TTS_TYPES, type SherpaSttType, type SherpaTtsType } from '../engines/sherpa-model.js';
 import { PROTOCOL_LANGUAGES } from '../protocol/validate.js';
 import { MemoryStore } from '../server/store/memory-store.js';
+import { parseProxyEntry } from '../server/client-address.js';
 import { listenForStop, type StopSignal } from './stop-signals.js';
 import type { Store } from '../server/store/store.js';
 import type { CliSubcommand } from './main.js';
@@ -52,9 +53,13 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
                        [--tts-model DIR] [--tts-model-type TYPE] [--stt-model PATH] [--stt-model-type TYPE]
                        [--stt-language LIST] [--vad-model FILE]
                        [--no-bootstrap] [--workers N] [--connections-per-address N]
+                       [--trusted-proxies LIST]
   --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
   --connections-per-address: open connections one client address may hold, per process (default
-    256; behind a proxy every client has the proxy's address: raise it).
+    256). Behind a load balancer named in --trusted-proxies it counts the client's address.
+  --trusted-proxies LIST: comma-separated addresses or CIDR blocks of the load balancers whose
+    X-Forwarded-For names the client (10.0.0.5,10.0.0.0/8,fd00::/8); from any other address the
+    header is ignored. Default none.
   --tts: espeak-wasm (npm @echogarden/espeak-ng-emscripten) | espeak-system (apt-get install
     libespeak-ng1) | espeak (default: the first of the two installed; neither: serve refuses to
     start) | sherpa-onnx (with --tts-model) | tone (test tones, only when asked for).
@@ -73,8 +78,9 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
     worker thread; without it the WebRTC VAD cuts them. step messages come from the WebRTC VAD either way.
   A sherpa-onnx folder (and a --vad-model file) is loaded and run once in a child process first: one
     that cannot be loaded stops the start with MODEL_INVALID, naming the folder or file and the cause.
-  env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT, VOICEWIRE_CONNECTIONS_PER_ADDRESS mirror
-    --data, --store, --port, --connections-per-address.`;
+  env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT, VOICEWIRE_CONNECTIONS_PER_ADDRESS,
+    VOICEWIRE_TRUSTED_PROXIES mirror --data, --store, --port, --connections-per-address,
+    --trusted-proxies.`;
 
 export const serveCommand: CliSubcommand = {
   async run(argv) {
@@ -100,6 +106,7 @@ export const serveCommand: CliSubcommand = {
           'no-bootstrap': { type: 'boolean' },
           workers: { type: 'string' },
           'connections-per-address': { type: 'string' },
+          'trusted-proxies': { type: 'string' },
           help: { type: 'boolean', short: 'h' },
         },
         strict: true,
@@ -122,6 +129,15 @@ export const serveCommand: CliSubcommand = {
     const perAddress = perAddressText === undefined ? undefined : Number(perAddressText);
     if (perAddress !== undefined && !(Number.isSafeInteger(perAddress) && perAddress >= 1)) {
       throw usage(`--connections-per-address must be a whole number ≥ 1, got ${perAddressText}`);
+    }
+    const proxiesText = values['trusted-proxies'] ?? process.env['VOICEWIRE_TRUSTED_PROXIES'];
+    const trustedProxies = proxiesText === undefined ? [] : proxiesText.split(',').map((p) => p.trim()).filter((p) => p !== '');
+    for (const p of trustedProxies) {
+      try {
+        parseProxyEntry(p);
+      } catch (err) {
+        throw usage(`--trusted-proxies: ${(err as Error).message}`);
+      }
     }
     const worker = isServeWorker();
     const primary = workers > 1 && !worker;
@@ -195,6 +211,7 @@ export const serveCommand: CliSubcommand = {
       ...(values.region !== undefined ? { region: values.region } : {}),
       environment: process.env['NODE_ENV'] ?? 'development',
       ...(perAddress !== undefined ? { limits: { connectionsPerAddress: perAddress } } : {}),
+      trustedProxies,
       ...(worker ? { metricsText: clusterMetricsText } : {}),
     });
     if (worker) shareMetrics(server.context.metrics.registry);

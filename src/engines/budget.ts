@@ -219,3 +219,67 @@ export function limitSttStreams(inner: SttEngine, slots: ReadonlyArray<() => () 
  * {@link defaultSttDecoders}; a server sets it from `limits.sttDecoders`).
  */
 export const STT_DECODER_BUDGET = new EngineBudget('STT decoders', defaultSttDecoders(), { limitName: 'limits.sttDecoders' });
+
+/**
+ * Slots of a process budget held per tenant, with a reserve (issue 31: four keys could take all
+ * 32 STT decoders, and every other caller was refused): a tenant already holding a slot takes
+ * another only while more than `reserve` of the `limit()` are free, so the last `reserve` slots go
+ * one each to tenants holding none. The map holds only tenants with slots.
+ */
+export class ReservedShares {
+  private readonly counts = new Map<string, number>();
+  private held_ = 0;
+
+  /**
+   * `what` names the slots in errors (`STT decoders`); `limit` reads the budget's limit now;
+   * `reserve` (an integer ≥ 0; 0: no reserve) and `limitName` name the reserve (`limits.sttDecoderReserve`).
+   */
+  constructor(
+    readonly what: string,
+    private readonly limit: () => number,
+    private readonly reserve: number,
+    private readonly limitName: string,
+  ) {
+    stringArg(what, 'ReservedShares: what');
+    functionArg(limit, 'ReservedShares: limit');
+    if (reserve !== 0) countArg(reserve, 'ReservedShares: reserve');
+    stringArg(limitName, 'ReservedShares: limitName');
+  }
+
+  /** Slots held now, all tenants together. */
+  get held(): number {
+    return this.held_;
+  }
+
+  /** Slots `tenant` holds. */
+  live(tenant: string): number {
+    return this.counts.get(tenant) ?? 0;
+  }
+
+  /**
+   * Takes one slot of `tenant` (`holder` names it in the error: `this organization`); returns its
+   * release (safe to call twice).
+   * @throws VoicewireError `ENGINE_BUSY` when `tenant` holds a slot and at most `reserve` (but some) are free.
+   */
+  acquire(tenant: string, holder: string): () => void {
+    stringArg(tenant, 'ReservedShares.acquire: tenant');
+    const n = this.live(tenant);
+    const limit = this.limit();
+    const free = limit - this.held_;
+    // None free at all: the budget's own refusal (after it frees an idle instance, if it can) says so.
+    if (n > 0 && free > 0 && free <= this.reserve) {
+      throw new VoicewireError('ENGINE_BUSY', `${holder} holds ${n} of the server's ${limit} ${this.what}; the last ${this.reserve} free are kept for callers holding none (${this.limitName}): try again later`);
+    }
+    this.counts.set(tenant, n + 1);
+    this.held_++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.held_--;
+      const left = (this.counts.get(tenant) ?? 1) - 1;
+      if (left <= 0) this.counts.delete(tenant);
+      else this.counts.set(tenant, left);
+    };
+  }
+}

@@ -7,17 +7,27 @@
  * Off the event loop: a synthesis is a synchronous call into the module that takes CPU (seconds
  * for a long text on a busy machine), and on the main thread it stalled every timer, so node:http
  * answered 408 to requests whose headers had arrived. The module runs in ONE worker thread
- * ({@link ESPEAK_WASM_QUEUE} syntheses waiting at most; more: `ENGINE_BUSY`); each synthesis
+ * ({@link ESPEAK_WASM_QUEUE} syntheses waiting at most); each synthesis
  * carries the voice and parameters set when it was queued, runs whole in the thread, and posts its
  * audio back chunk by chunk. A callback answering true (a closed stream) sets a shared stop flag
  * the thread reads at its next chunk. The deterministic instance (temp 0) lives in the same
  * thread: espeak runs one synthesis at a time in either case, and one thread keeps a request's CPU
  * on one core, as on the main thread before, leaving the other to the event loop.
+ *
+ * Fair (issue 31: one socket's 70 requests filled the queue, and another organization waited
+ * seconds or was refused): syntheses wait in a {@link FairQueue}, callers (organization, key,
+ * socket: the engine config's `tenant`) served in turn, {@link ESPEAK_QUANTUM} characters a turn;
+ * in a full queue the caller holding the most is the one refused (`ENGINE_BUSY` naming its share).
+ * A synthesis of one organization running when another organization's arrives is interrupted
+ * once (at its next ~10 ms piece) and goes back to the head of its caller's queue; its callback
+ * then gets {@link ESPEAK_RESTART} (forget this synthesis's audio: it starts over). So another
+ * organization's first words wait for a piece, not for a sentence of someone else's.
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { evalWorker } from './eval-worker.js';
+import { FairQueue, shareExceeded, tenantPath, type TenantPath } from './fair-queue.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The package that holds the espeak-ng WebAssembly build. */
@@ -25,10 +35,27 @@ export const ESPEAK_PACKAGE = '@echogarden/espeak-ng-emscripten';
 
 /**
  * Syntheses that may wait for the espeak-ng thread at once, both instances together (one per
- * speaking stream); one more is refused with `ENGINE_BUSY`. Each waits with one chunk of text (the
- * engine's `maxChunkChars`, 300 by default), so the queue holds at most ~20 kB of text.
+ * speaking stream). In a full queue a newcomer takes the place of the newest synthesis of the
+ * caller holding the most, when that one holds at least two more; otherwise the newcomer is
+ * refused: either way `ENGINE_BUSY` for the caller past its share (the queue divided among the
+ * callers waiting). Each waits with one chunk of text (the engine's `maxChunkChars`, 300 by
+ * default), so the queue holds at most ~20 kB of text.
  */
 export const ESPEAK_WASM_QUEUE = 64;
+
+/**
+ * Characters of text a caller's turn is worth (deficit round-robin's quantum): callers of long
+ * sentences get no more speech per round than callers of short ones, and a piece longer than a
+ * turn waits the turns it takes, so another caller's short first words wait for one piece at most.
+ */
+export const ESPEAK_QUANTUM = 50;
+
+/**
+ * Passed to a synthesis callback instead of samples when the synthesis was interrupted to let
+ * another organization's run first: the audio and events it delivered so far are void, it starts
+ * over from its text when its turn comes again (at most once per synthesis).
+ */
+export const ESPEAK_RESTART: Int16Array = new Int16Array(0);
 
 /** One event of a synthesis chunk (`audio_position` in ms from the start of the call). */
 export interface EspeakEvent {
@@ -46,8 +73,11 @@ export interface EspeakWorker {
   set_pitch(pitch: number): void;
   set_range(range: number): void;
   get_samplerate(): number;
-  /** Synchronous, or a promise (both builds here: off the event loop); the callback's true stops it. */
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): void | Promise<void>;
+  /**
+   * Synchronous, or a promise (both builds here: off the event loop); the callback's true stops it.
+   * `tenant` (the engine config's, see src/sessions/engine.ts) is whose turn it waits for in a shared queue.
+   */
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean, tenant?: string): void | Promise<void>;
 }
 
 /**
@@ -55,7 +85,7 @@ export interface EspeakWorker {
  * when a synthesis is queued, so streams sharing the worker never mix theirs.
  */
 export interface EspeakAsyncWorker extends EspeakWorker {
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void>;
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean, tenant?: string): Promise<void>;
   /** Syntheses waiting or running. */
   readonly queued: number;
 }
@@ -138,21 +168,24 @@ function run(m) {
     parentPort.postMessage({ type: 'chunk', id: m.id, samples, events }, [samples.buffer]);
     parts = []; events = []; n = 0;
   };
+  let stopped = false;
   w.synthesize(inst.str(m.text), (samples, evs) => {
     parts.push(samples);
     for (const e of evs) events.push(e);
     n += samples.length;
     if (n >= workerData.batch) post();
-    return Atomics.load(stop, 0) === m.id;
+    stopped = Atomics.load(stop, 0) === m.id;
+    return stopped;
   });
   if (n > 0 || events.length > 0) post();
+  return stopped;
 }
 let chain = Promise.resolve();
 parentPort.on('message', (m) => {
   chain = chain.then(async () => {
     try {
       if (m.op === 'load') parentPort.postMessage({ type: 'loaded', kind: m.kind, sampleRate: await load(m.kind) });
-      else { run(m); parentPort.postMessage({ type: 'done', id: m.id }); }
+      else { const stopped = run(m); parentPort.postMessage({ type: 'done', id: m.id, stopped }); }
     } catch (e) {
       parentPort.postMessage({ type: 'error', id: m.id, kind: m.kind, op: m.op, message: String((e && e.message) || e) });
     }
@@ -172,6 +205,10 @@ interface Job {
   callback: (samples: Int16Array, events: EspeakEvent[]) => boolean;
   /** The callback answered true (or threw): later chunks are dropped. */
   stopped: boolean;
+  /** Its caller, for its turn and for interrupting it. */
+  tenant: TenantPath;
+  /** Interrupted once for another organization: never again. */
+  interrupted: boolean;
   settled: boolean;
   resolve(): void;
   reject(err: unknown): void;
@@ -186,11 +223,14 @@ function packageUrl(): string {
   }
 }
 
-/** The one thread hosting the module: a FIFO of syntheses, one posted at a time. */
+/** The one thread hosting the module: a fair queue of syntheses, one posted at a time. */
 class EspeakThread {
   private readonly worker: Worker;
   private readonly stop = new Int32Array(new SharedArrayBuffer(4));
-  private readonly jobs: Job[] = [];
+  // The synthesis running counts as one of the queue's places, as it always did.
+  private readonly jobs = new FairQueue<Job>({ capacity: ESPEAK_WASM_QUEUE - 1, quantum: ESPEAK_QUANTUM });
+  /** Instances whose next synthesis must restore (a skipped job's restore is carried by the next one run). */
+  private readonly restorePending = new Set<Kind>();
   private running: Job | undefined;
   private nextId = 1;
   private readonly loads = new Map<Kind, { resolve(rate: number): void; reject(err: unknown): void }>();
@@ -208,7 +248,7 @@ class EspeakThread {
   }
 
   get queued(): number {
-    return this.jobs.length + (this.running ? 1 : 0);
+    return this.jobs.size + (this.running ? 1 : 0);
   }
 
   /** Instantiates one module in the thread (and warms its voices); resolves with its sample rate. */
@@ -221,13 +261,14 @@ class EspeakThread {
     });
   }
 
-  enqueue(kind: Kind, settings: { voice: string; rate: number; pitch: number; range: number }, restore: boolean, text: string, callback: Job['callback']): Promise<void> {
+  enqueue(kind: Kind, settings: { voice: string; rate: number; pitch: number; range: number }, restore: boolean, text: string, callback: Job['callback'], tenant: TenantPath): Promise<void> {
     if (this.dead) return Promise.reject(this.dead);
-    if (this.queued >= ESPEAK_WASM_QUEUE) {
-      return Promise.reject(new VoicewireError('ENGINE_BUSY', `espeak-ng (WebAssembly) has ${ESPEAK_WASM_QUEUE} syntheses waiting: the server is busy, retry later`));
-    }
     return new Promise<void>((resolve, reject) => {
-      this.jobs.push({ id: 0, kind, ...settings, restore, text, callback, stopped: false, settled: false, resolve, reject });
+      const job: Job = { id: 0, kind, ...settings, restore, text, callback, stopped: false, settled: false, resolve, reject, tenant, interrupted: false };
+      // A caller past its share loses a place: this job, or its own newest one waiting.
+      const lost = this.jobs.push(tenant, job, Math.max(1, text.length));
+      if (lost !== undefined) this.settle(lost.item, shareExceeded('espeak-ng (WebAssembly)', 'syntheses', ESPEAK_WASM_QUEUE, lost));
+      if (lost?.item !== job) this.interruptFor(tenant);
       this.pump();
     });
   }
@@ -246,17 +287,31 @@ class EspeakThread {
         continue;
       }
       if (skip) {
-        const next = job.restore ? this.jobs.find((j) => j.kind === job.kind) : undefined;
-        if (next) next.restore = true;
+        if (job.restore) this.restorePending.add(job.kind);
         this.settle(job);
         continue;
       }
       job.id = this.nextId++;
       this.running = job;
-      const { id, kind, voice, rate, pitch, range, text, restore } = job;
+      const restore = this.restorePending.delete(job.kind) || job.restore;
+      // Remembered: a synthesis run again after an interruption restores again.
+      job.restore = restore;
+      const { id, kind, voice, rate, pitch, range, text } = job;
       this.worker.postMessage({ op: 'job', id, kind, voice, rate, pitch, range, text, restore });
     }
     this.updateRef();
+  }
+
+  /**
+   * Another organization's synthesis arrived: the running one of a different organization stops at
+   * its next piece and waits again at the head of its caller's queue (once per synthesis, so a
+   * long one is interrupted at most once, whoever keeps arriving).
+   */
+  private interruptFor(tenant: TenantPath): void {
+    const job = this.running;
+    if (job === undefined || job.interrupted || job.stopped || job.tenant.length === 0 || tenant.length === 0 || job.tenant[0] === tenant[0]) return;
+    job.interrupted = true;
+    Atomics.store(this.stop, 0, job.id);
   }
 
   private settle(job: Job, err?: unknown): void {
@@ -266,7 +321,7 @@ class EspeakThread {
     else job.reject(err);
   }
 
-  private onMessage(m: { type: string; id?: number; kind?: Kind; op?: string; sampleRate?: number; samples?: Int16Array; events?: EspeakEvent[]; message?: string }): void {
+  private onMessage(m: { type: string; id?: number; kind?: Kind; op?: string; sampleRate?: number; samples?: Int16Array; events?: EspeakEvent[]; message?: string; stopped?: boolean }): void {
     if (m.type === 'loaded' || (m.type === 'error' && m.op === 'load')) {
       const l = this.loads.get(m.kind!);
       this.loads.delete(m.kind!);
@@ -293,6 +348,22 @@ class EspeakThread {
       return;
     }
     this.running = undefined;
+    if (m.type === 'done' && m.stopped === true && job.interrupted && !job.stopped) {
+      // Interrupted for another organization: its audio so far is void, and it runs again first
+      // among its caller's (the heap restored again when it was).
+      let stop: boolean;
+      try {
+        stop = job.callback(ESPEAK_RESTART, []);
+      } catch (err) {
+        this.settle(job, err);
+        this.pump();
+        return;
+      }
+      if (stop) this.settle(job);
+      else this.jobs.pushFront(job.tenant, job, Math.max(1, job.text.length));
+      this.pump();
+      return;
+    }
     if (m.type === 'done') {
       this.settle(job);
       this.pump();
@@ -316,7 +387,7 @@ class EspeakThread {
     this.dead = new VoicewireError('PROTOCOL_INTERNAL', `espeak-ng (WebAssembly): its thread stopped${err ? `: ${err.message}` : ''}`, err ? { cause: err } : undefined);
     for (const l of this.loads.values()) l.reject(this.dead);
     this.loads.clear();
-    const jobs = [...(this.running ? [this.running] : []), ...this.jobs.splice(0)];
+    const jobs = [...(this.running ? [this.running] : []), ...this.jobs.clear()];
     this.running = undefined;
     for (const j of jobs) this.settle(j, this.dead);
     this.onDeath(this);
@@ -361,10 +432,10 @@ class WasmEspeak implements EspeakAsyncWorker {
     return this.sampleRate;
   }
 
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void> {
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean, tenant?: string): Promise<void> {
     const restore = this.restoreNext;
     this.restoreNext = false;
-    return this.thread.enqueue(this.kind, { ...this.settings }, restore, text, callback);
+    return this.thread.enqueue(this.kind, { ...this.settings }, restore, text, callback, tenantPath(tenant));
   }
 }
 
@@ -402,7 +473,7 @@ async function loadRestorable(): Promise<DeterministicWasmEspeak> {
 
 /**
  * The shared espeak-ng instance (on the espeak-ng thread), loaded on first use: its syntheses run
- * off the event loop, {@link ESPEAK_WASM_QUEUE} waiting at most. Rejects with
+ * off the event loop, callers in turn, {@link ESPEAK_WASM_QUEUE} waiting at most. Rejects with
  * `ENGINE_UNAVAILABLE` when the package is missing.
  */
 export function loadEspeak(): Promise<EspeakAsyncWorker> {

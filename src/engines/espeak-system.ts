@@ -7,9 +7,11 @@
  * libespeak-ng has one global state and is not thread-safe, and a synthesis takes CPU: every
  * synthesis runs as a koffi async call (a libuv thread), one at a time from one queue, so the
  * event loop stays free (`/healthz` answers during a long synthesis). Voice and parameters are set
- * between two calls, never during one. Budget: {@link ESPEAK_SYSTEM_QUEUE} syntheses waiting; more
- * are refused with `ENGINE_BUSY`. Each waits with one chunk of text (the engine's `maxChunkChars`,
- * 300 by default), and each stream has at most one waiting, so the queue holds at most ~20 kB of text.
+ * between two calls, never during one. Budget: {@link ESPEAK_SYSTEM_QUEUE} syntheses waiting, callers
+ * (the engine config's `tenant`) served in turn as on the WebAssembly thread (espeak-module.ts:
+ * a full queue refuses the caller past its share with `ENGINE_BUSY`). Each waits with one chunk of
+ * text (the engine's `maxChunkChars`, 300 by default), and each stream has at most one waiting, so
+ * the queue holds at most ~20 kB of text.
  *
  * `temp` 0 is deterministic here too (§2.8, issue 35): espeak keeps state from one call to the next
  * (the flutter phase and gain control, static variables of its wave generator; the echo buffer;
@@ -27,7 +29,8 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { VoicewireError } from '../util/errors.js';
-import type { EspeakAsyncWorker, EspeakDeterministicWorker, EspeakEvent } from './espeak-module.js';
+import { ESPEAK_QUANTUM, type EspeakAsyncWorker, type EspeakDeterministicWorker, type EspeakEvent } from './espeak-module.js';
+import { FairQueue, shareExceeded, tenantPath } from './fair-queue.js';
 
 /** The Debian package that holds the system library and its voice data. */
 export const ESPEAK_SYSTEM_PACKAGE = 'libespeak-ng1';
@@ -38,7 +41,7 @@ export const ESPEAK_SYSTEM_PACKAGE = 'libespeak-ng1';
  */
 export const ESPEAK_SYSTEM_LIBRARY = 'libespeak-ng.so.1';
 
-/** Syntheses that may wait for the library at once (one per speaking stream); more: `ENGINE_BUSY`. */
+/** Syntheses that may wait for the library at once (one per speaking stream); past it the caller past its share gets `ENGINE_BUSY`. */
 export const ESPEAK_SYSTEM_QUEUE = 64;
 
 export type { EspeakAsyncWorker };
@@ -275,7 +278,7 @@ abstract class Settings {
 /** The one worker over the system library: a queue of syntheses, each run off the event loop. */
 class SystemEspeak extends Settings implements EspeakAsyncWorker {
   private loadedVoice: string | undefined;
-  private readonly jobs: Job[] = [];
+  private readonly jobs: FairQueue<Job>;
   private running: Job | undefined;
   private readonly fresh: FreshCopy;
 
@@ -285,10 +288,12 @@ class SystemEspeak extends Settings implements EspeakAsyncWorker {
   ) {
     super();
     this.fresh = new FreshCopy(lib);
+    // The synthesis running counts as one of the queue's places.
+    this.jobs = new FairQueue<Job>({ capacity: Math.max(1, maxQueue - 1), quantum: ESPEAK_QUANTUM });
   }
 
   get queued(): number {
-    return this.jobs.length + (this.running ? 1 : 0);
+    return this.jobs.size + (this.running ? 1 : 0);
   }
 
   /** Called by the library (through koffi, on the main thread) with each piece of audio. */
@@ -316,17 +321,15 @@ class SystemEspeak extends Settings implements EspeakAsyncWorker {
     return this.lib.sampleRate;
   }
 
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void> {
-    return this.enqueue({ ...this.settings, deterministic: false, fresh: false }, text, callback);
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean, tenant?: string): Promise<void> {
+    return this.enqueue({ ...this.settings, deterministic: false, fresh: false }, text, callback, tenant);
   }
 
-  /** Queues a synthesis with `settings` (a temp-0 one is `deterministic`, {@link FreshCopy}). */
-  enqueue(settings: Omit<Job, 'text' | 'callback' | 'resolve' | 'reject'>, text: string, callback: Job['callback']): Promise<void> {
-    if (this.queued >= this.maxQueue) {
-      return Promise.reject(new VoicewireError('ENGINE_BUSY', `espeak-ng (system library) has ${this.maxQueue} syntheses waiting: the server is busy, retry later`));
-    }
+  /** Queues a synthesis with `settings` (a temp-0 one is `deterministic`, {@link FreshCopy}) in `tenant`'s turn. */
+  enqueue(settings: Omit<Job, 'text' | 'callback' | 'resolve' | 'reject'>, text: string, callback: Job['callback'], tenant?: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.jobs.push({ ...settings, text, callback, resolve, reject });
+      const lost = this.jobs.push(tenantPath(tenant), { ...settings, text, callback, resolve, reject }, Math.max(1, text.length));
+      if (lost !== undefined) lost.item.reject(shareExceeded('espeak-ng (system library)', 'syntheses', this.maxQueue, lost));
       if (this.running === undefined) void this.pump();
     });
   }
@@ -412,10 +415,10 @@ class DeterministicSystemEspeak extends Settings implements EspeakDeterministicW
     this.fresh = true;
   }
 
-  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean): Promise<void> {
+  synthesize(text: string, callback: (samples: Int16Array, events: EspeakEvent[]) => boolean, tenant?: string): Promise<void> {
     const fresh = this.fresh;
     this.fresh = false;
-    return this.core.enqueue({ ...this.settings, deterministic: true, fresh }, text, callback);
+    return this.core.enqueue({ ...this.settings, deterministic: true, fresh }, text, callback, tenant);
   }
 }
 

@@ -31,7 +31,7 @@ import { resampleInt16 } from '../audio/resampler.js';
 import type { TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
-import { loadDeterministicEspeak, loadEspeak, type EspeakDeterministicWorker, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
+import { ESPEAK_RESTART, loadDeterministicEspeak, loadEspeak, type EspeakDeterministicWorker, type EspeakEvent, type EspeakWorker } from './espeak-module.js';
 import { loadDeterministicSystemEspeak, loadSystemEspeak } from './espeak-system.js';
 import { normalizeVoiceParams, type EspeakVoiceParams } from './espeak-voices.js';
 import { rewriteWordWithRules } from './rewrite-rules.js';
@@ -216,6 +216,8 @@ class EspeakStream implements TtsEngineStream {
   private pending = '';
   private received = 0;
   private closed = false;
+  /** Whose turn its syntheses wait for in the shared espeak queue (issue 31). */
+  private readonly tenant: string | undefined;
   /** The 80 ms frames; its `out` is the timeline of word timestamps. */
   private readonly packer = new FramePacker((pcm) => {
     if (!this.closed) this.emit({ type: 'audio', pcm });
@@ -234,6 +236,7 @@ class EspeakStream implements TtsEngineStream {
     private readonly deterministic = false,
   ) {
     this.info = { modelName: config.modelName === 'default' ? modelName : config.modelName, sampleRate: OUT_RATE, frameSize: FRAME, audioStreamNames: ['main'], textStreamNames: ['main'] };
+    this.tenant = config.tenant;
   }
 
   async text(text: string): Promise<void> {
@@ -331,11 +334,18 @@ class EspeakStream implements TtsEngineStream {
     let total = 0;
     // Both builds synthesize off the event loop (a promise; the settings above travel with it); a closed stream stops it.
     await w.synthesize(spoken, (samples, evs) => {
+      // Interrupted for another organization (espeak-module.ts): it starts over, what came is void.
+      if (samples === ESPEAK_RESTART) {
+        chunks.length = 0;
+        events.length = 0;
+        total = 0;
+        return this.closed;
+      }
       chunks.push(samples);
       total += samples.length;
       for (const e of evs) if (e.type === 'word') events.push(e);
       return this.closed;
-    });
+    }, this.tenant);
     if (this.closed) return;
     let pcm = new Int16Array(total);
     let o = 0;

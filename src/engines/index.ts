@@ -8,7 +8,7 @@
 export { createEspeakTtsEngine, effectiveVoiceParams } from './espeak-tts.js';
 export type { EspeakTtsContext, EspeakTtsOptions, EspeakVoice } from './espeak-tts.js';
 export type { EngineContext, EngineDictionary, EngineVoice } from './context.js';
-export { closeEspeakThread, espeakAvailable, ESPEAK_PACKAGE, ESPEAK_WASM_QUEUE } from './espeak-module.js';
+export { closeEspeakThread, espeakAvailable, ESPEAK_PACKAGE, ESPEAK_WASM_QUEUE, ESPEAK_QUANTUM, ESPEAK_RESTART } from './espeak-module.js';
 export type { EspeakAsyncWorker } from './espeak-module.js';
 export { loadSystemEspeak, systemEspeakAvailable, ESPEAK_SYSTEM_LIBRARY, ESPEAK_SYSTEM_PACKAGE, ESPEAK_SYSTEM_QUEUE } from './espeak-system.js';
 export { catalogVoices, designVoices, voiceParamsFromSample, estimateVoiceFromSample, defaultVoiceParams } from './espeak-voices.js';
@@ -16,9 +16,12 @@ export type { CatalogVoice, DesignVoicesInput, EspeakVoiceParams, SampleVoiceEst
 export { applyRewriteRules, rewriteText, rewriteWordWithRules } from './rewrite-rules.js';
 export { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
 export type { PocketsphinxSttEngine, PocketsphinxSttOptions } from './pocketsphinx-stt.js';
-export { EngineBudget, KeyedBudget, STT_DECODER_BUDGET, STT_DECODER_BYTES, defaultSttDecoders, limitSttStreams } from './budget.js';
+export { EngineBudget, KeyedBudget, ReservedShares, STT_DECODER_BUDGET, STT_DECODER_BYTES, defaultSttDecoders, limitSttStreams } from './budget.js';
 export type { EngineBudgetOptions } from './budget.js';
-export { pocketsphinxAvailable, pocketsphinxModelFromDir, POCKETSPHINX_PACKAGES, DEBIAN_EN_US_MODEL } from './pocketsphinx-ffi.js';
+export { pocketsphinxAvailable, pocketsphinxModelFromDir, POCKETSPHINX_PACKAGES, DEBIAN_EN_US_MODEL, POCKETSPHINX_CALLS } from './pocketsphinx-ffi.js';
+export { FairQueue, tenantPath, shareExceeded } from './fair-queue.js';
+export type { FairQueueOptions, TenantPath, Displaced } from './fair-queue.js';
+export { FairLimiter, defaultNativeCalls } from './fair-limiter.js';
 export type { PocketsphinxModel } from './pocketsphinx-ffi.js';
 export { VoiceActivity, loadVad, inactivityFromPause, VAD_HORIZONS, PAUSE_MODEL } from './vad.js';
 export type { FvadModule } from './vad.js';

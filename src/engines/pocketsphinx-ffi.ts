@@ -9,6 +9,10 @@
  * global FILE that `ps_init -logfn` would reopen under a decoder logging on another thread: it is
  * switched off once, at load, instead.
  *
+ * Those calls wait their turn in {@link POCKETSPHINX_CALLS} (issue 31): a few at once (the server's
+ * `limits.sttDecodeThreads`), the callers (a decoder's `tenant`, set by the stream that holds it)
+ * served in turn, so one key's eight streams no longer fill libuv's pool ahead of another's request.
+ *
  * Install on Debian/Ubuntu: `apt-get install pocketsphinx pocketsphinx-en-us`.
  */
 import { existsSync } from 'node:fs';
@@ -16,6 +20,14 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { objectArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
+import { defaultNativeCalls, FairLimiter } from './fair-limiter.js';
+import type { TenantPath } from './fair-queue.js';
+
+/**
+ * The process's pocketsphinx calls that take CPU (model loads, decoding, utterance ends): at most
+ * {@link defaultNativeCalls} at once by default (a server sets `limits.sttDecodeThreads`), callers in turn.
+ */
+export const POCKETSPHINX_CALLS = new FairLimiter(defaultNativeCalls());
 
 /** The Debian packages the STT engine needs. */
 export const POCKETSPHINX_PACKAGES = 'pocketsphinx pocketsphinx-en-us';
@@ -200,6 +212,8 @@ export interface DecoderOptions {
   model: PocketsphinxModel;
   /** A JSGF grammar to decode with instead of the n-gram model (small vocabularies, tests). */
   jsgf?: string;
+  /** Whose turn the model load waits for (see {@link POCKETSPHINX_CALLS}). Default: anonymous. */
+  tenant?: TenantPath;
 }
 
 /** Calls `fn` on libuv's thread pool. */
@@ -212,6 +226,8 @@ export class PocketsphinxDecoder {
   private ps: unknown;
   private readonly lib: Lib;
   private readonly cmn: CmnState | undefined;
+  /** Whose turn this decoder's calls wait for: the caller of the stream holding it. */
+  tenant: TenantPath = [];
 
   /** Loads the model (0.3–0.7 s of CPU) off the event loop. */
   static async create(options: DecoderOptions): Promise<PocketsphinxDecoder> {
@@ -222,7 +238,7 @@ export class PocketsphinxDecoder {
     if (!config) throw new VoicewireError('ENGINE_UNAVAILABLE', `pocketsphinx rejected its configuration (model ${m.hmm})`);
     let ps: unknown;
     try {
-      ps = await callAsync(lib.ps_init, config);
+      ps = await POCKETSPHINX_CALLS.run(options.tenant ?? [], () => callAsync(lib.ps_init, config));
     } finally {
       // ps_init keeps its own reference to the configuration.
       lib.cmd_ln_free_r(config);
@@ -285,12 +301,12 @@ export class PocketsphinxDecoder {
 
   /** Ends the utterance: its final passes run off the event loop. */
   async endUtt(): Promise<void> {
-    await callAsync(this.lib.ps_end_utt, this.ps);
+    await POCKETSPHINX_CALLS.run(this.tenant, () => callAsync(this.lib.ps_end_utt, this.ps));
   }
 
   /** Decodes 16 kHz samples off the event loop (`samples` must not change until it resolves). */
   async process(samples: Int16Array): Promise<void> {
-    if (samples.length > 0) await callAsync(this.lib.ps_process_raw, this.ps, samples, samples.length, 0, 0);
+    if (samples.length > 0) await POCKETSPHINX_CALLS.run(this.tenant, () => callAsync(this.lib.ps_process_raw, this.ps, samples, samples.length, 0, 0));
   }
 
   /** True while pocketsphinx's own voice-activity detector hears speech. */

@@ -26,6 +26,7 @@ import { VoicewireError } from '../util/errors.js';
 import { checkModel, PocketsphinxDecoder, pocketsphinxAvailable, pocketsphinxModelFromDir, type PocketsphinxModel, type PsWord } from './pocketsphinx-ffi.js';
 import { loadVad, VoiceActivity } from './vad.js';
 import { EngineBudget, STT_DECODER_BUDGET } from './budget.js';
+import { tenantPath, type TenantPath } from './fair-queue.js';
 
 /** Options of {@link createPocketsphinxSttEngine}. */
 export interface PocketsphinxSttOptions {
@@ -116,12 +117,12 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
     free(held);
     return true;
   };
-  const take = async (): Promise<HeldDecoder> => {
+  const take = async (tenant: TenantPath): Promise<HeldDecoder> => {
     const idle = popIdle();
     if (idle !== undefined) return idle;
     const release = budget.acquire();
     try {
-      return { decoder: await PocketsphinxDecoder.create(decoderOptions), release };
+      return { decoder: await PocketsphinxDecoder.create({ ...decoderOptions, tenant }), release };
     } catch (err) {
       release();
       throw err;
@@ -160,7 +161,10 @@ export function createPocketsphinxSttEngine(options: PocketsphinxSttOptions = {}
       const fvad = await loadVad();
       // The slot in the budget is taken before the model loads (off the event loop); from then on
       // nothing else is awaited: what was taken is given back on every failure.
-      const held = await take();
+      const tenant = tenantPath(config.tenant);
+      const held = await take(tenant);
+      // Its calls wait this caller's turn (issue 31).
+      held.decoder.tenant = tenant;
       let vad: VoiceActivity | undefined;
       try {
         vad = new VoiceActivity(fvad);

@@ -4,8 +4,11 @@
  *
  * Each worker loads its own copy of the model (with the async API) and runs one job at a time: a
  * TTS job is one sentence (sherpa-onnx's progress callback cannot stop a generation, so the text
- * per call is bounded by the engine), an STT job one VAD segment. Jobs wait in one FIFO queue of
- * at most `maxQueued`; one more is refused with `ENGINE_BUSY` (1011 / 503: the server is busy).
+ * per call is bounded by the engine), an STT job one VAD segment. Jobs wait in a fair queue of at
+ * most `maxQueued` (issue 31): callers (the engine config's `tenant`: organization, key, socket)
+ * served in turn, {@link SHERPA_QUANTUM} units of work a turn (characters of a sentence, tenths of
+ * a second of a segment); in a full queue the caller past its share is refused with `ENGINE_BUSY`
+ * (1011 / 503), never another.
  * A job whose request has gone (`isCancelled()`) is dropped when it reaches the front.
  *
  * sherpa-onnx's async calls run on libuv's thread pool (4 threads unless `UV_THREADPOOL_SIZE` says
@@ -21,6 +24,7 @@ import { evalWorker } from './eval-worker.js';
 import { describeValue, optionsArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { sherpaModelArg, sherpaPackagePath, type SherpaModel } from './sherpa-model.js';
+import { FairQueue, shareExceeded, tenantPath } from './fair-queue.js';
 
 /** Default workers: the machine's cores, at most 3 (libuv's default pool of 4 keeps one for I/O), at least 1. */
 export function defaultSherpaWorkers(cores: number = availableParallelism()): number {
@@ -30,6 +34,14 @@ export function defaultSherpaWorkers(cores: number = availableParallelism()): nu
 
 /** Default bound of the job queue (sentences or segments waiting for a worker). */
 export const DEFAULT_SHERPA_QUEUE = 64;
+
+/** Work a caller's turn is worth: 50 characters of TTS text, or 5 s of STT audio (in tenths of a second). */
+export const SHERPA_QUANTUM = 50;
+
+/** A job's cost in the fair queue: characters of a sentence, tenths of a second of a segment (at least 1). */
+function jobCost(job: TtsJob | SttJob): number {
+  return Math.max(1, job.op === 'tts' ? job.text.length : Math.ceil((job.samples.length / job.sampleRate) * 10));
+}
 
 /** A TTS job: one sentence. */
 export interface TtsJob {
@@ -132,7 +144,7 @@ export interface SherpaPoolOptions {
 /** Worker threads running one model; see the module comment. */
 export class SherpaPool {
   private readonly slots: Slot[] = [];
-  private readonly queue: Pending[] = [];
+  private readonly queue: FairQueue<Pending>;
   private nextId = 0;
   private closed = false;
   private failure: VoicewireError | undefined;
@@ -156,6 +168,7 @@ export class SherpaPool {
     for (const [name, v] of [['workers', this.size], ['maxQueued', this.maxQueued]] as const) {
       if (!Number.isInteger(v) || v < 1 || v > 256) throw new VoicewireError('INVALID_ARGUMENT', `SherpaPool: ${name} must be an integer in [1, 256], got ${describeValue(v)}`);
     }
+    this.queue = new FairQueue<Pending>({ capacity: this.maxQueued, quantum: SHERPA_QUANTUM });
     this.pkg = sherpaPackagePath();
     this.ready = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }));
     this.ready.catch(() => undefined);
@@ -164,11 +177,12 @@ export class SherpaPool {
 
   /** Jobs waiting and jobs running now. */
   get load(): { queued: number; running: number; workers: number } {
-    return { queued: this.queue.length, running: this.slots.filter((s) => s.job !== undefined).length, workers: this.slots.length };
+    return { queued: this.queue.size, running: this.slots.filter((s) => s.job !== undefined).length, workers: this.slots.length };
   }
 
   /** Changes the queue bound (the server's `limits.sherpaQueue`). */
   setMaxQueued(n: number): void {
+    this.queue.setLimit(n);
     this.maxQueued = n;
   }
 
@@ -231,23 +245,23 @@ export class SherpaPool {
   private fail(err: VoicewireError): void {
     this.failure ??= err;
     this.settleReady.reject(err);
-    for (const p of this.queue.splice(0)) p.reject(err);
+    for (const p of this.queue.clear()) p.reject(err);
   }
 
   /**
-   * Runs `job` on a worker when one is free.
-   * @throws VoicewireError `ENGINE_BUSY` when `maxQueued` jobs wait already; `INVALID_STATE` after close.
+   * Runs `job` on a worker when one is free and `tenant`'s turn comes (the engine config's
+   * `tenant`; default: anonymous).
+   * @throws VoicewireError `ENGINE_BUSY` when `maxQueued` jobs wait already and this caller holds
+   *   the most (or one of its own jobs waiting is pushed out); `INVALID_STATE` after close.
    */
-  run(job: TtsJob, isCancelled?: () => boolean): Promise<TtsJobResult>;
-  run(job: SttJob, isCancelled?: () => boolean): Promise<SttJobResult>;
-  run(job: TtsJob | SttJob, isCancelled: () => boolean = () => false): Promise<unknown> {
+  run(job: TtsJob, isCancelled?: () => boolean, tenant?: string): Promise<TtsJobResult>;
+  run(job: SttJob, isCancelled?: () => boolean, tenant?: string): Promise<SttJobResult>;
+  run(job: TtsJob | SttJob, isCancelled: () => boolean = () => false, tenant?: string): Promise<unknown> {
     if (this.closed) return Promise.reject(new VoicewireError('INVALID_STATE', 'the sherpa-onnx worker pool is closed'));
     if (this.failure !== undefined) return Promise.reject(this.failure);
-    if (this.queue.length >= this.maxQueued) {
-      return Promise.reject(new VoicewireError('ENGINE_BUSY', `the server holds its limit of ${this.maxQueued} queued ${this.model.kind.toUpperCase()} jobs (limits.sherpaQueue): try again later`));
-    }
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, job, isCancelled, resolve, reject });
+      const lost = this.queue.push(tenantPath(tenant), { id: this.nextId++, job, isCancelled, resolve, reject }, jobCost(job));
+      if (lost !== undefined) lost.item.reject(shareExceeded(`sherpa-onnx (${this.model.name}, limits.sherpaQueue)`, `${this.model.kind.toUpperCase()} jobs`, this.maxQueued, lost));
       this.dispatch();
     });
   }
@@ -272,7 +286,7 @@ export class SherpaPool {
   async close(): Promise<void> {
     this.closed = true;
     const err = new VoicewireError('INVALID_STATE', 'the sherpa-onnx worker pool closed');
-    for (const p of this.queue.splice(0)) p.reject(err);
+    for (const p of this.queue.clear()) p.reject(err);
     const slots = this.slots.splice(0);
     for (const s of slots) s.job?.reject(err);
     await Promise.all(slots.map((s) => s.worker.terminate()));

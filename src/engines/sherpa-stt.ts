@@ -65,7 +65,7 @@ export function createSherpaSttEngine(pool: SherpaPool, options: SherpaSttOption
       const language = sherpaSttLanguage(config, emit, pool.model);
       const fvad = await loadVad();
       const vad = new VoiceActivity(fvad);
-      return new SherpaSttStream(pool, vad, emit, config.modelName === 'default' ? pool.model.name : config.modelName, Math.round(maxSeconds * RATE), pool.model.perRequestLanguage === true ? language : undefined, silero);
+      return new SherpaSttStream(pool, vad, emit, config.modelName === 'default' ? pool.model.name : config.modelName, Math.round(maxSeconds * RATE), pool.model.perRequestLanguage === true ? language : undefined, silero, config.tenant);
     },
   };
 }
@@ -95,6 +95,8 @@ class SherpaSttStream implements SttEngineStream {
     private readonly maxSegment: number,
     private readonly language: string | undefined,
     sileroWorker: SherpaVadWorker | undefined,
+    /** Whose turn its segments wait for in the pool (issue 31). */
+    private readonly tenant: string | undefined,
   ) {
     this.info = { modelName, sampleRate: 24000, frameSize: 1920, delayInFrames: 7 };
     this.silero = sileroWorker?.openStream(
@@ -182,7 +184,7 @@ class SherpaSttStream implements SttEngineStream {
     const done = (this.decoding = this.decoding.then(async () => {
       if (this.closed || this.failure !== undefined) return;
       try {
-        const result = await this.pool.run({ op: 'stt', samples: audio, sampleRate: RATE, ...(this.language !== undefined ? { language: this.language } : {}) }, () => this.closed);
+        const result = await this.pool.run({ op: 'stt', samples: audio, sampleRate: RATE, ...(this.language !== undefined ? { language: this.language } : {}) }, () => this.closed, this.tenant);
         if (!this.closed) this.sendWords(result, start / RATE, stop / RATE);
       } catch (err) {
         if (!this.closed) this.failure = err;

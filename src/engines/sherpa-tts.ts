@@ -118,6 +118,8 @@ class SherpaTtsStream implements TtsEngineStream {
   readonly info;
   private pending = '';
   private closed = false;
+  /** Whose turn its sentences wait for in the pool (issue 31). */
+  private readonly tenant: string | undefined;
   /** The 80 ms frames; its `out` is the timeline of word timestamps. */
   private readonly packer = new FramePacker((pcm) => {
     if (!this.closed) this.emit({ type: 'audio', pcm });
@@ -132,6 +134,7 @@ class SherpaTtsStream implements TtsEngineStream {
     private readonly maxChunk: number,
   ) {
     this.info = { modelName: config.modelName === 'default' ? pool.model.name : config.modelName, sampleRate: OUT_RATE, frameSize: FRAME, audioStreamNames: ['main'], textStreamNames: ['main'] };
+    this.tenant = config.tenant;
   }
 
   async text(text: string): Promise<void> {
@@ -172,7 +175,7 @@ class SherpaTtsStream implements TtsEngineStream {
       for (const piece of pieces(sentence, this.maxChunk)) {
         if (this.closed) return;
         if (!SPEAKABLE.test(piece)) continue;
-        const { samples, sampleRate } = await this.pool.run({ op: 'tts', text: piece, sid: this.sid, speed: this.speed }, () => this.closed);
+        const { samples, sampleRate } = await this.pool.run({ op: 'tts', text: piece, sid: this.sid, speed: this.speed }, () => this.closed, this.tenant);
         if (this.closed) return;
         this.speakAudio(piece, samples, sampleRate);
       }

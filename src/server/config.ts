@@ -5,8 +5,10 @@
 import { describeValue, objectArg, optionsArg, shown, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { defaultSttDecoders } from '../engines/budget.js';
+import { defaultNativeCalls } from '../engines/fair-limiter.js';
 import { DEFAULT_SHERPA_QUEUE, defaultSherpaWorkers } from '../engines/sherpa-pool.js';
 import { DEFAULT_SHERPA_STREAMS } from '../engines/sherpa-online.js';
+import { parseProxyEntry } from './client-address.js';
 
 /**
  * Limits, each with its default (README "Server"). Fixed, not configurable: JSON a route stores
@@ -49,7 +51,10 @@ export interface ServerLimits {
   maxConnections: number;
   /**
    * Open TCP connections from one remote address; past it a new one is closed at once. Default
-   * 256. Behind a proxy every client has the proxy's address: raise it to `maxConnections`.
+   * 256. Behind a proxy named in `trustedProxies` it counts the client's address instead: each
+   * request and WebSocket session that proxy forwards counts against the address its
+   * `X-Forwarded-For` names, while it lasts (one more is refused: `LIMIT_EXCEEDED`), and the
+   * proxy's own connections count only against `maxConnections`.
    */
   connectionsPerAddress: number;
   /** WebSocket pings a client may send per second; more is `LIMIT_EXCEEDED` (`error`, then close 1008). Default 50. */
@@ -83,6 +88,20 @@ export interface ServerLimits {
   sttDecodersPerSocket: number;
   /** Live requests of a heavy STT engine per API key, over all its sockets and POSTs; one more gets `LIMIT_EXCEEDED` 1008. Default 8. An integer. */
   sttDecodersPerKey: number;
+  /**
+   * Of `sttDecoders`, how many are kept for organizations holding none (issue 31: four keys took
+   * them all): an organization already holding a decoder takes another only while more than this
+   * many are free; past it `ENGINE_BUSY` (1011 for that request, POST 503). Default: a quarter of
+   * `sttDecoders`, rounded down (32 → 8, 10 → 2, 2 → 0: a small server keeps none). An integer ≥ 0.
+   */
+  sttDecoderReserve: number;
+  /**
+   * pocketsphinx calls (decoding, utterance ends, model loads) running at once on libuv's thread
+   * pool; the others wait, callers (organization, key, socket) served in turn, so one key's
+   * streams cannot fill the pool ahead of another's request (issue 31). Per process. Default: the
+   * machine's cores, from 1 to 3 (libuv's pool has 4 threads, shared with file I/O). An integer.
+   */
+  sttDecodeThreads: number;
   /**
    * Worker threads per sherpa-onnx model (`--tts sherpa-onnx`, `--stt sherpa-onnx`), each with its
    * own copy of the model (a Piper voice ~60–120 MB, Whisper small ~0.5 GB): synthesis and
@@ -149,6 +168,13 @@ export interface ServerConfig {
   candidateSeconds: number;
   /** The environment named by /statusz. Default `development`. */
   environment: string;
+  /**
+   * Load balancers whose `X-Forwarded-For` names the client (addresses or CIDR blocks:
+   * `10.0.0.5`, `10.0.0.0/8`, `fd00::/8`); from anyone else the header is ignored. The client's
+   * address is what `limits.connectionsPerAddress` counts (src/server/client-address.ts).
+   * Default none: every connection is its peer's.
+   */
+  trustedProxies: readonly string[];
   limits: ServerLimits;
   rates: CreditRates;
 }
@@ -176,6 +202,8 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   sttDecoders: defaultSttDecoders(),
   sttDecodersPerSocket: 4,
   sttDecodersPerKey: 8,
+  sttDecoderReserve: Math.floor(defaultSttDecoders() / 4),
+  sttDecodeThreads: defaultNativeCalls(),
   sherpaWorkers: defaultSherpaWorkers(),
   sherpaQueue: DEFAULT_SHERPA_QUEUE,
   sherpaStreams: DEFAULT_SHERPA_STREAMS,
@@ -212,8 +240,11 @@ const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
 /** node:http refuses a fractional headersTimeout/requestTimeout with a RangeError; counts are whole. */
 const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxJsonDepth', 'maxConnections', 'connectionsPerAddress']);
 
+/** Limits that may be 0 (a count of places kept back: none). */
+const ZERO_LIMITS: ReadonlySet<string> = new Set(['sttDecoderReserve']);
+
 /** Limits that count instances. */
-const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey', 'sherpaWorkers', 'sherpaQueue', 'sherpaStreams', 'uploadBytes', 'uploadBytesPerKey', 'ffmpegChildren', 'ffmpegChildrenPerKey']);
+const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey', 'sttDecoderReserve', 'sttDecodeThreads', 'sherpaWorkers', 'sherpaQueue', 'sherpaStreams', 'uploadBytes', 'uploadBytesPerKey', 'ffmpegChildren', 'ffmpegChildrenPerKey']);
 
 /** `given` over `defaults`, refusing a key `defaults` does not have (a misspelt limit would be ignored). */
 function withDefaults<T extends object>(what: string, defaults: Readonly<T>, given: Partial<T> | undefined): T {
@@ -239,7 +270,10 @@ export function resolveServerConfig(input: ServerConfigInput, engines: { tts: st
   stringArg(engines.tts, 'resolveServerConfig: engines.tts');
   stringArg(engines.stt, 'resolveServerConfig: engines.stt');
   const limits = withDefaults('limits', DEFAULT_LIMITS, input.limits);
+  // The reserve follows the decoders given, unless given itself.
+  if (input.limits?.sttDecoderReserve === undefined && typeof limits.sttDecoders === 'number') limits.sttDecoderReserve = Math.floor(limits.sttDecoders / 4);
   for (const [k, v] of Object.entries(limits)) {
+    if (ZERO_LIMITS.has(k) && v === 0) continue;
     positive(`limits.${k}`, v, limitMax(k));
     if (INTEGER_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number${k.endsWith('Ms') ? ' of ms' : ''}, got ${v}`);
     if (COUNT_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number, got ${v}`);
@@ -257,6 +291,15 @@ export function resolveServerConfig(input: ServerConfigInput, engines: { tts: st
     }
   }
   const region = input.region ?? null;
+  const trustedProxies = input.trustedProxies ?? [];
+  if (!Array.isArray(trustedProxies)) throw new VoicewireError('INVALID_ARGUMENT', `server config: trustedProxies must be an array of addresses or CIDR blocks, got ${describeValue(trustedProxies)}`);
+  for (const p of trustedProxies as unknown[]) {
+    try {
+      parseProxyEntry(text('trustedProxies[]', p));
+    } catch (err) {
+      throw new VoicewireError('INVALID_ARGUMENT', `server config: ${(err as Error).message}`);
+    }
+  }
   return {
     tts: text('tts', input.tts ?? engines.tts),
     stt: text('stt', input.stt ?? engines.stt),
@@ -266,6 +309,7 @@ export function resolveServerConfig(input: ServerConfigInput, engines: { tts: st
     tokenSeconds: positive('tokenSeconds', input.tokenSeconds ?? 600, MAX_EXPIRY_SECONDS),
     candidateSeconds: positive('candidateSeconds', input.candidateSeconds ?? 3600, MAX_EXPIRY_SECONDS),
     environment: text('environment', input.environment ?? 'development'),
+    trustedProxies: Object.freeze([...trustedProxies]),
     limits,
     rates,
   };

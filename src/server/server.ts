@@ -14,7 +14,9 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
 import { STT_ENGINES, TTS_ENGINES, catalogVoices, chooseTtsEngine, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
-import { KeyedBudget, STT_DECODER_BUDGET, limitSttStreams } from '../engines/budget.js';
+import { KeyedBudget, ReservedShares, STT_DECODER_BUDGET, limitSttStreams } from '../engines/budget.js';
+import { POCKETSPHINX_CALLS } from '../engines/pocketsphinx-ffi.js';
+import { connectionTenant, withTenant } from './tenant.js';
 import type { SttEngine } from '../sessions/engine.js';
 import type { Principal } from './auth.js';
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
@@ -22,14 +24,15 @@ import { authenticate } from './auth.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
 import { timedSttEngine, timedTtsEngine } from './engine-timeout.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
-import { SessionTracker } from './sessions.js';
+import { SessionTracker, drainingError } from './sessions.js';
 import { UploadBudget } from './upload-budget.js';
 import { FfmpegBudget } from './ffmpeg-budget.js';
 import { Router } from './router.js';
 import { sendError, sendJson } from './http.js';
 import { formatRestError } from '../protocol/rest.js';
-import { failSocket } from './ws.js';
+import { failSocket, refuseUpgrade } from './ws.js';
 import { StoreHealth, type StoreHealthOptions } from './store-health.js';
+import { PerAddressCount, TrustedProxies } from './client-address.js';
 import type { RequestScope, RouteModule, ServerContext } from './context.js';
 import type { Store } from './store/store.js';
 import { storeErrorReason } from './store/validate.js';
@@ -209,14 +212,19 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   await tts.warm?.().catch((err: unknown) => log.warn({ engine: config.tts, err: (err as Error)?.message }, 'TTS engine unavailable'));
 
   // Issue 20: the STT engine is made once and owns its decoders; a heavy one's streams are bounded
-  // per process (its budget), per socket (each ctx.sttEngine call) and per API key.
+  // per process (its budget), per socket (each ctx.sttEngine call) and per API key; issue 31: the
+  // last of the budget are kept for organizations holding none, and the decoders' native calls
+  // are served caller by caller.
   STT_DECODER_BUDGET.setLimit(config.limits.sttDecoders);
+  POCKETSPHINX_CALLS.setConcurrency(config.limits.sttDecodeThreads);
   const sharedStt = stt.create();
   const sttPerKey = new KeyedBudget('live STT requests', config.limits.sttDecodersPerKey, 'limits.sttDecodersPerKey');
+  const sttPerOrg = new ReservedShares('STT decoders', () => STT_DECODER_BUDGET.limit, config.limits.sttDecoderReserve, 'limits.sttDecoderReserve');
   const sttStreams = (who: Principal): SttEngine => {
-    if (stt.heavy !== true) return sharedStt;
+    const engine = withTenant(sharedStt, connectionTenant(who));
+    if (stt.heavy !== true) return engine;
     const perSocket = new KeyedBudget('live STT requests', config.limits.sttDecodersPerSocket, 'limits.sttDecodersPerSocket');
-    return limitSttStreams(sharedStt, [() => perSocket.acquire('', 'this socket'), () => sttPerKey.acquire(who.key.id, 'this API key')]);
+    return limitSttStreams(engine, [() => perSocket.acquire('', 'this socket'), () => sttPerKey.acquire(who.key.id, 'this API key'), () => sttPerOrg.acquire(who.org.id, 'this organization')]);
   };
 
   const engineContext = (orgId: string): EngineContext => ({
@@ -234,7 +242,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     startedAt: Date.now(),
     engineContext,
     // A TTS engine binds the caller's organization (a closure over the shared model); the STT engine is the process's.
-    ttsEngine: (who) => meteredTtsEngine(ctx, who, timedTtsEngine(tts.create(engineContext(who.org.id)), config.limits.engineTimeoutSeconds * 1000)),
+    // Each socket or POST is a tenant of the engines' fair queues (organization/key/connection).
+    ttsEngine: (who) => meteredTtsEngine(ctx, who, timedTtsEngine(withTenant(tts.create(engineContext(who.org.id)), connectionTenant(who)), config.limits.engineTimeoutSeconds * 1000)),
     sttEngine: (who, billing) => meteredSttEngine(ctx, who, timedSttEngine(sttStreams(who), config.limits.engineTimeoutSeconds * 1000), billing),
     uploads: new UploadBudget(config.limits.uploadBytes, config.limits.uploadBytesPerKey),
     ffmpeg: new FfmpegBudget(config.limits.ffmpegChildren, config.limits.ffmpegChildrenPerKey),
@@ -353,6 +362,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const checkMs = Math.max(50, Math.min(1000, limits.headersTimeoutMs / 4));
   const http: Server = createServer({ headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: checkMs }, (req, res) => {
     requestStarted(req.socket);
+    if (!admitForwarded(req, res)) return sendError(res, perAddressError());
     onRequest(req, res).catch((err: unknown) => lastResort(res, err));
   });
   http.keepAliveTimeout = limits.keepAliveTimeoutMs;
@@ -382,6 +392,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       const path = url.pathname.startsWith(`${API}/`) ? url.pathname.slice(API.length) : null;
       // `/v1/realtime` (OpenAI's door) sits beside `/api`.
       const m = path === null ? matchOpenAIWs(url.pathname) : router.matchWs(path);
+      // Draining: refused before the 101, so a balancer retries it elsewhere (docs/operations.md).
+      if (sessions.draining) return refuseUpgrade(socket, drainingError());
+      if (!admitForwarded(req, socket)) return refuseUpgrade(socket, perAddressError());
       wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
         try {
           const scope = scopeOf(req, path ?? url.pathname, m?.params ?? {});
@@ -403,7 +416,34 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   // timer is the bound should it not (issue 20 saw idle sockets held past 150 s). Each address
   // holds at most connectionsPerAddress, the server maxConnections (net.Server's own cap).
   const sockets = new Set<Socket>();
-  const perAddress = new Map<string, number>();
+  const perAddress = new PerAddressCount(limits.connectionsPerAddress);
+  let refusedLogged = 0;
+  const proxies = new TrustedProxies(config.trustedProxies);
+  /** Counts one more open connection (or forwarded request) of `address`; false past the limit (logged at most once a second). */
+  function takeAddress(address: string): boolean {
+    if (perAddress.take(address)) return true;
+    metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
+    // At most one line a second: a flood must not become a flood of log lines.
+    if (Date.now() - refusedLogged >= 1000) {
+      refusedLogged = Date.now();
+      log.warn({ limit: limits.connectionsPerAddress }, 'connection refused: too many from one address');
+    }
+    return false;
+  }
+  /**
+   * A request (or upgrade) a trusted proxy forwards counts against its client's address until
+   * `end` closes (the response, or the upgraded socket); false: that address is at its limit.
+   * Anyone else's connection was counted when it opened.
+   */
+  function admitForwarded(req: IncomingMessage, end: { once(event: 'close', f: () => void): unknown }): boolean {
+    const peer = req.socket.remoteAddress ?? '';
+    if (!proxies.trusts(peer)) return true;
+    const client = proxies.clientAddress(peer, req.headers['x-forwarded-for']);
+    if (!takeAddress(client)) return false;
+    end.once('close', () => perAddress.release(client));
+    return true;
+  }
+  const perAddressError = (): VoicewireError => new VoicewireError('LIMIT_EXCEEDED', `too many open connections from this address (limit ${limits.connectionsPerAddress})`);
   const awaitingRequest = new Map<Socket, NodeJS.Timeout>();
   const firstRequestMs = limits.headersTimeoutMs + 2 * checkMs;
   function requestStarted(s: Socket): void {
@@ -412,21 +452,14 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     clearTimeout(timer);
     awaitingRequest.delete(s);
   }
-  let refusedLogged = 0;
   http.on('connection', (s: Socket) => {
     const address = s.remoteAddress ?? '';
-    const count = (perAddress.get(address) ?? 0) + 1;
-    if (count > limits.connectionsPerAddress) {
-      metrics.errors.inc({ code: 'LIMIT_EXCEEDED' });
-      // At most one line a second: a flood must not become a flood of log lines.
-      if (Date.now() - refusedLogged >= 1000) {
-        refusedLogged = Date.now();
-        log.warn({ limit: limits.connectionsPerAddress }, 'connection refused: too many from one address');
-      }
+    // A trusted proxy's connection carries many clients: its requests count against theirs (admitForwarded).
+    const counted = !proxies.trusts(address);
+    if (counted && !takeAddress(address)) {
       s.destroy();
       return;
     }
-    perAddress.set(address, count);
     sockets.add(s);
     const timer = setTimeout(() => {
       awaitingRequest.delete(s);
@@ -437,9 +470,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     s.once('close', () => {
       sockets.delete(s);
       requestStarted(s);
-      const left = (perAddress.get(address) ?? 1) - 1;
-      if (left <= 0) perAddress.delete(address);
-      else perAddress.set(address, left);
+      if (counted) perAddress.release(address);
     });
   });
   http.on('drop', () => {

@@ -7,6 +7,11 @@ import { VoicewireError } from '../util/errors.js';
 import { drainInitialState, drainTransition, type DrainState } from '../protocol/drain.js';
 import type { ServerMetrics } from './metrics.js';
 
+/** The refusal of a new session while draining (§3.1): 503 over HTTP (before any work, or before a WebSocket's 101), 1013 in band. */
+export function drainingError(): VoicewireError {
+  return new VoicewireError('PROTOCOL_DRAINING', 'the server is draining and takes no new sessions; retry on another instance', { closeCode: 1013 });
+}
+
 export class SessionTracker {
   private drain: DrainState = drainInitialState();
   private readonly perRoute = new Map<string, number>();
@@ -37,11 +42,29 @@ export class SessionTracker {
   }
 
   /**
-   * Counts a new session; returns its release function (idempotent).
-   * @throws VoicewireError `PROTOCOL_DRAINING` while draining, `LIMIT_EXCEEDED` past the per-key limit.
+   * Counts a WebSocket accepted before a drain (its 101 sent) until its session opens or fails
+   * (the release function, idempotent): a drain that starts while it authenticates waits for it,
+   * and its {@link open} with `admitted` is not refused, since no balancer could retry it after
+   * the 101 (issue 36). Null while draining.
    */
-  open(route: string, keyId: string | null): () => void {
-    if (this.draining) throw new VoicewireError('PROTOCOL_DRAINING', 'the server is draining and takes no new sessions; retry on another instance', { closeCode: 1013 });
+  admit(): (() => void) | null {
+    if (this.draining) return null;
+    this.step({ type: 'session_opened' });
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.step({ type: 'session_closed' });
+    };
+  }
+
+  /**
+   * Counts a new session; returns its release function (idempotent).
+   * @param admitted the session was {@link admit}ted before a drain began: a drain does not refuse it.
+   * @throws VoicewireError `PROTOCOL_DRAINING` while draining (unless admitted), `LIMIT_EXCEEDED` past the per-key limit.
+   */
+  open(route: string, keyId: string | null, admitted = false): () => void {
+    if (this.draining && !admitted) throw drainingError();
     if (keyId !== null) {
       const n = this.perKey.get(keyId) ?? 0;
       if (n >= this.maxPerKey) throw new VoicewireError('LIMIT_EXCEEDED', `this API key already has ${n} live sessions (limit ${this.maxPerKey})`);

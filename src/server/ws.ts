@@ -5,7 +5,8 @@
  * enforce the per-socket limits: session duration, idle time, pings for dead peers, unsent bytes
  * of a peer that does not read (§5.6, §7.3).
  */
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { errorMessageOf, serializeSttServerMessage } from '../protocol/parse.js';
@@ -15,6 +16,7 @@ import type { Principal } from './auth.js';
 import type { RequestScope } from './context.js';
 import { FirstOutputStages } from './first-output-stages.js';
 import { jsonDepthExceededAt, jsonTooDeepReason } from '../protocol/json-depth.js';
+import { restErrorResponse } from '../protocol/rest.js';
 
 /** Sends `error` (code from the error, 1011 when none) and closes with that code (§7.3). */
 export function failSocket(ws: WebSocket, error: unknown): void {
@@ -22,6 +24,23 @@ export function failSocket(ws: WebSocket, error: unknown): void {
   const msg = errorMessageOf(e);
   if (ws.readyState !== ws.OPEN) return;
   ws.send(serializeSttServerMessage(msg), () => ws.close(msg.code, e.message.slice(0, 120)));
+}
+
+/**
+ * Refuses a WebSocket upgrade with an HTTP answer instead of the 101 (the REST form of the error,
+ * §7.1: `PROTOCOL_DRAINING` is 503), then closes the connection. Before the 101 a load balancer
+ * can still retry the request on another instance (HAProxy `retry-on 503` with `option
+ * redispatch`); after it, an in-band `error` 1013 reached the client as a failed call (issue 36).
+ */
+export function refuseUpgrade(socket: Duplex, error: unknown): void {
+  const r = restErrorResponse(toVoicewireError(error));
+  const head = [
+    `HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? ''}`,
+    `content-type: ${r.contentType}`,
+    `content-length: ${Buffer.byteLength(r.body)}`,
+    'connection: close',
+  ];
+  socket.end(`${head.join('\r\n')}\r\n\r\n${r.body}`);
 }
 
 /** Options of {@link serveWebSocketSession}. */
@@ -365,9 +384,12 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
   ws.pause();
   let who: Principal;
   let release: () => void;
+  // Admitted now, at its 101 (server.ts refuses an upgrade while draining): a drain that begins
+  // while it authenticates must not refuse it in band (issue 36).
+  const admitted = ctx.sessions.admit();
   try {
     who = await ctx.auth(req, { route: options.credentials });
-    release = ctx.sessions.open(options.route, who.key.id);
+    release = ctx.sessions.open(options.route, who.key.id, admitted !== null);
   } catch (err) {
     const e = toVoicewireError(err);
     ctx.metrics.errors.inc({ code: e.code });
@@ -376,6 +398,8 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
     ws.resume();
     (options.refuse ?? failSocket)(ws, e.code === 'RESIDENCY_DENIED' ? new VoicewireError('RESIDENCY_DENIED', e.message, { closeCode: 1008 }) : e);
     return;
+  } finally {
+    admitted?.();
   }
   stages.authenticated(performance.now() - upgradedAt);
   log.info({ route: options.route, org: who.org.name, key_id: who.key.id }, 'session opened');

@@ -44,6 +44,12 @@ export interface SttEngineConfig {
   inputFormat: AudioFormatName;
   jsonConfig: SttJsonConfig;
   clientReqId?: string;
+  /**
+   * Who the request is for, so engines with a shared queue serve callers in turn (issue 31):
+   * path segments separated by `/`, outermost first (the server sets organization/API key/socket).
+   * Default: none (one anonymous caller).
+   */
+  tenant?: string;
 }
 
 /**
@@ -100,6 +106,12 @@ export interface TtsEngineConfig {
   pronunciationId?: string;
   jsonConfig: TtsJsonConfig;
   clientReqId?: string;
+  /**
+   * Who the request is for, so engines with a shared queue serve callers in turn (issue 31):
+   * path segments separated by `/`, outermost first (the server sets organization/API key/socket).
+   * Default: none (one anonymous caller).
+   */
+  tenant?: string;
 }
 
 /**

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { connect, startServer, type Harness, type WsConversation } from './harness.js';
+import { upgradeAnswer } from '../helpers/upgrade-answer.js';
 
 const root = join(import.meta.dirname, '../..');
 let h: Harness | undefined;
@@ -35,9 +36,10 @@ describe('drain', () => {
     const drain = await fetch(`${h.base}/drain`, { method: 'POST', headers: { 'x-api-key': h.adminKey } });
     expect(drain.status).toBe(200);
     expect((await fetch(`${h.base}/readyz`)).status).toBe(503);
-    const refused = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
-    expect((await refused.closed).code).toBe(1013);
-    expect(refused.messages[0]).toMatchObject({ type: 'error', code: 1013 });
+    // Refused before the 101 (issue 36): a balancer can retry a 503, not an in-band 1013.
+    for (const route of ['speech/tts', 'speech/asr']) {
+      expect(await upgradeAnswer(`${h.wsBase}/${route}`, { 'x-api-key': h.apiKey })).toEqual({ status: 503, body: 'the server is draining and takes no new sessions; retry on another instance' });
+    }
     const post = await fetch(`${h.base}/post/speech/tts`, { method: 'POST', headers: { 'x-api-key': h.apiKey }, body: '{"text":"x"}' });
     expect(post.status).toBe(503);
     for (const c of live) c.send({ type: 'end_of_stream' });
@@ -47,6 +49,33 @@ describe('drain', () => {
     // Back to serving.
     expect((await fetch(`${h.base}/drain?enable=false`, { method: 'POST', headers: { 'x-api-key': h.adminKey } })).status).toBe(200);
     expect((await fetch(`${h.base}/readyz`)).status).toBe(200);
+  });
+
+  it('a WebSocket accepted (101) just before a drain begins is served to its end, not refused in band', async () => {
+    h = await startServer();
+    // Authentication waits on a gate: the drain begins between the 101 and the session's start.
+    const find = h.store.findApiKeyByHash.bind(h.store);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let entered!: () => void;
+    const authenticating = new Promise<void>((r) => (entered = r));
+    h.store.findApiKeyByHash = async (hash) => {
+      entered();
+      await gate;
+      return find(hash);
+    };
+    const c = connect(`${h.wsBase}/speech/tts`, { 'x-api-key': h.apiKey });
+    await c.opened;
+    await authenticating;
+    const stopped = h.server.shutdown(10);
+    open();
+    c.send({ type: 'setup', output_format: 'pcm' });
+    c.send({ type: 'text', text: 'admitted before the drain', flush: true });
+    c.send({ type: 'end_of_stream' });
+    expect((await c.closed).code).toBe(1000);
+    expect(c.messages.filter((m) => m['type'] === 'error')).toEqual([]);
+    expect(c.messages.at(-1)).toEqual({ type: 'end_of_stream' });
+    await stopped;
   });
 
   it('/drain and /statusz need an instance-admin key; enable is validated (422)', async () => {
