@@ -330,10 +330,14 @@ export interface SttBillOptions {
    * one-shot answer such as `/v1/audio/transcriptions` is sent once the transcription ended): each
    * stream's bill waits for it and charges nothing when it resolves false (a refused, failed or
    * abandoned request delivered nothing; issue 31 §5). The holds stay out of the balance until
-   * then, so the route must settle it on every ending. Default: paid at the stream's close (text
-   * streamed to the client as it came).
+   * then, so the route must settle it on every ending. A number is the seconds of audio whose
+   * transcript was delivered (a streamed answer its client left: its last word's end): the started
+   * seconds up to it are paid, never more than were held. Default: paid at the stream's close
+   * (text streamed to the client as it came).
    */
-  delivered?: Promise<boolean>;
+  delivered?: Promise<boolean | number>;
+  /** Told the started seconds held so far each time the hold grows: what the request costs once delivered (a streamed answer's `usage`). Default none. */
+  held?: (seconds: number) => void;
 }
 
 /**
@@ -360,6 +364,7 @@ export function meteredSttEngine(ctx: ServerContext, who: Principal, inner: SttE
           if (second > seconds) {
             await bill.hold(second);
             seconds = second;
+            options.held?.(seconds);
           }
           samples += audio;
           return stream.push(frame, audioSamples);
@@ -367,7 +372,7 @@ export function meteredSttEngine(ctx: ServerContext, who: Principal, inner: SttE
         close: () => {
           stream.close();
           if (options.delivered === undefined) void bill.settle(seconds);
-          else void options.delivered.then((d) => bill.settle(d ? seconds : 0), () => bill.settle(0));
+          else void options.delivered.then((d) => bill.settle(d === true ? seconds : d === false ? 0 : Math.min(seconds, Math.max(0, Math.ceil(d - TIME_EPSILON)))), () => bill.settle(0));
         },
       };
       if (stream.end) metered.end = () => stream.end!();

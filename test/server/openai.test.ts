@@ -317,20 +317,25 @@ describe('units', () => {
     expect(parseSpeechRequest({ model: 'tts-1', input: 'x', voice: 'alloy' }, { ffmpeg: false, maxTextChars: 100 }).format).toBe('wav');
   });
 
-  it('transcriptions: stream true is a 400 on `stream` (a streaming client would wait for events that never come); false is fine', () => {
-    const fields = (stream: string): Map<string, string[]> => new Map([['model', ['whisper-1']], ['stream', [stream]]]);
-    const err = (() => {
+  it('transcriptions: stream true streams json or text; with verbose_json, srt or vtt it is a 400 on response_format; a stream not true/false is a 400 on stream', () => {
+    const fields = (stream: string, format = 'json'): Map<string, string[]> => new Map([['model', ['whisper-1']], ['stream', [stream]], ['response_format', [format]]]);
+    const refusal = (f: Map<string, string[]>): VoicewireError | undefined => {
       try {
-        parseTranscriptionFields(fields('true'));
+        parseTranscriptionFields(f);
       } catch (e) {
         return e as VoicewireError;
       }
       return undefined;
-    })();
-    expect(err).toBeInstanceOf(VoicewireError);
-    expect(openAIErrorResponse(err).status).toBe(400);
-    expect(openAIErrorResponse(err).body.error.param).toBe('stream');
-    expect(parseTranscriptionFields(fields('false')).format).toBe('json');
+    };
+    for (const [f, param] of [[fields('true', 'verbose_json'), 'response_format'], [fields('true', 'srt'), 'response_format'], [fields('true', 'vtt'), 'response_format'], [fields('yes'), 'stream']] as const) {
+      const err = refusal(f);
+      expect(err).toBeInstanceOf(VoicewireError);
+      expect(openAIErrorResponse(err).status).toBe(400);
+      expect(openAIErrorResponse(err).body.error.param).toBe(param);
+    }
+    expect(parseTranscriptionFields(fields('true')).stream).toBe(true);
+    expect(parseTranscriptionFields(fields('true', 'text')).stream).toBe(true);
+    expect(parseTranscriptionFields(fields('false', 'verbose_json')).stream).toBe(false);
   });
 
   it('maps server failures onto OpenAI statuses', () => {

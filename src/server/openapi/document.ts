@@ -330,6 +330,7 @@ export function buildOpenApiDocument(options: OpenApiDocumentOptions): Record<st
             'application/json': { schema: { anyOf: [ref('OpenAITranscription'), ref('OpenAIVerboseTranscription')] } },
             'text/plain': { schema: { type: 'string' } },
             'text/vtt': { schema: { type: 'string' } },
+            'text/event-stream': { schema: { type: 'string', description: '`stream: true`: `transcript.text.delta` events, then `transcript.text.done` (or `error`).' } },
           }),
           ...OPENAI_ERRORS,
         },

@@ -171,6 +171,7 @@ export function componentSchemas(limits: ServerLimits): Record<string, Schema> {
         language: str({ enum: [...PROTOCOL_LANGUAGES] }),
         response_format: str({ enum: [...OPENAI_TRANSCRIPTION_FORMATS], default: 'json' }),
         'timestamp_granularities[]': arr(str({ enum: [...OPENAI_TIMESTAMP_GRANULARITIES] }), { description: 'verbose_json only.' }),
+        stream: bool({ default: false, description: 'Server-sent events (json and text formats only): transcript.text.delta per word, then transcript.text.done.' }),
         prompt: str({ description: 'Accepted and ignored.' }),
         temperature: num({ description: 'Accepted and ignored.' }),
       },

@@ -16,9 +16,16 @@
  * `word`); `srt` and `vtt` from the segments. Words are the engine's `text` events, each ending at
  * its `end_text` (or the next word); a segment ends at a pause of {@link SEGMENT_PAUSE_S} or more.
  * `prompt` and `temperature` are accepted and ignored.
+ *
+ * `stream: true` (`json` or `text`; OpenAI streams no other format): server-sent events, each
+ * word as a `transcript.text.delta` once its end is known, then `transcript.text.done` with the
+ * text and `usage` (transcript-events.ts). Streamed for every model name: all are the server's one
+ * engine (OpenAI ignores `stream` for `whisper-1`, a JSON body its own package cannot iterate).
+ * Paid as the JSON answer once `transcript.text.done` reached the socket; a client gone or a
+ * failure mid-stream pays the started seconds of audio up to the end of the last word it was sent.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { VoicewireError } from '../../../util/errors.js';
+import { VoicewireError, toVoicewireError } from '../../../util/errors.js';
 import { PROTOCOL_LANGUAGES, type ProtocolLanguage } from '../../../protocol/validate.js';
 import { createSttHttpResponse } from '../../../sessions/http.js';
 import { createSttInputDecoder } from '../../../pipelines/stt-audio-decoder.js';
@@ -33,6 +40,7 @@ import { capturingInputDecoder, capturingSttEngine, type ErrorBox } from './capt
 import { readUploadForm } from './upload-form.js';
 import { ascii, firstBytes, knownSeconds } from './audio-length.js';
 import { openAIAuth } from './auth.js';
+import { TranscriptEventStream, transcriptUsage } from './transcript-events.js';
 
 /** `response_format`s served here (all of OpenAI's for transcriptions). */
 export const OPENAI_TRANSCRIPTION_FORMATS = ['json', 'text', 'verbose_json', 'srt', 'vtt'] as const;
@@ -83,7 +91,12 @@ export interface TranscriptionRequest {
   format: OpenAITranscriptionFormat;
   words: boolean;
   segments: boolean;
+  /** `stream: true`: server-sent events (json and text formats only). */
+  stream: boolean;
 }
+
+/** The formats OpenAI streams (its gpt-4o models answer only `json`, diarize `json`/`text`). */
+const STREAMED_FORMATS: readonly OpenAITranscriptionFormat[] = ['json', 'text'];
 
 /**
  * Validates the form's fields.
@@ -100,10 +113,12 @@ export function parseTranscriptionFields(fields: ReadonlyMap<string, readonly st
   if (!(OPENAI_TRANSCRIPTION_FORMATS as readonly string[]).includes(format)) {
     throw invalidParam('response_format', `response_format must be one of ${OPENAI_TRANSCRIPTION_FORMATS.join(', ')}`);
   }
-  // OpenAI streams transcription events (SSE) for stream=true; answering one JSON body instead
-  // would leave such a client waiting for events, so it is refused, not ignored.
-  const stream = one('stream');
-  if (stream !== undefined && stream !== 'false') throw invalidParam('stream', 'stream is not offered: send stream false or leave it out');
+  // The openai package sends booleans in a form as `true` / `false`.
+  const stream = one('stream') ?? 'false';
+  if (stream !== 'true' && stream !== 'false') throw invalidParam('stream', `stream must be true or false, got ${JSON.stringify(stream)}`);
+  if (stream === 'true' && !STREAMED_FORMATS.includes(format as OpenAITranscriptionFormat)) {
+    throw invalidParam('response_format', `response_format ${format} cannot be streamed: with stream true, use ${STREAMED_FORMATS.join(' or ')}`);
+  }
   const granularities = [...(fields.get('timestamp_granularities[]') ?? []), ...(fields.get('timestamp_granularities') ?? [])];
   for (const g of granularities) {
     if (!(OPENAI_TIMESTAMP_GRANULARITIES as readonly string[]).includes(g)) {
@@ -117,6 +132,7 @@ export function parseTranscriptionFields(fields: ReadonlyMap<string, readonly st
     format: format as OpenAITranscriptionFormat,
     words: granularities.includes('word'),
     segments: granularities.length === 0 || granularities.includes('segment'),
+    stream: stream === 'true',
   };
 }
 
@@ -169,7 +185,9 @@ interface Failures {
 /**
  * Runs the STT runner over `body` (audio in `format`) and yields its words as they are decoded.
  * A failure throws the engine's error (credits, a busy server), else the decoder's (a limit, bad
- * audio), else the runner's message.
+ * audio), else the runner's message. Once `gone()` holds (the client left) it throws at the
+ * runner's next line (one per 80 ms frame): leaving the loop ends the runner's session, which
+ * stops the engine, instead of transcribing the rest of the file for no one.
  */
 async function* transcribeEvents(
   scope: RequestScope,
@@ -178,6 +196,7 @@ async function* transcribeEvents(
   body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   format: AudioFormatName,
   language: ProtocolLanguage | null,
+  gone: () => boolean,
 ): AsyncGenerator<TranscriptionEvent> {
   const query: Record<string, string> = { input_format: format };
   if (language !== null) query['json_config'] = JSON.stringify({ language });
@@ -190,17 +209,25 @@ async function* transcribeEvents(
   });
   let open: TranscribedWord | undefined;
   let duration = 0;
-  for await (const line of lines) {
-    const m = JSON.parse(line) as { type: string; text?: string; start_s?: number; stop_s?: number; total_duration_s?: number; message?: string };
-    if (m.type === 'text' && typeof m.text === 'string' && m.text.trim() !== '') {
-      const start = m.start_s ?? 0;
-      if (open !== undefined) yield { type: 'word', word: { ...open, end: Math.max(open.start, start) } };
-      open = { word: m.text.trim(), start, end: Number.NaN };
-    } else if (m.type === 'end_text') {
-      if (open !== undefined) yield { type: 'word', word: { ...open, end: m.stop_s ?? open.start } };
-      open = undefined;
-    } else if (m.type === 'step' && typeof m.total_duration_s === 'number') duration = m.total_duration_s;
-    else if (m.type === 'error') throw failures.engine.error ?? failures.decoder.error ?? new VoicewireError('PROTOCOL_SERVER_ERROR', m.message ?? 'transcription failed');
+  // A failure before the runner's first line throws from the iterator (http.ts), after it comes
+  // as an `error` line: either way the cause kept by the capture wins (credits → 429, not 400).
+  const cause = (err: unknown): unknown => failures.engine.error ?? failures.decoder.error ?? err;
+  try {
+    for await (const line of lines) {
+      if (gone()) throw new VoicewireError('PROTOCOL_CONNECTION_CLOSED', 'the client went away before its transcription ended');
+      const m = JSON.parse(line) as { type: string; text?: string; start_s?: number; stop_s?: number; total_duration_s?: number; message?: string };
+      if (m.type === 'text' && typeof m.text === 'string' && m.text.trim() !== '') {
+        const start = m.start_s ?? 0;
+        if (open !== undefined) yield { type: 'word', word: { ...open, end: Math.max(open.start, start) } };
+        open = { word: m.text.trim(), start, end: Number.NaN };
+      } else if (m.type === 'end_text') {
+        if (open !== undefined) yield { type: 'word', word: { ...open, end: m.stop_s ?? open.start } };
+        open = undefined;
+      } else if (m.type === 'step' && typeof m.total_duration_s === 'number') duration = m.total_duration_s;
+      else if (m.type === 'error') throw cause(new VoicewireError('PROTOCOL_SERVER_ERROR', m.message ?? 'transcription failed'));
+    }
+  } catch (err) {
+    throw cause(err);
   }
   if (open !== undefined) yield { type: 'word', word: { ...open, end: Math.max(open.start, duration) } };
   yield { type: 'done', duration };
@@ -225,7 +252,8 @@ const overLimit = (seconds: number, limit: number): VoicewireError =>
  * Handles POST /v1/audio/transcriptions. One release path (issue 31 §1): whichever way the request
  * ends (answered, refused, failed, its client gone mid-upload or mid-transcription, node:http's
  * 408), the `finally` gives back its session slot, its upload bytes, its ffmpeg child and its
- * credit hold; credits are paid only for an answer sent (nothing for a refusal, §5).
+ * credit hold; credits are paid only for an answer sent (nothing for a refusal, §5; a stream cut
+ * short, the started seconds up to the end of the last word it sent).
  */
 export async function postTranscription(scope: RequestScope, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { ctx, log } = scope;
@@ -235,8 +263,9 @@ export async function postTranscription(scope: RequestScope, req: IncomingMessag
   const started = performance.now();
   let decoder: FfmpegWavDecoder | undefined;
   let answered = false;
-  let settleBill: (delivered: boolean) => void = () => undefined;
-  const delivered = new Promise<boolean>((resolve) => (settleBill = resolve));
+  let stream: TranscriptEventStream | undefined;
+  let settleBill: (delivered: boolean | number) => void = () => undefined;
+  const delivered = new Promise<boolean | number>((resolve) => (settleBill = resolve));
   // A client gone mid-transcription: ffmpeg stops (which ends the audio) and the loop stops reading.
   let gone = false;
   const onClose = (): void => {
@@ -262,7 +291,11 @@ export async function postTranscription(scope: RequestScope, req: IncomingMessag
     const seconds = await knownSeconds(file.chunks, file.bytes, native, (task) => ctx.ffmpeg.run(who.key.id, task));
     if (seconds !== null && seconds > limit) throw overLimit(seconds, limit);
     const failures: Failures = { engine: {}, decoder: {} };
-    const engine = ctx.sttEngine(who, { delivered });
+    // What the meter holds is what the request costs once delivered: the streamed `usage` says it.
+    let held = 0;
+    const engine = ctx.sttEngine(who, { delivered, held: (s) => (held = s) });
+    // A client that reads nothing for the idle limit is cut, as the speech stream's (README limits).
+    if (r.stream) stream = new TranscriptEventStream(res, scope.requestId, ctx.config.limits.idleSeconds * 1000);
     let body: AsyncIterable<Uint8Array> | Iterable<Uint8Array> = file.chunks;
     if (native === null) {
       const dec = ctx.ffmpeg.start(who.key.id, () => spawnFfmpegWavDecoder({ input: { pipe: true } }));
@@ -273,23 +306,35 @@ export async function postTranscription(scope: RequestScope, req: IncomingMessag
     const words: TranscribedWord[] = [];
     let duration = 0;
     try {
-      for await (const e of transcribeEvents(scope, engine, failures, body, native ?? 'wav', r.language)) {
+      for await (const e of transcribeEvents(scope, engine, failures, body, native ?? 'wav', r.language, () => gone)) {
         if (gone) throw new VoicewireError('PROTOCOL_CONNECTION_CLOSED', 'the client went away before its transcription ended');
-        if (e.type === 'word') words.push(e.word);
-        else duration = e.duration;
+        if (e.type === 'word') {
+          words.push(e.word);
+          await stream?.delta(e.word.word, e.word.end);
+        } else duration = e.duration;
       }
       await decoder?.exited;
     } catch (err) {
-      throw decoder === undefined ? err : await ffmpegFailure(err, failures, decoder);
+      const cause = decoder === undefined ? err : await ffmpegFailure(err, failures, decoder);
+      // Once events were sent the status is spent: the failure is the stream's last event.
+      if (stream?.started !== true || gone) throw cause;
+      const e = toVoicewireError(cause);
+      ctx.metrics.errors.inc({ code: e.code });
+      log.info({ route: 'openai_transcription', code: e.code, error: e.message, words: words.length }, 'openai transcription stream failed');
+      stream.fail(e);
+      return;
     }
     if (gone) return;
-    answerTranscription(res, scope.requestId, r, words, duration);
-    answered = true;
-    log.info({ route: 'openai_transcription', words: words.length, seconds: duration, ms: Math.round(performance.now() - started) }, 'openai transcription done');
+    if (stream === undefined) {
+      answerTranscription(res, scope.requestId, r, words, duration);
+      answered = true;
+    } else answered = await stream.done(words.map((w) => w.word).join(' '), transcriptUsage(held, words.length));
+    log.info({ route: 'openai_transcription', words: words.length, seconds: duration, stream: r.stream, ms: Math.round(performance.now() - started) }, 'openai transcription done');
   } finally {
     res.off('close', onClose);
     decoder?.kill();
-    settleBill(answered);
+    // A stream cut short pays for the audio up to its last delivered word (credits.ts).
+    settleBill(answered ? true : (stream?.deliveredSeconds ?? false));
     upload.release();
     release();
   }
