@@ -28,6 +28,7 @@ import { pathToFileURL } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { evalWorker } from './eval-worker.js';
 import { FairQueue, shareExceeded, tenantPath, type TenantPath } from './fair-queue.js';
+import { EspeakSettings } from './espeak-settings.js';
 import { VoicewireError } from '../util/errors.js';
 
 /** The package that holds the espeak-ng WebAssembly build. */
@@ -401,33 +402,21 @@ class EspeakThread {
 }
 
 /** A handle on one of the thread's module instances; the settings travel with each queued job. */
-class WasmEspeak implements EspeakAsyncWorker {
-  private readonly settings = { voice: 'en-us', rate: 175, pitch: 50, range: 50 };
+class WasmEspeak extends EspeakSettings implements EspeakAsyncWorker {
   protected restoreNext = false;
 
   constructor(
     private readonly thread: EspeakThread,
     private readonly kind: Kind,
     private readonly sampleRate: number,
-  ) {}
+  ) {
+    super();
+  }
 
   get queued(): number {
     return this.thread.queued;
   }
 
-  set_voice(name: string): number {
-    this.settings.voice = name;
-    return 0;
-  }
-  set_rate(wpm: number): void {
-    this.settings.rate = wpm;
-  }
-  set_pitch(pitch: number): void {
-    this.settings.pitch = pitch;
-  }
-  set_range(range: number): void {
-    this.settings.range = range;
-  }
   get_samplerate(): number {
     return this.sampleRate;
   }

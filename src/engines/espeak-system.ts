@@ -31,6 +31,7 @@ import { basename, join } from 'node:path';
 import { VoicewireError } from '../util/errors.js';
 import { ESPEAK_QUANTUM, type EspeakAsyncWorker, type EspeakDeterministicWorker, type EspeakEvent } from './espeak-module.js';
 import { FairQueue, shareExceeded, tenantPath } from './fair-queue.js';
+import { EspeakSettings } from './espeak-settings.js';
 
 /** The Debian package that holds the system library and its voice data. */
 export const ESPEAK_SYSTEM_PACKAGE = 'libespeak-ng1';
@@ -254,29 +255,8 @@ class FreshCopy {
   }
 }
 
-/** Voice and parameters as the engine sets them, read when a synthesis is queued. */
-abstract class Settings {
-  protected settings = { voice: 'en-us', rate: 175, pitch: 50, range: 50 };
-
-  // The engine sets the voice and parameters, then synthesizes, in one synchronous run: the values
-  // are read when the synthesis is queued, so streams sharing a worker never mix theirs.
-  set_voice(name: string): number {
-    this.settings.voice = name;
-    return 0;
-  }
-  set_rate(wpm: number): void {
-    this.settings.rate = wpm;
-  }
-  set_pitch(pitch: number): void {
-    this.settings.pitch = pitch;
-  }
-  set_range(range: number): void {
-    this.settings.range = range;
-  }
-}
-
 /** The one worker over the system library: a queue of syntheses, each run off the event loop. */
-class SystemEspeak extends Settings implements EspeakAsyncWorker {
+class SystemEspeak extends EspeakSettings implements EspeakAsyncWorker {
   private loadedVoice: string | undefined;
   private readonly jobs: FairQueue<Job>;
   private running: Job | undefined;
@@ -396,7 +376,7 @@ class SystemEspeak extends Settings implements EspeakAsyncWorker {
  * The temp-0 face of the system worker (§2.8: deterministic): the same queue, and each sentence
  * after `restore()` synthesized by a fresh copy of the library from `srand(1)` ({@link FreshCopy}).
  */
-class DeterministicSystemEspeak extends Settings implements EspeakDeterministicWorker {
+class DeterministicSystemEspeak extends EspeakSettings implements EspeakDeterministicWorker {
   private fresh = true;
 
   constructor(private readonly core: SystemEspeak) {

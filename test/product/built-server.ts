@@ -4,7 +4,7 @@
  * the test, not take the machine), and clients that speak the API as real ones do.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
@@ -135,6 +135,20 @@ export async function startBuiltServer(o: BuiltServerOptions): Promise<BuiltServ
       return code;
     },
   };
+}
+
+/**
+ * Stops `s` (SIGTERM, drain) and removes `dir`; throws when the watchdog killed it for its memory or
+ * it exited other than 0. The afterAll of every suite that starts one (plain errors: bench scripts
+ * import this file outside vitest).
+ */
+export async function stopBuiltServer(s: BuiltServer | undefined, dir: string | undefined): Promise<void> {
+  const code = await s?.stop();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  if (s === undefined) return;
+  const killed = s.killedForMemory();
+  if (killed !== undefined) throw new Error(`the built server was killed for its memory: ${killed}`);
+  if (code !== 0) throw new Error(`the built server exited with ${String(code)}, not 0`);
 }
 
 /** One WebSocket session: sends `messages` (pipelined, as the Python client does), collects every message until the socket closes. */

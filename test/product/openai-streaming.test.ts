@@ -12,7 +12,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { tmpdir } from 'node:os';
@@ -23,7 +23,7 @@ import { Stream } from 'openai/core/streaming';
 import { initializeLogger, stt } from '@livekit/agents';
 import { AudioFrame } from '@livekit/rtc-node';
 import * as livekitOpenAI from '@livekit/agents-plugin-openai';
-import { bugLines, startBuiltServer, type BuiltServer } from './built-server.js';
+import { bugLines, startBuiltServer, type BuiltServer, stopBuiltServer } from './built-server.js';
 import { describeBuilt } from './describe-built.js';
 
 /** The watchdog's bound: the default engines serve these few clients in well under this. */
@@ -66,10 +66,7 @@ describeBuilt('OpenAI streaming doors → built `voicewire serve` (espeak-ng, po
   afterAll(async () => {
     for (const sock of relayed) sock.destroy();
     relay?.close();
-    const code = await s?.stop();
-    rmSync(dir, { recursive: true, force: true });
-    expect(s?.killedForMemory()).toBeUndefined();
-    expect(code).toBe(0);
+    await stopBuiltServer(s, dir);
     // Nothing reached a last resort (an unhandled rejection, a route that threw).
     expect(bugLines(s?.output() ?? '')).toEqual([]);
   }, 60_000);

@@ -5,12 +5,12 @@
  * `transcript.text.done` whose text is the deltas joined and the same as the JSON answer.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import type { TranscriptionStreamEvent } from 'openai/resources/audio/transcriptions';
-import { startBuiltServer, type BuiltServer } from './built-server.js';
+import { startBuiltServer, type BuiltServer, stopBuiltServer } from './built-server.js';
 import { describeBuilt } from './describe-built.js';
 
 /** The watchdog's bound: the default engines serve one client in well under this. */
@@ -27,10 +27,7 @@ describeBuilt('openai package → built server: audio.transcriptions.create({ st
     c = new OpenAI({ apiKey: s.key, baseURL: s.base.replace(/\/api$/, '/v1'), maxRetries: 2, timeout: 120_000 });
   }, 150_000);
   afterAll(async () => {
-    const code = await s?.stop();
-    rmSync(dir, { recursive: true, force: true });
-    expect(s?.killedForMemory()).toBeUndefined();
-    expect(code).toBe(0);
+    await stopBuiltServer(s, dir);
   }, 30_000);
 
   it('a LibriVox recording: deltas per word, then done; the deltas joined are the done text, the JSON answer\'s text', async () => {

@@ -8,11 +8,11 @@
  * CI it runs and fails instead, so a CI without them cannot pass by skipping.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { built, startBuiltServer, type BuiltServer } from '../product/built-server.js';
+import { built, startBuiltServer, type BuiltServer, stopBuiltServer } from '../product/built-server.js';
 import { pocketsphinxAvailable } from '../../src/engines/pocketsphinx-ffi.js';
 
 /** The watchdog's bound: the default engines serve one client in well under this. */
@@ -35,10 +35,7 @@ describe.skipIf(!ready && !process.env['CI'])('OpenAI SDK → built `voicewire s
     c = new OpenAI({ apiKey: s.key, baseURL: s.base.replace(/\/api$/, '/v1'), maxRetries: 2, timeout: 120_000 });
   }, 60_000);
   afterAll(async () => {
-    const code = await s?.stop();
-    rmSync(dir, { recursive: true, force: true });
-    expect(s?.killedForMemory()).toBeUndefined();
-    expect(code).toBe(0);
+    await stopBuiltServer(s, dir);
   }, 30_000);
 
   it('models.list() names the speech and transcription models', async () => {
