@@ -4,7 +4,7 @@
  * before anything else.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { startServer, connect, audioBytes, type Harness } from './harness.js';
 import { pocketsphinxAvailable } from '../../src/engines/pocketsphinx-ffi.js';
@@ -257,4 +257,30 @@ describe('/speech/s2s with real engines', () => {
     // Re-spoken: at least 0.1 s of 16 kHz audio per word heard.
     expect(audioBytes(c.messages).length / 2 / 16000).toBeGreaterThan(0.1 * words.length);
   });
+});
+
+describe.skipIf(!existsSync('/usr/lib/x86_64-linux-gnu/libespeak-ng.so.1') && !existsSync('/usr/lib/aarch64-linux-gnu/libespeak-ng.so.1'))('/speech/s2s: one default voice (issue 35)', () => {
+  /** The audio s2s speaks back for the tone phrase, at temp 0, with `voice` (undefined: no voice_id). */
+  async function respoken(hh: Harness, input: Buffer, voice: string | undefined): Promise<Buffer> {
+    const c = connect(`${hh.wsBase}/speech/s2s`, { 'x-api-key': hh.apiKey });
+    c.send({ type: 'setup', output_format: 'pcm', json_config: { temp: 0 }, ...(voice === undefined ? {} : { voice_id: voice }) });
+    for (const m of chunks(input, 4096)) c.send(m);
+    c.send({ type: 'end_of_stream' });
+    expect((await c.closed).code).toBe(1000);
+    return audioBytes(c.messages);
+  }
+
+  it('no voice_id speaks with the voice "default" names (Emma), as POST and the TTS WebSocket do (seen failing first: the engine fallback)', async () => {
+    h = await startServer({ tts: 'espeak-system' });
+    const tone = await startServer();
+    try {
+      const input = await toneSpeech(tone, 'good day sir', 'pcm_24000');
+      const none = await respoken(h, input, undefined);
+      expect(none.length).toBeGreaterThan(0);
+      expect(none.equals(await respoken(h, input, 'default'))).toBe(true);
+      expect(none.equals(await respoken(h, input, 'm86j6D7UZpGzHsNu'))).toBe(false);
+    } finally {
+      await tone.close();
+    }
+  }, 60_000);
 });

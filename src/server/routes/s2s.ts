@@ -8,6 +8,7 @@
 import { createSttInputDecoder } from '../../pipelines/stt-audio-decoder.js';
 import { serveWebSocketSession } from '../ws.js';
 import { stagedTtsEngine } from '../first-output-stages.js';
+import { defaultVoiceTtsEngine } from '../default-voice.js';
 import type { RouteModule } from '../context.js';
 import { createS2sServerSession } from './s2s-session.js';
 
@@ -24,7 +25,8 @@ export const s2sRoutes: RouteModule = {
             createS2sServerSession({
               ...common,
               stt: scope.ctx.sttEngine(who),
-              tts: stagedTtsEngine(scope.ctx.ttsEngine(who), stages),
+              // No voice_id is the voice "default" names, as on the TTS routes (issue 35).
+              tts: stagedTtsEngine(defaultVoiceTtsEngine(scope.ctx.ttsEngine(who), scope.ctx.store, who.org.id), stages),
               // Decoded audio is capped at the session limit, as on /speech/asr.
               createInputDecoder: (format) => createSttInputDecoder(format, { maxDecodedSeconds: scope.ctx.config.limits.sessionSeconds }),
             }),
