@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
-import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
+import { describeValue, functionArg, objectArg, optionsArg, stringArg } from '../util/args.js';
 import { STT_ENGINES, TTS_ENGINES, catalogVoices, chooseTtsEngine, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
 import { KeyedBudget, STT_DECODER_BUDGET, limitSttStreams } from '../engines/budget.js';
 import type { SttEngine } from '../sessions/engine.js';
@@ -36,6 +36,7 @@ import { storeErrorReason } from './store/validate.js';
 import { probeRoutes } from './routes/probes.js';
 import { ttsRoutes } from './routes/tts.js';
 import { sttRoutes } from './routes/stt.js';
+import { startSileroSteps, withSileroSteps } from '../engines/silero-steps.js';
 import { accountRoutes, usageSummaryRoutes } from './routes/account.js';
 import { voiceRoutes, coreVoiceRoutes } from './routes/voices.js';
 import { withLibraryVoices } from '../engines/library-voices.js';
@@ -64,6 +65,13 @@ export interface VoiceServerOptions extends ServerConfigInput {
   processMetrics?: boolean;
   /** What /metrics answers (default: this server's registry); `serve --workers` gives the whole cluster's. */
   metricsText?: () => Promise<string>;
+  /**
+   * A Silero VAD file (`serve --vad-model`): every STT engine's `step` inactivity probabilities,
+   * and so every end-of-turn read from them, come from it (src/engines/silero-steps.ts, one worker
+   * thread), not from the WebRTC VAD. Checked in a child process at start (`MODEL_INVALID`).
+   * Default: none.
+   */
+  vadModel?: string;
   /** The web page's folder, served at `/` (default: the built dist/web when present); null: no page. */
   pageDir?: string | null;
   /** Periodic store pings behind /readyz (src/server/store-health.ts; default every 1000 ms, 5000 ms timeout, down after 2 failures in a row). */
@@ -142,6 +150,7 @@ function checkServerOptions(options: VoiceServerOptions): void {
   }
   optionsArg(options.storeHealth, 'createVoiceServer: storeHealth');
   if (options.metricsText !== undefined) functionArg(options.metricsText, 'createVoiceServer: metricsText');
+  if (options.vadModel !== undefined) stringArg(options.vadModel, 'createVoiceServer: vadModel');
 }
 
 /**
@@ -211,7 +220,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   // Issue 20: the STT engine is made once and owns its decoders; a heavy one's streams are bounded
   // per process (its budget), per socket (each ctx.sttEngine call) and per API key.
   STT_DECODER_BUDGET.setLimit(config.limits.sttDecoders);
-  const sharedStt = stt.create();
+  // Issue 33: with a Silero VAD, every engine's steps carry its horizons (checked before any socket opens).
+  const silero = options.vadModel === undefined ? undefined : await startSileroSteps(options.vadModel);
+  const sharedStt = silero === undefined ? stt.create() : withSileroSteps(stt.create(), silero);
   const sttPerKey = new KeyedBudget('live STT requests', config.limits.sttDecodersPerKey, 'limits.sttDecodersPerKey');
   const sttStreams = (who: Principal): SttEngine => {
     if (stt.heavy !== true) return sharedStt;
@@ -456,7 +467,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       storeHealth.stop();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
-      http.close(() => resolve());
+      // The Silero worker stops with the server (its streams were cut with their sockets).
+      http.close(() => void Promise.resolve(silero?.close()).then(() => resolve(), () => resolve()));
       for (const s of sockets) s.destroy();
     });
     return closed;

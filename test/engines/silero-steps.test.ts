@@ -162,7 +162,7 @@ describe.skipIf(!sileroTestsRun)('Silero VAD steps for any STT engine', () => {
     const w = worker();
     const stream = await withSileroSteps(scriptedEngine(), w).open({ modelName: 'default', inputFormat: 'pcm_s16le' as never, jsonConfig: {} }, () => {});
     await w.close();
-    const err = await stream.push(new Int16Array(FRAME)).then(() => undefined, (e: unknown) => e);
+    const err = await Promise.resolve(stream.push(new Int16Array(FRAME))).then(() => undefined, (e: unknown) => e);
     expect(err).toBeInstanceOf(VoicewireError);
     expect((err as VoicewireError).code).toBe('INVALID_STATE');
     stream.close();
