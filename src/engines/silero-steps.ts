@@ -46,11 +46,11 @@ export const MAX_IN_FLIGHT = 4;
 const MAX_RUN_SECONDS = 20;
 
 /**
- * Silero's decision settings for steps: a speech window opens after 64 ms and a pause is heard
- * after one window below the threshold (sherpa-vad.ts cuts segments with 0.25 s and 0.5 s: steps
- * must follow the audio closely, the pause model does the waiting).
+ * Silero's decision settings for steps: speech is heard from the second window above the
+ * threshold, a pause from the second window below it (sherpa-onnx's minimum; sherpa-vad.ts cuts
+ * segments with 0.25 s and 0.5 s): steps follow the audio closely, the pause model does the waiting.
  */
-const STEP_VAD_OPTIONS = { threshold: 0.5, minSpeechSeconds: 0.064, minSilenceSeconds: 0.032, maxSegmentSeconds: MAX_RUN_SECONDS };
+const STEP_VAD_OPTIONS = { threshold: 0.5, minSpeechSeconds: 0.01, minSilenceSeconds: 0.01, maxSegmentSeconds: MAX_RUN_SECONDS };
 
 /**
  * The worker's code (CommonJS, evaluated). Messages: `open` (a stream gets a `Vad`), `frame`
