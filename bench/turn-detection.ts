@@ -28,6 +28,8 @@ import { startBuiltServer } from '../test/product/built-server.js';
 import { createClient } from '../src/node/client.js';
 import { resampleInt16 } from '../src/audio/resampler.js';
 import { decodeWav } from '../src/audio/wav.js';
+import { createTurnTaking } from '../src/sessions/turn-taking.js';
+import type { SttStepMessage } from '../src/protocol/messages.js';
 import { machine, quantile, saveFile } from './util.js';
 
 const RATE = 24000;
@@ -75,8 +77,20 @@ interface Turn {
   end: number;
 }
 
-/** The stream and where its turns and pauses are, seconds. */
-function composition(): { pcm: Int16Array; turns: Turn[] } {
+/** `seconds` of white noise at RMS `rms` (0: digital silence), deterministic. */
+function floor(seconds: number, rms: number, seed: { s: number }): Int16Array {
+  const out = new Int16Array(Math.round(seconds * RATE));
+  if (rms === 0) return out;
+  for (let i = 0; i < out.length; i++) {
+    seed.s = (seed.s * 1103515245 + 12345) & 0x7fffffff;
+    out[i] = Math.round(((seed.s / 0x7fffffff) * 2 - 1) * rms * Math.sqrt(3));
+  }
+  return out;
+}
+
+/** The stream and where its turns and pauses are, seconds; white noise at RMS `noiseRms` (a room; 0: none) under all of it. */
+function composition(noiseRms: number): { pcm: Int16Array; turns: Turn[] } {
+  const seed = { s: 4242 };
   const clips = CLIPS.map(clip);
   const parts: Int16Array[] = [new Int16Array(RATE)]; // 1 s before anyone speaks
   let t = 1;
@@ -102,12 +116,16 @@ function composition(): { pcm: Int16Array; turns: Turn[] } {
   const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
   let o = 0;
   for (const p of parts) (pcm.set(p, o), (o += p.length));
+  // The room's noise goes on under the readings too.
+  const room = floor(pcm.length / RATE, noiseRms, seed);
+  for (let i = 0; i < pcm.length; i++) pcm[i] = Math.max(-32768, Math.min(32767, pcm[i]! + (room[i] ?? 0)));
   return { pcm, turns };
 }
 
 interface Run {
   label: string;
   ends: number[];
+  steps: SttStepMessage[];
   wallSeconds: number;
   audioSeconds: number;
 }
@@ -119,11 +137,12 @@ async function measure(label: string, args: string[], pcm: Int16Array): Promise<
     const c = createClient({ baseUrl: s.base, apiKey: s.key, retry: { attempts: 1 } });
     const stream = c.sttStream({ inputFormat: 'pcm', silenceFlush: false });
     const ends: number[] = [];
+    const steps: SttStepMessage[] = [];
     let heard = 0;
     let wake: (() => void) | undefined;
     const reading = (async () => {
       for await (const e of stream) {
-        if (e.type === 'step') heard = e.step.total_duration_s;
+        if (e.type === 'step') (steps.push(e.step), (heard = e.step.total_duration_s));
         if (e.type === 'turn') ends.push(e.total_duration_s);
         wake?.();
       }
@@ -138,14 +157,21 @@ async function measure(label: string, args: string[], pcm: Int16Array): Promise<
     }
     stream.end();
     await reading;
-    return { label, ends, wallSeconds: (performance.now() - t0) / 1000, audioSeconds: pcm.length / RATE };
+    return { label, ends, steps, wallSeconds: (performance.now() - t0) / 1000, audioSeconds: pcm.length / RATE };
   } finally {
     await s.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
-function score(run: Run, turns: Turn[]) {
+/** The ends of turn the SDK's turn-taking finds in `steps` with `threshold` (default 0.5: the ends the stream gave). */
+function replay(steps: SttStepMessage[], threshold: number): number[] {
+  const turn = createTurnTaking({ threshold, inputFormat: 'pcm' });
+  return steps.filter((m) => turn.step(m).endOfTurn).map((m) => m.total_duration_s);
+}
+
+function score(run: Run, turns: Turn[], threshold: number) {
+  run = { ...run, ends: replay(run.steps, threshold) };
   const latencies: number[] = [];
   let missed = 0;
   const falseByPause = new Map<number, { falses: number; pauses: number }>(PAUSES.map((p) => [p, { falses: 0, pauses: 0 }]));
@@ -166,6 +192,7 @@ function score(run: Run, turns: Turn[]) {
   const inPauses = [...falseByPause.values()].reduce((n, p) => n + p.falses, 0);
   return {
     label: run.label,
+    threshold,
     turns: turns.length,
     latency_p50_s: round(quantile(latencies, 0.5)),
     latency_p99_s: round(quantile(latencies, 0.99)),
@@ -180,10 +207,27 @@ function score(run: Run, turns: Turn[]) {
 
 const round = (x: number): number => Math.round(x * 1000) / 1000;
 
-const { pcm, turns } = composition();
-console.log(`${turns.length} turns, ${(pcm.length / RATE).toFixed(1)} s of audio; ${machine()}`);
 const silero = sileroFile();
-const runs = [await measure('WebRTC VAD', ['--stt', 'pocketsphinx'], pcm), await measure('Silero VAD', ['--stt', 'pocketsphinx', '--vad-model', silero], pcm)];
-const results = runs.map((r) => score(r, turns));
-for (const r of results) console.log(JSON.stringify(r));
-saveFile('turn-detection.json', JSON.stringify({ machine: machine(), date: new Date().toISOString(), vadModel: silero, results }, null, 2) + '\n');
+/** Digital silence between the readings, and a quiet room's noise (white, RMS 60: about −55 dBFS) under everything. */
+const CONDITIONS = [
+  { name: 'digital silence in the pauses', rms: 0 },
+  { name: 'room noise (RMS 60, about -55 dBFS)', rms: 60 },
+];
+const THRESHOLDS = [0.5, 0.6, 0.7, 0.8];
+const out: unknown[] = [];
+for (const cond of CONDITIONS) {
+  const { pcm, turns } = composition(cond.rms);
+  console.log(`${cond.name}: ${turns.length} turns, ${(pcm.length / RATE).toFixed(1)} s of audio; ${machine()}`);
+  const runs = [await measure('WebRTC VAD', ['--stt', 'pocketsphinx'], pcm), await measure('Silero VAD', ['--stt', 'pocketsphinx', '--vad-model', silero], pcm)];
+  for (const run of runs) {
+    // The replay at the default threshold must find the ends the SDK's stream gave.
+    const same = JSON.stringify(replay(run.steps, 0.5)) === JSON.stringify(run.ends);
+    if (!same) throw new Error(`${run.label}: the replayed turn-taking differs from the stream's`);
+    for (const threshold of THRESHOLDS) {
+      const r = { condition: cond.name, ...score(run, turns, threshold) };
+      console.log(JSON.stringify(r));
+      out.push(r);
+    }
+  }
+}
+saveFile('turn-detection.json', JSON.stringify({ machine: machine(), date: new Date().toISOString(), vadModel: silero, results: out }, null, 2) + '\n');
