@@ -341,7 +341,9 @@ class SileroStepsStreamWrapper implements SttEngineStream {
   private heard(f: SileroFrame, seconds: number): void {
     if (f.total > 0) this.fraction = f.speech / f.total;
     this.x = PAUSE_MODEL.smoothing * this.fraction + (1 - PAUSE_MODEL.smoothing) * this.x;
-    this.silence = this.fraction >= 0.5 ? 0 : this.silence + seconds;
+    // One window Silero calls speech is ≥ 64 ms of it (its decision needs two windows above the
+    // threshold): it ends the silence, where the WebRTC VAD's 20 ms calls need half the frame.
+    this.silence = f.speech > 0 ? 0 : this.silence + seconds;
     this.ready.push(inactivityFromPause(Math.min(1, Math.max(0, this.x)), this.silence));
     this.pump();
   }
