@@ -3,7 +3,7 @@
  * pauses of known length, through the STT WebSocket of the built server (`node dist/cli.js serve`,
  * pocketsphinx), read with the SDK's turn-taking defaults (the `step`s' 2 s horizon above 0.5).
  *
- *   npm run build && npx tsx bench/turn-detection.ts [--vad-model FILE] [--save]
+ *   npm run build && npx tsx bench/turn-detection.ts [--vad-model FILE] [--noise 0|60|1000] [--save]
  *
  * `--vad-model` defaults to `@livekit/agents-plugin-silero`'s dist/silero_vad.onnx (or
  * `VOICEWIRE_SILERO_VAD`).
@@ -209,10 +209,14 @@ const round = (x: number): number => Math.round(x * 1000) / 1000;
 
 const silero = sileroFile();
 /** Digital silence between the readings, and a quiet room's noise (white, RMS 60: about −55 dBFS) under everything. */
-const CONDITIONS = [
+const ALL_CONDITIONS = [
   { name: 'digital silence in the pauses', rms: 0 },
   { name: 'room noise (RMS 60, about -55 dBFS)', rms: 60 },
+  { name: 'loud noise (RMS 1000, about -30 dBFS)', rms: 1000 },
 ];
+/** `--noise RMS` runs one condition; default all three. */
+const only = arg('noise');
+const CONDITIONS = only === undefined ? ALL_CONDITIONS : ALL_CONDITIONS.filter((c) => c.rms === Number(only));
 const THRESHOLDS = [0.5, 0.6, 0.7, 0.8];
 const out: unknown[] = [];
 for (const cond of CONDITIONS) {
@@ -230,4 +234,4 @@ for (const cond of CONDITIONS) {
     }
   }
 }
-saveFile('turn-detection.json', JSON.stringify({ machine: machine(), date: new Date().toISOString(), vadModel: silero, results: out }, null, 2) + '\n');
+saveFile(only === undefined ? 'turn-detection.json' : `turn-detection-noise-${only}.json`, JSON.stringify({ machine: machine(), date: new Date().toISOString(), vadModel: silero, results: out }, null, 2) + '\n');
