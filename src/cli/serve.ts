@@ -73,9 +73,12 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
     the model family, when detecting it from the folder's files and metadata is not enough.
   --stt-language LIST: with --stt sherpa-onnx, the languages (of en,fr,de,es,pt) a model that
     declares none serves (default en), or a narrower set than the model declares.
-  --vad-model FILE: with --stt sherpa-onnx, a Silero VAD (v4 or v5, such as sherpa-onnx's
-    silero_vad.onnx) that cuts the speech segments the model decodes, run by sherpa-onnx on a
-    worker thread; without it the WebRTC VAD cuts them. step messages come from the WebRTC VAD either way.
+  --vad-model FILE: a Silero VAD (v4 or v5: sherpa-onnx's silero_vad.onnx, or the one in npm
+    @livekit/agents-plugin-silero) for every --stt engine: the step messages' inactivity
+    probabilities, and so every end-of-turn (SDK, voicewire/livekit, /v1/realtime server_vad), come
+    from it instead of the WebRTC VAD; with --stt sherpa-onnx it also cuts the speech segments the
+    model decodes. Run by sherpa-onnx (npm sherpa-onnx-node) on one worker thread per process (two
+    with --stt sherpa-onnx), one small ONNX session per live STT stream.
   A sherpa-onnx folder (and a --vad-model file) is loaded and run once in a child process first: one
     that cannot be loaded stops the start with MODEL_INVALID, naming the folder or file and the cause.
   env: VOICEWIRE_DATA, VOICEWIRE_STORE, VOICEWIRE_PORT, VOICEWIRE_CONNECTIONS_PER_ADDRESS,
@@ -163,7 +166,6 @@ export const serveCommand: CliSubcommand = {
       registerSttEngine('sherpa-onnx', await sherpaSttEntry(values['stt-model'], type as SherpaSttType | undefined, langs, values['vad-model']));
       stt = 'sherpa-onnx';
     }
-    if (!sherpaStt && values['vad-model'] !== undefined) throw usage(`--vad-model is for --stt sherpa-onnx${stt === undefined ? '' : `, not --stt ${stt}`}`);
     const store = await openCliStore(values);
     const logger = pino(
       { level: process.env['VOICEWIRE_LOG_LEVEL'] ?? 'info', base: { service: 'voicewire', pid: process.pid, ...(primary ? { role: 'primary' } : worker ? { role: 'worker' } : {}) } },
@@ -209,6 +211,7 @@ export const serveCommand: CliSubcommand = {
       ...(stt !== undefined ? { stt } : {}),
       ...(values['core-url'] !== undefined ? { coreUrl: values['core-url'] } : {}),
       ...(values.region !== undefined ? { region: values.region } : {}),
+      ...(values['vad-model'] !== undefined ? { vadModel: values['vad-model'] } : {}),
       environment: process.env['NODE_ENV'] ?? 'development',
       ...(perAddress !== undefined ? { limits: { connectionsPerAddress: perAddress } } : {}),
       trustedProxies,

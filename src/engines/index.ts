@@ -38,5 +38,7 @@ export { resolveSherpaTtsModel, resolveSherpaSttModel, validateSherpaModel, SHER
 export type { SherpaModel, SherpaModelFacts, SherpaTtsType, SherpaSttType } from './sherpa-model.js';
 export { resolveSherpaVad, validateSherpaVad, SherpaVadWorker } from './sherpa-vad.js';
 export type { SherpaVadModel, SherpaVadOptions, SherpaVadStream } from './sherpa-vad.js';
+export { SileroStepsWorker, startSileroSteps, withSileroSteps } from './silero-steps.js';
+export type { SileroFrame, SileroStepsStream } from './silero-steps.js';
 export { readOnnxInfo } from './onnx-info.js';
 export type { OnnxInfo } from './onnx-info.js';

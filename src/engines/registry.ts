@@ -228,15 +228,15 @@ export async function sherpaTtsEntry(dir: string, type?: SherpaTtsType): Promise
  * `vadModel` (`--vad-model FILE`), a Silero VAD file checked the same way cuts the segments, on its
  * own worker thread (sherpa-vad.ts). A streaming model (`nemo-ctc-online`) runs on its own pool,
  * a stream pinned to one worker (sherpa-online.ts, sherpa-stt-online.ts); it finds its own
- * endpoints, so `vadModel` is refused with it.
- * @throws VoicewireError `MODEL_INVALID` naming the folder or the VAD file and the cause;
- * `INVALID_ARGUMENT` for a VAD with a streaming model.
+ * endpoints, so `vadModel` cuts nothing there. The steps' horizons are the server's business
+ * (`createVoiceServer`'s `vadModel`, silero-steps.ts), for every engine.
+ * @throws VoicewireError `MODEL_INVALID` naming the folder or the VAD file and the cause.
  */
 export async function sherpaSttEntry(dir: string, type?: SherpaSttType, languages?: readonly string[], vadModel?: string): Promise<SttEngineEntry> {
   sherpaPackagePath();
   const model = resolveSherpaSttModel(dir, type, languages);
   if (model.streaming === true) {
-    if (vadModel !== undefined) throw new VoicewireError('INVALID_ARGUMENT', `--vad-model cuts segments for an offline model; ${model.dir} is a streaming model (${model.type}), which finds its own endpoints`);
+    // A streaming model finds its own endpoints: a VAD file only drives its steps (createVoiceServer's vadModel).
     await validateSherpaModel(model);
     const online = lazyOnlinePool(model);
     let onlineEngine: SttEngine | undefined;

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { pino, type Logger, type DestinationStream } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
-import { describeValue, functionArg, objectArg, optionsArg } from '../util/args.js';
+import { describeValue, functionArg, objectArg, optionsArg, stringArg } from '../util/args.js';
 import { STT_ENGINES, TTS_ENGINES, catalogVoices, chooseTtsEngine, defaultEngineName, sttEngineEntry, ttsEngineEntry, type EngineContext } from '../engines/registry.js';
 import { KeyedBudget, ReservedShares, STT_DECODER_BUDGET, limitSttStreams } from '../engines/budget.js';
 import { POCKETSPHINX_CALLS } from '../engines/pocketsphinx-ffi.js';
@@ -39,6 +39,7 @@ import { storeErrorReason } from './store/validate.js';
 import { probeRoutes } from './routes/probes.js';
 import { ttsRoutes } from './routes/tts.js';
 import { sttRoutes } from './routes/stt.js';
+import { startSileroSteps, withSileroSteps } from '../engines/silero-steps.js';
 import { accountRoutes, usageSummaryRoutes } from './routes/account.js';
 import { voiceRoutes, coreVoiceRoutes } from './routes/voices.js';
 import { withLibraryVoices } from '../engines/library-voices.js';
@@ -67,6 +68,13 @@ export interface VoiceServerOptions extends ServerConfigInput {
   processMetrics?: boolean;
   /** What /metrics answers (default: this server's registry); `serve --workers` gives the whole cluster's. */
   metricsText?: () => Promise<string>;
+  /**
+   * A Silero VAD file (`serve --vad-model`): every STT engine's `step` inactivity probabilities,
+   * and so every end-of-turn read from them, come from it (src/engines/silero-steps.ts, one worker
+   * thread), not from the WebRTC VAD. Checked in a child process at start (`MODEL_INVALID`).
+   * Default: none.
+   */
+  vadModel?: string;
   /** The web page's folder, served at `/` (default: the built dist/web when present); null: no page. */
   pageDir?: string | null;
   /** Periodic store pings behind /readyz (src/server/store-health.ts; default every 1000 ms, 5000 ms timeout, down after 2 failures in a row). */
@@ -145,6 +153,7 @@ function checkServerOptions(options: VoiceServerOptions): void {
   }
   optionsArg(options.storeHealth, 'createVoiceServer: storeHealth');
   if (options.metricsText !== undefined) functionArg(options.metricsText, 'createVoiceServer: metricsText');
+  if (options.vadModel !== undefined) stringArg(options.vadModel, 'createVoiceServer: vadModel');
 }
 
 /**
@@ -217,7 +226,9 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   // are served caller by caller.
   STT_DECODER_BUDGET.setLimit(config.limits.sttDecoders);
   POCKETSPHINX_CALLS.setConcurrency(config.limits.sttDecodeThreads);
-  const sharedStt = stt.create();
+  // Issue 33: with a Silero VAD, every engine's steps carry its horizons (checked before any socket opens).
+  const silero = options.vadModel === undefined ? undefined : await startSileroSteps(options.vadModel);
+  const sharedStt = silero === undefined ? stt.create() : withSileroSteps(stt.create(), silero);
   const sttPerKey = new KeyedBudget('live STT requests', config.limits.sttDecodersPerKey, 'limits.sttDecodersPerKey');
   const sttPerOrg = new ReservedShares('STT decoders', () => STT_DECODER_BUDGET.limit, config.limits.sttDecoderReserve, 'limits.sttDecoderReserve');
   const sttStreams = (who: Principal): SttEngine => {
@@ -487,7 +498,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       storeHealth.stop();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
-      http.close(() => resolve());
+      // The Silero worker stops with the server (its streams were cut with their sockets).
+      http.close(() => void Promise.resolve(silero?.close()).then(() => resolve(), () => resolve()));
       for (const s of sockets) s.destroy();
     });
     return closed;

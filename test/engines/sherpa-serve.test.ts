@@ -49,7 +49,7 @@ describe.skipIf(!built)(built ? 'serve with sherpa-onnx models' : 'serve with sh
       expect(r.stderr).toMatch(/model\.onnx input 0 is \[N, 80, T\]: a Zipformer CTC model takes fbank features \[N, T, 80\] \[MODEL_INVALID\]\n$/);
     }, 180_000);
 
-    it('a streaming model sherpa-onnx would die on is refused at start, and so is a VAD beside one', () => {
+    it('a streaming model sherpa-onnx would die on is refused at start, and so is a bad VAD beside one', () => {
       for (const broken of ['no-metadata', 'corrupt-onnx'] as const) {
         const dir = folders.make('nemo-ctc-online', { broken });
         const r = refusedStart(['--stt', 'sherpa-onnx', '--stt-model', dir]);
@@ -59,10 +59,12 @@ describe.skipIf(!built)(built ? 'serve with sherpa-onnx models' : 'serve with sh
         expect(r.stderr).toMatch(broken === 'no-metadata' ? /lacks the metadata "cache_last_time_dim3" a streaming NeMo CTC model needs/ : /not a complete ONNX file/);
         expect(r.stderr.trim().split('\n')).toHaveLength(1);
       }
-      const vad = folders.makeVad();
+      // Issue 33: a VAD beside a streaming model drives its steps (not its endpoints); a bad one is refused.
+      const vad = folders.makeVad({ broken: 'bad-names' });
       const r = refusedStart(['--stt', 'sherpa-onnx', '--stt-model', folders.make('nemo-ctc-online'), '--vad-model', vad]);
       expect(r.status).toBe(1);
-      expect(r.stderr).toMatch(/is a streaming model \(nemo-ctc-online\), which finds its own endpoints/);
+      expect(r.stderr).toMatch(/\[MODEL_INVALID\]\n$/);
+      expect(r.stderr).toContain(`VAD model ${vad}`);
     }, 180_000);
 
     it('without the native binary, serve refuses at start naming the package and how to install it', () => {

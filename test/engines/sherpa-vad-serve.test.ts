@@ -49,11 +49,15 @@ describe.skipIf(!built)(built ? 'serve --vad-model' : 'serve --vad-model [SKIPPE
       }, 180_000);
     }
 
-    it('--vad-model is for --stt sherpa-onnx', () => {
-      const vad = folders.makeVad();
-      expect(refusedStart(['--stt', 'pocketsphinx', '--vad-model', vad]).stderr).toMatch(/--vad-model is for --stt sherpa-onnx, not --stt pocketsphinx.*\[CLI_USAGE\]/);
-      expect(refusedStart(['--vad-model', vad]).stderr).toMatch(/--vad-model is for --stt sherpa-onnx .*\[CLI_USAGE\]/);
-    }, 60_000);
+    it('with any --stt engine (issue 33: it drives the steps of every engine), checked the same way', () => {
+      const vad = folders.makeVad({ broken: 'bad-names' });
+      for (const args of [['--stt', 'pocketsphinx', '--vad-model', vad], ['--stt', 'tone', '--vad-model', vad]]) {
+        const r = refusedStart(args);
+        expect(r.status).toBe(1);
+        expect(r.stderr).toMatch(/\[MODEL_INVALID\]\n$/);
+        expect(r.stderr).toContain(`VAD model ${vad}`);
+      }
+    }, 120_000);
   });
 
   describe('a running server with a Silero VAD', () => {
