@@ -14,13 +14,15 @@
  *
  *   npm run build && npx tsx bench/livekit-clock.ts            # 5 rounds
  *   npx tsx bench/livekit-clock.ts --short                     # 2 rounds
+ *   npx tsx bench/livekit-clock.ts --silero                    # steps from Silero VAD (serve --vad-model)
  *
  * Rounds interleave the two paths; p50 and max over rounds. A 2-core machine shared with other
  * work: read the ratios, not the absolute milliseconds.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { createRequire } from 'node:module';
 import { initializeLogger, stt as lkstt, tts as lktts } from '@livekit/agents';
 import { AudioFrame } from '@livekit/rtc-node';
 import { STT, TTS } from '../src/livekit/index.js';
@@ -38,7 +40,9 @@ const TOKENS = ANSWER.match(/\s?\S{1,4}/g)!;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const dir = mkdtempSync(join(tmpdir(), 'vw-livekit-clock-'));
-const s = await startBuiltServer({ dataDir: join(dir, 'data'), maxRssBytes: 2 * 2 ** 30 });
+// --silero: the server's steps (so the plugin's end of turn) come from the real Silero VAD (issue 33).
+const silero = process.argv.includes('--silero') ? join(dirname(createRequire(import.meta.url).resolve('@livekit/agents-plugin-silero')), 'silero_vad.onnx') : undefined;
+const s = await startBuiltServer({ dataDir: join(dir, 'data'), maxRssBytes: 2 * 2 ** 30, args: silero === undefined ? [] : ['--vad-model', silero] });
 
 async function pluginTts(tts: TTS): Promise<number> {
   const stream = tts.stream();
@@ -140,6 +144,7 @@ try {
   await s.stop();
   rmSync(dir, { recursive: true, force: true });
 }
+console.log(`steps from ${silero === undefined ? 'the WebRTC VAD' : 'Silero VAD'}`);
 console.log(`${TOKENS.length} tokens at ${TOKEN_MS} ms (${((TOKENS.length * TOKEN_MS) / 1000).toFixed(2)} s of LLM output); LibriVox clip ${(clip16k.length / 16000).toFixed(2)} s + silence at real time; ${rounds} rounds`);
 for (const [name, xs] of Object.entries(results)) console.log(`${name.padEnd(50)} p50 ${quantile(xs, 0.5).toFixed(0).padStart(5)} ms   max ${Math.max(...xs).toFixed(0).padStart(5)} ms`);
 console.log(`TTS: the plugin's first audio comes ${(quantile(b!, 0.5) / quantile(a!, 0.5)).toFixed(1)}× sooner than the OpenAI door's`);
