@@ -124,10 +124,12 @@ describe.skipIf(missing)('pocketsphinx: an utterance that never ends', () => {
         // Cut at 30, 60 and 90 s: three utterances ended before the stream did (the noise leaves the VAD no pause to end one).
         expect(cutsBeforeEnd).toBeGreaterThanOrEqual(3);
         // Memory: before the cut RSS grew ~43 MB from 40 s to 120 s, and ~90 MB more at the end (one
-        // 120 s utterance's final passes); now the decoder's tables stop growing at 30 s.
+        // 120 s utterance's final passes); now the decoder's tables stop growing at 30 s. The bounds
+        // leave room for the allocator's noise (a fresh-clone CI run saw 19 MB over the 80 s, most
+        // runs a few MB) and still fail the old code's growth.
         const at40 = rss[3]!;
-        expect((rss[rss.length - 1]! - at40) / 1e6).toBeLessThan(15);
-        expect((after - at40) / 1e6).toBeLessThan(20);
+        expect((rss[rss.length - 1]! - at40) / 1e6).toBeLessThan(28);
+        expect((after - at40) / 1e6).toBeLessThan(35);
         // The end finishes at most one 30 s utterance: before, it took more CPU than decoding the last
         // 28 s did (30 s of wall time with the machine idle, ENGINE_TIMEOUT in the server).
         expect(endMs).toBeLessThan(stretchMs * 0.6);
