@@ -23,8 +23,8 @@
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Worker } from 'node:worker_threads';
 import { evalWorker } from './eval-worker.js';
+import { StreamWorker } from './stream-worker.js';
 import { describeValue, functionArg, optionsArg, stringArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { readOnnxInfo } from './onnx-info.js';
@@ -206,20 +206,38 @@ const KEEP_IDLE = 16;
  * the server's request limits).
  */
 export class SherpaVadWorker {
-  private worker: Worker | undefined;
-  private readonly streams = new Map<number, OpenStream>();
-  private nextId = 0;
-  private closed = false;
-  private readonly pkg: string;
+  private readonly host: StreamWorker<OpenStream, { type: string; id: number; segments?: Array<{ start: number; samples: Float32Array }>; message?: string }>;
 
   constructor(readonly vad: SherpaVadModel) {
     sherpaVadArg(vad, 'SherpaVadWorker: vad');
-    this.pkg = sherpaPackagePath();
+    const pkg = sherpaPackagePath();
+    const maxSegment = Math.round(vad.maxSegmentSeconds * 16000);
+    this.host = new StreamWorker({
+      name: `Silero VAD (${vad.file})`,
+      spawn: () => evalWorker(WORKER_SOURCE, { workerData: { pkg, config: vad.config, maxSegment, bufferSeconds: vad.maxSegmentSeconds + 5, keepIdle: KEEP_IDLE } }),
+      onMessage: (m, s) => {
+        for (const g of m.segments ?? []) s.onSegment(g.start, g.samples);
+        if (m.type === 'ended') {
+          this.host.remove(m.id);
+          s.ended?.resolve();
+        } else if (m.type === 'error') {
+          this.host.remove(m.id);
+          const err = new VoicewireError('PROTOCOL_INTERNAL', `Silero VAD (${vad.file}): ${m.message ?? 'failed'}`);
+          s.onError(err);
+          s.ended?.reject(err);
+        }
+      },
+      fail: (s, err, why) => {
+        // A lost worker is the stream's error; a closed one only ends what waits for the end.
+        if (why === 'lost') s.onError(err);
+        s.ended?.reject(err);
+      },
+    });
   }
 
   /** Streams open now. */
   get open(): number {
-    return this.streams.size;
+    return this.host.open;
   }
 
   /**
@@ -229,86 +247,35 @@ export class SherpaVadWorker {
   openStream(onSegment: (start: number, samples: Float32Array) => void, onError: (err: VoicewireError) => void): SherpaVadStream {
     functionArg(onSegment, 'SherpaVadWorker.openStream: onSegment');
     functionArg(onError, 'SherpaVadWorker.openStream: onError');
-    if (this.closed) throw new VoicewireError('INVALID_STATE', 'the Silero VAD worker is closed');
-    const worker = (this.worker ??= this.spawn());
-    const id = this.nextId++;
     const entry: OpenStream = { onSegment, onError };
-    this.streams.set(id, entry);
-    if (this.streams.size === 1) worker.ref();
-    worker.postMessage({ op: 'open', id });
+    const id = this.host.add(entry);
+    this.host.post({ op: 'open', id });
     let done = false;
-    const drop = (): void => {
-      if (!this.streams.delete(id)) return;
-      if (this.streams.size === 0) this.worker?.unref();
-    };
     return {
       push: (samples) => {
-        if (done || samples.length === 0 || !this.streams.has(id)) return;
-        this.worker?.postMessage({ op: 'audio', id, samples }, [samples.buffer as ArrayBuffer]);
+        if (done || samples.length === 0 || this.host.get(id) === undefined) return;
+        this.host.post({ op: 'audio', id, samples }, [samples.buffer as ArrayBuffer]);
       },
       end: () => {
-        if (done || !this.streams.has(id)) return Promise.resolve();
+        if (done || this.host.get(id) === undefined) return Promise.resolve();
         done = true;
         return new Promise<void>((resolveEnd, rejectEnd) => {
           entry.ended = { resolve: resolveEnd, reject: rejectEnd };
-          this.worker?.postMessage({ op: 'end', id });
+          this.host.post({ op: 'end', id });
         });
       },
       close: () => {
-        if (!this.streams.has(id)) return;
+        if (this.host.get(id) === undefined) return;
         done = true;
         entry.ended?.reject(new VoicewireError('INVALID_STATE', 'the stream closed'));
-        drop();
-        this.worker?.postMessage({ op: 'close', id });
+        this.host.remove(id);
+        this.host.post({ op: 'close', id });
       },
     };
   }
 
-  private spawn(): Worker {
-    const maxSegment = Math.round(this.vad.maxSegmentSeconds * 16000);
-    const worker = evalWorker(WORKER_SOURCE, {
-      workerData: { pkg: this.pkg, config: this.vad.config, maxSegment, bufferSeconds: this.vad.maxSegmentSeconds + 5, keepIdle: KEEP_IDLE },
-    });
-    worker.on('message', (m: { type: string; id: number; segments?: Array<{ start: number; samples: Float32Array }>; message?: string }) => {
-      const s = this.streams.get(m.id);
-      if (s === undefined) return;
-      for (const g of m.segments ?? []) s.onSegment(g.start, g.samples);
-      if (m.type === 'ended') {
-        this.streams.delete(m.id);
-        if (this.streams.size === 0) worker.unref();
-        s.ended?.resolve();
-      } else if (m.type === 'error') {
-        this.streams.delete(m.id);
-        if (this.streams.size === 0) worker.unref();
-        const err = new VoicewireError('PROTOCOL_INTERNAL', `Silero VAD (${this.vad.file}): ${m.message ?? 'failed'}`);
-        s.onError(err);
-        s.ended?.reject(err);
-      }
-    });
-    const lost = (err: Error | undefined): void => {
-      if (this.worker !== worker) return;
-      this.worker = undefined;
-      const e = new VoicewireError('PROTOCOL_INTERNAL', `Silero VAD (${this.vad.file}): its worker stopped${err ? `: ${err.message}` : ''}`, err ? { cause: err } : undefined);
-      for (const s of this.streams.values()) {
-        s.onError(e);
-        s.ended?.reject(e);
-      }
-      this.streams.clear();
-    };
-    worker.on('error', lost);
-    worker.on('exit', () => lost(undefined));
-    worker.unref();
-    return worker;
-  }
-
   /** Stops the worker; open streams fail with `INVALID_STATE`. */
-  async close(): Promise<void> {
-    this.closed = true;
-    const worker = this.worker;
-    this.worker = undefined;
-    const err = new VoicewireError('INVALID_STATE', 'the Silero VAD worker closed');
-    for (const s of this.streams.values()) s.ended?.reject(err);
-    this.streams.clear();
-    await worker?.terminate();
+  close(): Promise<void> {
+    return this.host.close();
   }
 }

@@ -25,13 +25,13 @@
  * {@link KEEP_IDLE} kept idle; at most {@link MAX_IN_FLIGHT} frames per stream wait for the worker
  * (a push waits beyond that), so memory grows with the streams the server's STT limits allow.
  */
-import { Worker } from 'node:worker_threads';
 import type { SttEngine, SttEngineConfig, SttEngineEvent, SttEngineStream } from '../sessions/engine.js';
 import type { VadPrediction } from '../protocol/messages.js';
 import { createInt16Resampler, type Resampler } from '../audio/resampler.js';
 import { describeValue, functionArg, objectArg } from '../util/args.js';
 import { VoicewireError } from '../util/errors.js';
 import { evalWorker } from './eval-worker.js';
+import { StreamWorker } from './stream-worker.js';
 import { inactivityFromPause, PAUSE_MODEL } from './vad.js';
 import { resolveSherpaVad, validateSherpaVad, type SherpaVadModel } from './sherpa-vad.js';
 import { sherpaPackagePath } from './sherpa-model.js';
@@ -133,17 +133,28 @@ interface OpenStream {
  * is open.
  */
 export class SileroStepsWorker {
-  private worker: Worker | undefined;
-  private readonly streams = new Map<number, OpenStream>();
-  private nextId = 0;
-  private closed = false;
-  private readonly pkg: string;
+  private readonly host: StreamWorker<OpenStream, { type: string; id: number; speech?: number; total?: number; message?: string }>;
   private readonly model: SherpaVadModel;
 
   /** `file`: a Silero VAD (v4 or v5), as `--vad-model` takes it; checked by {@link resolveSherpaVad}. */
   constructor(file: string) {
-    this.pkg = sherpaPackagePath();
-    this.model = resolveSherpaVad(file, STEP_VAD_OPTIONS);
+    const pkg = sherpaPackagePath();
+    const model = resolveSherpaVad(file, STEP_VAD_OPTIONS);
+    this.model = model;
+    this.host = new StreamWorker({
+      name: `Silero VAD (${model.file})`,
+      spawn: () =>
+        evalWorker(WORKER_SOURCE, {
+          workerData: { pkg, config: model.config, bufferSeconds: MAX_RUN_SECONDS + 5, maxRun: MAX_RUN_SECONDS * 16000, keepIdle: KEEP_IDLE },
+        }),
+      onMessage: (m, s) => {
+        if (m.type === 'frame') s.waiting.shift()?.resolve({ speech: m.speech ?? 0, total: m.total ?? 0 });
+        else if (m.type === 'error') this.drop(m.id, new VoicewireError('PROTOCOL_INTERNAL', `Silero VAD (${model.file}): ${m.message ?? 'failed'}`));
+      },
+      fail: (s, err) => {
+        for (const w of s.waiting.splice(0)) w.reject(err);
+      },
+    });
   }
 
   /** The model file. */
@@ -153,12 +164,12 @@ export class SileroStepsWorker {
 
   /** Streams open now. */
   get open(): number {
-    return this.streams.size;
+    return this.host.open;
   }
 
   /** True while the worker thread runs. */
   get running(): boolean {
-    return this.worker !== undefined;
+    return this.host.running;
   }
 
   /** Loads and runs the file in a child process first (sherpa-onnx ends the process on a file it cannot run). */
@@ -167,69 +178,36 @@ export class SileroStepsWorker {
   }
 
   openStream(): SileroStepsStream {
-    if (this.closed) throw new VoicewireError('INVALID_STATE', 'the Silero VAD worker is closed');
-    const worker = (this.worker ??= this.spawn());
-    const id = this.nextId++;
     const entry: OpenStream = { waiting: [] };
-    this.streams.set(id, entry);
-    if (this.streams.size === 1) worker.ref();
-    worker.postMessage({ op: 'open', id });
+    const id = this.host.add(entry);
+    this.host.post({ op: 'open', id });
     return {
       frame: (samples) => {
         if (!(samples instanceof Float32Array)) return Promise.reject(new VoicewireError('INVALID_ARGUMENT', `SileroStepsStream.frame: samples must be a Float32Array, got ${describeValue(samples)}`));
-        if (!this.streams.has(id) || this.worker === undefined) return Promise.reject(new VoicewireError('INVALID_STATE', 'SileroStepsStream.frame after close()'));
+        if (this.host.get(id) === undefined || !this.host.running) return Promise.reject(new VoicewireError('INVALID_STATE', 'SileroStepsStream.frame after close()'));
         return new Promise<SileroFrame>((resolve, reject) => {
           entry.waiting.push({ resolve, reject });
-          this.worker?.postMessage({ op: 'frame', id, samples }, [samples.buffer as ArrayBuffer]);
+          this.host.post({ op: 'frame', id, samples }, [samples.buffer as ArrayBuffer]);
         });
       },
       close: () => {
         if (!this.drop(id, new VoicewireError('INVALID_STATE', 'the stream closed'))) return;
-        this.worker?.postMessage({ op: 'close', id });
+        this.host.post({ op: 'close', id });
       },
     };
   }
 
   /** Forgets stream `id`, rejecting what it waits for; false when it was gone. */
   private drop(id: number, err: VoicewireError): boolean {
-    const s = this.streams.get(id);
+    const s = this.host.remove(id);
     if (s === undefined) return false;
-    this.streams.delete(id);
-    if (this.streams.size === 0) this.worker?.unref();
     for (const w of s.waiting.splice(0)) w.reject(err);
     return true;
   }
 
-  private spawn(): Worker {
-    const worker = evalWorker(WORKER_SOURCE, {
-      workerData: { pkg: this.pkg, config: this.model.config, bufferSeconds: MAX_RUN_SECONDS + 5, maxRun: MAX_RUN_SECONDS * 16000, keepIdle: KEEP_IDLE },
-    });
-    worker.on('message', (m: { type: string; id: number; speech?: number; total?: number; message?: string }) => {
-      const s = this.streams.get(m.id);
-      if (s === undefined) return;
-      if (m.type === 'frame') s.waiting.shift()?.resolve({ speech: m.speech ?? 0, total: m.total ?? 0 });
-      else if (m.type === 'error') this.drop(m.id, new VoicewireError('PROTOCOL_INTERNAL', `Silero VAD (${this.model.file}): ${m.message ?? 'failed'}`));
-    });
-    const lost = (err: Error | undefined): void => {
-      if (this.worker !== worker) return;
-      this.worker = undefined;
-      const e = new VoicewireError('PROTOCOL_INTERNAL', `Silero VAD (${this.model.file}): its worker stopped${err ? `: ${err.message}` : ''}`, err ? { cause: err } : undefined);
-      for (const id of [...this.streams.keys()]) this.drop(id, e);
-    };
-    worker.on('error', lost);
-    worker.on('exit', () => lost(undefined));
-    worker.unref();
-    return worker;
-  }
-
   /** Stops the worker; open streams' pending frames fail with `INVALID_STATE`. */
-  async close(): Promise<void> {
-    this.closed = true;
-    const worker = this.worker;
-    this.worker = undefined;
-    const err = new VoicewireError('INVALID_STATE', 'the Silero VAD worker closed');
-    for (const id of [...this.streams.keys()]) this.drop(id, err);
-    await worker?.terminate();
+  close(): Promise<void> {
+    return this.host.close();
   }
 }
 
