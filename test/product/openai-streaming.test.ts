@@ -26,6 +26,16 @@ import * as livekitOpenAI from '@livekit/agents-plugin-openai';
 import { bugLines, startBuiltServer, type BuiltServer, stopBuiltServer } from './built-server.js';
 import { describeBuilt } from './describe-built.js';
 
+/** Reads a LiveKit STT stream until its first final transcript: the event kinds seen, and its text. */
+async function untilFinal(stream: AsyncIterable<stt.SpeechEvent>): Promise<{ kinds: string[]; final: string }> {
+  const kinds: string[] = [];
+  for await (const ev of stream) {
+    kinds.push(stt.SpeechEventType[ev.type] ?? String(ev.type));
+    if (ev.type === stt.SpeechEventType.FINAL_TRANSCRIPT) return { kinds, final: ev.alternatives?.[0]?.text ?? '' };
+  }
+  return { kinds, final: '' };
+}
+
 /** The watchdog's bound: the default engines serve these few clients in well under this. */
 const WATCHDOG = 1.5 * 2 ** 30;
 /** A sentence pocketsphinx hears in espeak's voice (test/server/openai-built.test.ts). */
@@ -115,15 +125,7 @@ describeBuilt('OpenAI streaming doors → built `voicewire serve` (espeak-ng, po
       stream.pushFrame(new AudioFrame(chunk, 24000, 1, chunk.length));
     }
     stream.flush();
-    const kinds: string[] = [];
-    let final = '';
-    for await (const ev of stream) {
-      kinds.push(stt.SpeechEventType[ev.type] ?? String(ev.type));
-      if (ev.type === stt.SpeechEventType.FINAL_TRANSCRIPT) {
-        final = ev.alternatives?.[0]?.text ?? '';
-        break;
-      }
-    }
+    const { kinds, final } = await untilFinal(stream);
     stream.close();
     await plugin.close();
     expect(final).toMatch(/tomorrow/);
@@ -140,15 +142,7 @@ describeBuilt('OpenAI streaming doors → built `voicewire serve` (espeak-ng, po
       const chunk = samples.slice(i, i + 480);
       stream.pushFrame(new AudioFrame(chunk, 24000, 1, chunk.length));
     }
-    const kinds: string[] = [];
-    let final = '';
-    for await (const ev of stream) {
-      kinds.push(stt.SpeechEventType[ev.type] ?? String(ev.type));
-      if (ev.type === stt.SpeechEventType.FINAL_TRANSCRIPT) {
-        final = ev.alternatives?.[0]?.text ?? '';
-        break;
-      }
-    }
+    const { kinds, final } = await untilFinal(stream);
     stream.close();
     await plugin.close();
     expect(final).toMatch(/tomorrow/);
