@@ -1,0 +1,386 @@
+/**
+ * TTS overhead over the engine (issue 34): server CPU per second of 48 kHz audio against espeak-ng's
+ * own CPU per second of audio. `npx tsx bench/tts-overhead.ts [--quick] [--profile] [--save]` after
+ * `npm run build`.
+ *
+ * Servers, each a child process started once: the BUILT `dist/cli.js serve` (SQLite in a temp
+ * folder) with `--tts espeak-system` (the system library through koffi) and `--tts espeak-wasm`
+ * (the WebAssembly build); `TTS_BASE_CLI=/other/dist/cli.js` (default /work/before/dist/cli.js
+ * when it exists, `TTS_BASE_CLI=` for none) adds the same two of another build, so before/after
+ * come from the same rounds. Rounds ALTERNATE: every round runs every server once, in a rotated
+ * order, so load from other processes hits all alike.
+ *
+ * A run is a continuous stream of text (English sentences, seeded, the same every run) spoken two ways:
+ * - `ws`: one `/speech/tts` WebSocket, `output_format` pcm, the text sent as it would come from a
+ *   language model (a `text` message of 4 words, all at once), then `end_of_stream`; audio is
+ *   counted from the base64 of the `audio` messages;
+ * - `post`: `POST /post/speech/tts`, pcm, `only_audio` (the body is the audio).
+ * Server CPU is user+system of the server's process (all its threads) from /proc/PID/stat over
+ * the run, divided by the seconds of audio received.
+ *
+ * The engine alone, measured in the same rounds on the same text (ms of CPU per second of audio
+ * at its own 22.05 kHz): the `espeak-ng --stdout` command (children CPU from /proc/self/stat,
+ * start-up included); the system library called directly through koffi in a tight loop, one
+ * synchronous `espeak_Synth` per sentence (as the server speaks), samples copied out as the
+ * server does; the WebAssembly build in a tight loop in a worker thread of this process (its own
+ * cost, apart from the server).
+ *
+ * `--profile`: the servers run with `--cpu-prof`; after the rounds their main-thread profiles are
+ * split into stages by the nearest marked function on each sample's stack (see STAGES): resampling,
+ * word timing and framing, the engine glue (koffi callbacks, the WebAssembly thread's messages),
+ * the wire (base64 + JSON line + socket/HTTP write), GC, the rest. CPU that is on no main-thread
+ * sample (the synthesis thread, libuv) is the server's /proc CPU minus the main thread's.
+ *
+ * Machine and load (`uptime`) are printed beside the figures.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { createRequire } from 'node:module';
+import WebSocket from 'ws';
+import { openStore } from '../src/server/store/open.js';
+import { ensureOrganization } from '../src/server/bootstrap.js';
+import { createKey } from '../src/server/keys.js';
+import { machine, saveFile, stopWithBench } from './util.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const cliJs = join(root, 'dist/cli.js');
+const quick = process.argv.includes('--quick');
+const profile = process.argv.includes('--profile');
+const ROUNDS = quick ? 2 : Number(process.env.TTS_ROUNDS ?? 5);
+/** Sentences per run (~3.5 s of audio each at 48 kHz). */
+const SENTENCES = quick ? 12 : Number(process.env.TTS_SENTENCES ?? 40);
+const TICK = 100; // /proc clock ticks per second (USER_HZ)
+const baseDefault = '/work/before/dist/cli.js';
+const baseCli = process.env.TTS_BASE_CLI ?? (existsSync(baseDefault) ? baseDefault : '');
+
+if (!existsSync(cliJs)) {
+  console.error('bench/tts-overhead: dist/cli.js missing: run npm run build first');
+  process.exit(2);
+}
+
+/** The seeded text: short English sentences, 12 words each. */
+function makeText(n: number): string[] {
+  const words = 'the quick brown fox jumps over a lazy dog near river bank while seven children watched from their small wooden boat and laughed at morning light'.split(' ');
+  let seed = 1;
+  const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  return Array.from({ length: n }, () => {
+    const s = Array.from({ length: 12 }, () => words[Math.floor(rnd() * words.length)]!).join(' ');
+    return `${s[0]!.toUpperCase()}${s.slice(1)}.`;
+  });
+}
+const sentences = makeText(SENTENCES);
+const text = sentences.join(' ');
+
+/** CPU ms (user+system, all threads) of a process from /proc; `children` adds its waited-for children's. */
+function cpuMs(pid: number | 'self', children = false): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const own = Number(f[11]) + Number(f[12]);
+  return ((children ? Number(f[13]) + Number(f[14]) : own) * 1000) / TICK;
+}
+const median = (xs: number[]): number => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
+// ---- servers -----------------------------------------------------------------------------------
+
+const dir = mkdtempSync(join(tmpdir(), 'vw-tts-overhead-'));
+/** Where `--profile` writes (TTS_PROF_DIR keeps the profiles after the run). */
+const profDir = process.env.TTS_PROF_DIR ?? join(dir, 'prof');
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+const store = await openStore({ data: join(dir, 'data') });
+await store.migrate();
+const org = await ensureOrganization(store, 'tts-overhead', { credits: 1_000_000_000 });
+const key = (await createKey(store, org.id)).key;
+await store.close();
+
+interface Server {
+  name: string;
+  child: ChildProcess;
+  http: string;
+  prof: string;
+}
+const started: ChildProcess[] = [];
+process.on('exit', () => {
+  for (const c of started) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
+function start(name: string, cli: string, tts: string): Promise<Server> {
+  const prof = join(profDir, name.replace(/\W+/g, '-'));
+  const nodeArgs = profile ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
+  const child = spawn(process.execPath, [...nodeArgs, cli, 'serve', '--data', join(dir, 'data'), '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
+  });
+  stopWithBench(child);
+  started.push(child);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.once('exit', (c) => reject(new Error(`${name} exited ${c}`)));
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (\S+)\n/.exec(out);
+      if (m) resolve({ name, child, http: m[1]!, prof });
+    });
+  });
+}
+async function stop(s: Server): Promise<void> {
+  s.child.removeAllListeners('exit');
+  const exited = new Promise((r) => s.child.once('exit', r));
+  s.child.kill('SIGTERM');
+  const t = setTimeout(() => s.child.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(t);
+}
+
+/** One WebSocket request: the text in 4-word messages, all sent at once; seconds of audio back. */
+function wsRun(s: Server, words: string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${s.http.replace(/^http/, 'ws')}/speech/tts`, { headers: { 'x-api-key': key }, perMessageDeflate: false });
+    let bytes = 0;
+    ws.on('open', () => {
+      ws.send(JSON.stringify({ type: 'setup', output_format: 'pcm' }));
+      for (let i = 0; i < words.length; i += 4) ws.send(JSON.stringify({ type: 'text', text: words.slice(i, i + 4).join(' ') }));
+      ws.send('{"type":"end_of_stream"}');
+    });
+    ws.on('message', (d: Buffer) => {
+      const m = JSON.parse(d.toString()) as { type: string; audio?: string; message?: string };
+      if (m.type === 'audio') bytes += Buffer.byteLength(m.audio!, 'base64');
+      else if (m.type === 'end_of_stream') ws.close();
+      else if (m.type === 'error') reject(new Error(`${s.name} ws: ${m.message}`));
+    });
+    ws.on('close', () => resolve(bytes / 2 / 48000));
+    ws.on('error', reject);
+  });
+}
+
+/** One POST request, pcm, only the audio; seconds of audio back. */
+async function postRun(s: Server, t: string): Promise<number> {
+  const r = await fetch(`${s.http}/post/speech/tts`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ text: t, output_format: 'pcm', only_audio: true }),
+  });
+  if (!r.ok) throw new Error(`${s.name} post: ${r.status} ${await r.text()}`);
+  return (await r.arrayBuffer()).byteLength / 2 / 48000;
+}
+
+// ---- the engine alone ----------------------------------------------------------------------------
+
+/** The espeak-ng command on the text: its CPU (children of this process) per second of its audio. */
+function commandRun(): number {
+  const before = cpuMs('self', true);
+  const r = spawnSync('espeak-ng', ['--stdout', text], { maxBuffer: 1 << 30 });
+  if (r.status !== 0) return NaN;
+  return (cpuMs('self', true) - before) / ((r.stdout.length - 44) / 2 / 22050);
+}
+
+/**
+ * The system library through koffi, one synchronous espeak_Synth per sentence (in a worker
+ * thread: the library has one state per process, and this process's servers are children).
+ * Samples are copied out of the library's buffer, as the server must.
+ */
+const LIBRARY_LOOP = `
+const { parentPort, workerData } = require('node:worker_threads');
+const koffi = require(workerData.koffi);
+const so = koffi.load('libespeak-ng.so.1');
+const event = koffi.struct({ type: 'int', unique_identifier: 'uint', text_position: 'int', length: 'int', audio_position: 'int', sample: 'int', user_data: 'void *', id: 'int64_t' });
+const cbT = koffi.pointer(koffi.proto('int', ['int16_t *', 'int', koffi.pointer(event)]));
+so.func('int espeak_Initialize(int, int, const char *, int)')(2, 100, null, 0x8000);
+so.func('int espeak_SetVoiceByName(const char *)')('en-us');
+let n = 0;
+const cb = koffi.register((wav, k) => { if (k > 0) { n += k; new Int16Array(koffi.view(wav, k * 2).slice(0)); } return 0; }, cbT);
+so.func('espeak_SetSynthCallback', 'void', [cbT])(cb);
+const synth = so.func('int espeak_Synth(const char *, size_t, unsigned int, int, unsigned int, unsigned int, void *, void *)');
+parentPort.on('message', (sentences) => {
+  n = 0;
+  const t0 = process.threadCpuUsage ? process.threadCpuUsage() : null;
+  const c0 = performance.now();
+  for (const s of sentences) synth(s, Buffer.byteLength(s) + 1, 0, 1, 0, 1, null, null);
+  const t1 = process.threadCpuUsage ? process.threadCpuUsage(t0) : null;
+  parentPort.postMessage({ ms: t1 ? (t1.user + t1.system) / 1000 : performance.now() - c0, seconds: n / 22050 });
+});
+`;
+
+/** The WebAssembly build in a tight loop (its own cost): a worker thread, as the server runs it. */
+const WASM_LOOP = `
+const { parentPort, workerData } = require('node:worker_threads');
+(async () => {
+  const module = await (await import(workerData.url)).default();
+  const w = new module.eSpeakNGWorker();
+  w.set_voice('en-us');
+  w.synthesize('a.', () => false);
+  parentPort.on('message', (sentences) => {
+    let n = 0;
+    const t0 = process.threadCpuUsage ? process.threadCpuUsage() : null;
+    const c0 = performance.now();
+    for (const s of sentences) w.synthesize(s, (samples) => { n += samples.length; return false; });
+    const t1 = process.threadCpuUsage ? process.threadCpuUsage(t0) : null;
+    parentPort.postMessage({ ms: t1 ? (t1.user + t1.system) / 1000 : performance.now() - c0, seconds: n / 22050 });
+  });
+  parentPort.postMessage('ready');
+})();
+`;
+
+function loopWorker(source: string, workerData: unknown, waitReady: boolean): Promise<(s: string[]) => Promise<number>> {
+  const w = new Worker(source, { eval: true, workerData });
+  w.unref();
+  const ask = (s: string[]): Promise<number> =>
+    new Promise((resolve, reject) => {
+      w.once('message', (m: { ms: number; seconds: number }) => resolve(m.ms / m.seconds));
+      w.once('error', reject);
+      w.postMessage(s);
+    });
+  if (!waitReady) return Promise.resolve(ask);
+  return new Promise((resolve, reject) => {
+    w.once('message', () => resolve(ask));
+    w.once('error', reject);
+  });
+}
+
+// ---- profiles ------------------------------------------------------------------------------------
+
+/**
+ * Stages by the nearest marked function on a sample's stack (names survive the bundle). Checked
+ * in order on each frame, innermost first, so a base64 call inside the wire code is the wire.
+ */
+const STAGES: Array<[string, RegExp]> = [
+  ['resample', /^(resampleInt16|resample|PolyphaseCore|runFolded|runPolyphase|roundToInt16|scanFloat32|kernelRow|designKernel)$/],
+  ['wire (base64, JSON line, write)', /^(encodeBase64|encodeBase64Js|serializeTtsAudioMessage|handBuiltBase64|audioSpan|send|sendFrame|frame|write|writeOrBuffer|_write|doWrite|writeGeneric|writev|_writev|toString|stringify)$/],
+  ['session + pcm encoding', /^(encode|onEngine|emit|step|apply|deliver)$/],
+  ['framing', /^(push|pad)$/],
+  ['word timing + sentence assembly', /^(speakOne|firstSound|lastSound|peak|fillMissingWords|speak|text|phraseCut|splitSentences|spokenForm)$/],
+  ['engine glue (koffi / WASM thread messages)', /^(onAudio|onMessage|run|pump|enqueue|synthesize|rc)$/],
+];
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  children?: number[];
+}
+
+/** Main-thread ms by stage, from every profile written under `profDir` (the main thread's is the largest). */
+function stagesOf(prof: string): Map<string, number> | undefined {
+  if (!existsSync(prof)) return undefined;
+  const files = readdirSync(prof).filter((f) => f.endsWith('.cpuprofile'));
+  if (files.length === 0) return undefined;
+  // One file per thread: the main thread's holds the server's HTTP/WebSocket work.
+  const main = files.map((f) => JSON.parse(readFileSync(join(prof, f), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }).find((p) => p.nodes.some((n) => n.callFrame.functionName === 'onAudio' || n.callFrame.functionName === 'onMessage' || n.callFrame.url.includes('cli.js')));
+  if (!main) return undefined;
+  const parent = new Map<number, number>();
+  for (const n of main.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const byId = new Map(main.nodes.map((n) => [n.id, n]));
+  const stageOf = new Map<number, string>();
+  const classify = (id: number): string => {
+    const known = stageOf.get(id);
+    if (known !== undefined) return known;
+    const n = byId.get(id)!;
+    const f = n.callFrame.functionName;
+    let s: string | undefined;
+    if (f === '(idle)') s = 'idle';
+    else if (f === '(garbage collector)') s = 'GC';
+    else if (f === '(program)') s = 'other';
+    else if (f.startsWith('wasm-function')) s = 'resample'; // the main thread's one WebAssembly module (espeak's runs in its thread)
+    else for (const [name, re] of STAGES) if (re.test(f) && (n.callFrame.url === '' || /voicewire|dist|src/.test(n.callFrame.url) || name.startsWith('wire'))) {
+      s = name;
+      break;
+    }
+    if (s === undefined) {
+      const p = parent.get(id);
+      s = p === undefined ? 'other' : classify(p);
+    }
+    stageOf.set(id, s);
+    return s;
+  };
+  const out = new Map<string, number>();
+  for (let i = 0; i < main.samples.length; i++) {
+    const s = classify(main.samples[i]!);
+    out.set(s, (out.get(s) ?? 0) + main.timeDeltas[i]! / 1000);
+  }
+  return out;
+}
+
+// ---- the rounds ----------------------------------------------------------------------------------
+
+const builds: Array<[string, string]> = [['after', cliJs], ...(baseCli ? ([['before', baseCli]] as Array<[string, string]>) : [])];
+const servers: Server[] = [];
+for (const [b, cli] of builds) for (const lib of ['system', 'wasm']) servers.push(await start(`${b} ${lib}`, cli, `espeak-${lib}`));
+// Warm-up: each server's engine loaded and its code compiled before the rounds.
+for (const s of servers) {
+  await postRun(s, sentences.slice(0, 3).join(' '));
+  await wsRun(s, sentences.slice(0, 3).join(' ').split(' '));
+}
+const requireHere = createRequire(import.meta.url);
+const libraryLoop = await loopWorker(LIBRARY_LOOP, { koffi: requireHere.resolve('koffi') }, false);
+const wasmUrl = (await import('node:url')).pathToFileURL(requireHere.resolve('@echogarden/espeak-ng-emscripten')).href;
+const wasmLoop = await loopWorker(WASM_LOOP, { url: wasmUrl }, true);
+// Warm: the WebAssembly code is compiled in tiers (its first run of a text costs ~3× its later ones).
+await libraryLoop(sentences);
+await wasmLoop(sentences);
+
+const fig: Record<string, number[]> = {};
+const add = (k: string, v: number): void => void (fig[k] ??= []).push(v);
+const serverCpu: Record<string, number> = {};
+const words = text.split(' ');
+console.log(`bench/tts-overhead: ${machine()}; ${ROUNDS} rounds of ${SENTENCES} sentences (${text.length} characters); load ${load()}`);
+for (let r = 0; r < ROUNDS; r++) {
+  const order = [...servers.map((s) => s as Server | string), 'command', 'library', 'wasm-build'];
+  const k = r % order.length;
+  for (const item of [...order.slice(k), ...order.slice(0, k)]) {
+    if (item === 'command') add('engine: espeak-ng command', commandRun());
+    else if (item === 'library') add('engine: system library (koffi, tight loop)', await libraryLoop(sentences));
+    else if (item === 'wasm-build') add('engine: WebAssembly build (tight loop)', await wasmLoop(sentences));
+    else if (typeof item !== 'string') {
+      const pid = item.child.pid!;
+      for (const way of ['ws', 'post'] as const) {
+        const c0 = cpuMs(pid);
+        const seconds = way === 'ws' ? await wsRun(item, words) : await postRun(item, text);
+        const c = cpuMs(pid) - c0;
+        serverCpu[item.name] = (serverCpu[item.name] ?? 0) + c;
+        add(`${item.name} ${way}`, c / seconds);
+      }
+    }
+  }
+  console.log(`  round ${r + 1}/${ROUNDS} done, load ${load()}`);
+}
+
+const lines: string[] = [];
+const say = (s: string): void => {
+  lines.push(s);
+  console.log(s);
+};
+say(`\nTTS overhead over the engine: ${machine()}, load ${load()}`);
+say(`${ROUNDS} alternating rounds, ${SENTENCES} sentences (${text.length} characters) a run; median ms of CPU per second of audio (p10-p90 across rounds)`);
+const engine = median(fig['engine: system library (koffi, tight loop)'] ?? []);
+for (const [k, xs] of Object.entries(fig)) {
+  const s = [...xs].sort((a, b) => a - b);
+  const ratio = k.startsWith('engine') ? '' : `  ${(median(xs) / engine).toFixed(2)}× the system library alone`;
+  say(`  ${k.padEnd(46)} ${median(xs).toFixed(2).padStart(6)}  (${s[0]!.toFixed(2)}–${s[s.length - 1]!.toFixed(2)})${ratio}`);
+}
+
+// All the CPU of each server's life (start-up and warm-up too), the base of the profile's shares.
+const lifeCpu = new Map(servers.map((s) => [s.name, cpuMs(s.child.pid!)]));
+for (const s of servers) await stop(s);
+if (profile) {
+  say('\nMain-thread profile by stage (ms over the server\'s life: start-up, warm-up and rounds; share of its process CPU from /proc over the same life):');
+  for (const s of servers) {
+    const st = stagesOf(s.prof);
+    if (!st) {
+      say(`  ${s.name}: no profile`);
+      continue;
+    }
+    const total = lifeCpu.get(s.name)!;
+    const busy = [...st].filter(([k]) => k !== 'idle').reduce((a, [, v]) => a + v, 0);
+    const parts = [...st].filter(([k]) => k !== 'idle').sort((a, b) => b[1] - a[1]);
+    say(`  ${s.name}: process ${total.toFixed(0)} ms, main thread ${busy.toFixed(0)} ms, off the main thread (synthesis, libuv) ~${Math.max(0, total - busy).toFixed(0)} ms`);
+    for (const [k, v] of parts) say(`    ${k.padEnd(46)} ${v.toFixed(0).padStart(6)} ms  ${((100 * v) / total).toFixed(1).padStart(5)} %`);
+  }
+}
+saveFile('tts-overhead.txt', lines.join('\n') + '\n');
+process.exit(0);
