@@ -433,6 +433,11 @@ export async function loadDeterministicSystemEspeak(): Promise<EspeakAsyncWorker
   return w.freshAvailable ? new DeterministicSystemEspeak(w) : w;
 }
 
+/** True once the process's worker over the system library has loaded (synchronous: no load is tried). */
+export function systemEspeakLoaded(): boolean {
+  return (globalThis as { [SHARED]?: SystemEspeak })[SHARED] !== undefined;
+}
+
 /** Undefined when the system espeak-ng can speak here, else the reason (what to install). */
 export async function systemEspeakAvailable(): Promise<string | undefined> {
   try {

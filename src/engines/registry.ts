@@ -13,7 +13,7 @@
  * `pocketsphinx` (STT, English) are the real engines (docs/engines.md). espeak-ng comes two ways:
  * `espeak-wasm`, the WebAssembly build (npm `@echogarden/espeak-ng-emscripten`), and
  * `espeak-system`, the system library (Debian `libespeak-ng1`, through koffi); `espeak` names the
- * first of the two installed here ({@link chooseTtsEngine}).
+ * cheaper of the two installed here, the system library first ({@link chooseTtsEngine}).
  */
 import type { SttEngine, TtsEngine } from '../sessions/engine.js';
 import { createRequire } from 'node:module';
@@ -22,7 +22,7 @@ import type { EngineContext, EngineVoice } from './context.js';
 import { createToneSttEngine, createToneTtsEngine } from './tone.js';
 import { createEspeakTtsEngine } from './espeak-tts.js';
 import { ESPEAK_PACKAGE, loadEspeak } from './espeak-module.js';
-import { ESPEAK_SYSTEM_INSTALL, loadSystemEspeak, systemEspeakAvailable } from './espeak-system.js';
+import { ESPEAK_SYSTEM_INSTALL, loadSystemEspeak, systemEspeakAvailable, systemEspeakLoaded } from './espeak-system.js';
 import { VoicewireError } from '../util/errors.js';
 import { catalogVoices as espeakCatalog } from './espeak-voices.js';
 import { createPocketsphinxSttEngine } from './pocketsphinx-stt.js';
@@ -280,8 +280,11 @@ export const SPEECH_INSTALLS = `\`npm install ${ESPEAK_PACKAGE}\` (WebAssembly) 
 
 /**
  * The TTS engine a server runs (issue 23: real speech wherever the machine can speak, never tones
- * by surprise). None named, or `espeak`: `espeak-wasm` when its npm package is installed, else
- * `espeak-system` when the system library loads, else `ENGINE_UNAVAILABLE` naming both installs.
+ * by surprise). None named, or `espeak`: `espeak-system` when the system library loads, else
+ * `espeak-wasm` when its npm package is installed, else `ENGINE_UNAVAILABLE` naming both installs.
+ * The system library first because it is the cheaper by far (issue 34, bench/tts-overhead.ts:
+ * the npm "WebAssembly" package is espeak-ng compiled to JavaScript by asm2js, ~3.5× the
+ * library's CPU per second of audio, and the server spends ~2.5× the CPU per audio second with it).
  * `tone` only when asked for. `espeak-wasm` or `espeak-system` named but not installed:
  * `ENGINE_UNAVAILABLE` naming what to install. Another name is returned as it is (the caller
  * reports an unknown one).
@@ -290,9 +293,10 @@ export async function chooseTtsEngine(requested?: string): Promise<string> {
   if (requested !== undefined) stringArg(requested, 'chooseTtsEngine: requested');
   const wasm = espeakInstalled();
   if (requested === undefined || requested === 'espeak') {
-    if (wasm) return 'espeak-wasm';
+    // The cheaper build first (see above): the system library, then the npm package.
     const why = await systemEspeakAvailable();
     if (why === undefined) return 'espeak-system';
+    if (wasm) return 'espeak-wasm';
     throw new VoicewireError(
       'ENGINE_UNAVAILABLE',
       `no speech engine here: install espeak-ng with ${SPEECH_INSTALLS}, or ask for test tones with --tts tone (${why})`,
@@ -310,10 +314,11 @@ export async function chooseTtsEngine(requested?: string): Promise<string> {
  * The STT engine `serve` picks when none is named: `pocketsphinx`, whose routes answer
  * ENGINE_UNAVAILABLE naming the Debian packages when it is not installed (a real recognizer or a
  * clear error, never tones read as words). TTS: {@link chooseTtsEngine}; this answers its
- * synchronous best guess (`espeak-wasm` when installed, else `espeak-system`).
+ * synchronous best guess (`espeak-system` once its library has loaded, else `espeak-wasm` when
+ * installed, else `espeak-system`: the cheaper build first, as chooseTtsEngine).
  */
 export function defaultEngineName(kind: 'tts' | 'stt'): string {
-  if (kind === 'tts') return espeakInstalled() ? 'espeak-wasm' : 'espeak-system';
+  if (kind === 'tts') return systemEspeakLoaded() || !espeakInstalled() ? 'espeak-system' : 'espeak-wasm';
   return 'pocketsphinx';
 }
 

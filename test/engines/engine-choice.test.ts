@@ -1,6 +1,6 @@
 /**
- * Which TTS engine a server runs (issue 23): espeak-ng wasm when installed, else the system
- * library, else a refusal naming both installs; tone only when asked for. The whole path from an
+ * Which TTS engine a server runs (issue 23): the system espeak-ng library when it loads, else the
+ * npm build (issue 34: the cheaper first), else a refusal naming both installs; tone only when asked for. The whole path from an
  * installed tarball (no wasm) is test/docs/tarball-speech.test.ts.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -12,10 +12,12 @@ afterEach(() => {
 });
 
 describe('chooseTtsEngine', () => {
-  it('here (both installed): none named or `espeak` → espeak-wasm; each can be forced; tone when asked; an unknown name is returned for the server to refuse', async () => {
-    const { chooseTtsEngine } = await import('../../src/engines/registry.js');
-    expect(await chooseTtsEngine()).toBe('espeak-wasm');
-    expect(await chooseTtsEngine('espeak')).toBe('espeak-wasm');
+  it('here (both installed): none named or `espeak` → espeak-system (the cheaper, issue 34); each can be forced; tone when asked; an unknown name is returned for the server to refuse', async () => {
+    const { chooseTtsEngine, defaultEngineName } = await import('../../src/engines/registry.js');
+    expect(await chooseTtsEngine()).toBe('espeak-system');
+    expect(await chooseTtsEngine('espeak')).toBe('espeak-system');
+    // The synchronous guess agrees once the library has loaded.
+    expect(defaultEngineName('tts')).toBe('espeak-system');
     expect(await chooseTtsEngine('espeak-wasm')).toBe('espeak-wasm');
     expect(await chooseTtsEngine('espeak-system')).toBe('espeak-system');
     expect(await chooseTtsEngine('tone')).toBe('tone');
@@ -32,11 +34,12 @@ describe('chooseTtsEngine', () => {
     delete shared[key];
     const { chooseTtsEngine } = await import('../../src/engines/registry.js');
     const err = await chooseTtsEngine('espeak-system').catch((e: unknown) => e);
+    // The WebAssembly build is still there: without the library, it is the default.
+    const fallback = await chooseTtsEngine();
     if (saved !== undefined) shared[key] = saved;
     expect(isVoicewireError(err, 'ENGINE_UNAVAILABLE')).toBe(true);
     expect((err as Error).message).toContain('apt-get install libespeak-ng1');
-    // The WebAssembly build is still there: it is the default.
-    expect(await chooseTtsEngine()).toBe('espeak-wasm');
+    expect(fallback).toBe('espeak-wasm');
   });
 
   it('a server started with espeak-system reports it (status) and speaks with it', async () => {
