@@ -14,7 +14,8 @@
  * - `ws`: one `/speech/tts` WebSocket, `output_format` pcm, the text sent as it would come from a
  *   language model (a `text` message of 4 words, all at once), then `end_of_stream`; audio is
  *   counted from the base64 of the `audio` messages;
- * - `post`: `POST /post/speech/tts`, pcm, `only_audio` (the body is the audio).
+ * - `post`: `POST /post/speech/tts`, pcm, `only_audio` (the body is the audio);
+ * - `post temp 0`: the same with `json_config.temp` 0 (deterministic, §2.8) on a quarter of the text.
  * Server CPU is user+system of the server's process (all its threads) from /proc/PID/stat over
  * the run, divided by the seconds of audio received.
  *
@@ -88,6 +89,97 @@ const median = (xs: number[]): number => {
 };
 const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
+// ---- stages, in a child process of its own (the library has one state per process) ----------------
+
+/** CPU ms per audio second of each stage of the engine side, measured from the sources (see STAGE_NOTE). */
+interface StageFigures {
+  synthesize: number;
+  resample: number;
+  engine: number;
+  engineStreamed: number;
+  wire: number;
+}
+
+const STAGE_NOTE = `stages (ms of CPU per second of 48 kHz audio, this process's CPU over one stage at a time, from the sources):
+  synthesize = the system library through espeak-system.ts (koffi async call, a callback hop per 100 ms, samples copied);
+  resample   = resampleInt16 22.05→48 kHz of each sentence (src/audio/resampler.ts);
+  engine     = createEspeakTtsEngine (system library) up to framed PCM, the text at once (POST): synthesize + resample + word timing + framing;
+  engineStreamed = the same, the text in 4-word messages (the WebSocket run): spoken in phrases a few words behind, more and shorter syntheses;
+  wire       = serializeTtsAudioMessage of each 80 ms frame (base64 + JSON line; not the socket write)`;
+
+async function stagesChild(): Promise<void> {
+  const { loadSystemEspeak } = await import('../src/engines/espeak-system.js');
+  const { resampleInt16 } = await import('../src/audio/resampler.js');
+  const { createEspeakTtsEngine } = await import('../src/engines/espeak-tts.js');
+  const { serializeTtsAudioMessage } = await import('../src/protocol/parse.js');
+  const cpu = (): number => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
+  const w = await loadSystemEspeak();
+  w.set_voice('en-us');
+  w.set_rate(175);
+  w.set_pitch(50);
+  w.set_range(50);
+  const pcms: Int16Array[] = [];
+  const frames: Int16Array[] = [];
+  const engine = createEspeakTtsEngine({ resolveVoice: async () => undefined, resolvePronunciation: async () => undefined }, { library: 'system' });
+  const once = async (): Promise<StageFigures> => {
+    pcms.length = 0;
+    frames.length = 0;
+    let c0 = cpu();
+    for (const t of sentences) {
+      const parts: Int16Array[] = [];
+      await w.synthesize(t, (x) => (parts.push(x), false));
+      const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+      let o = 0;
+      for (const p of parts) (pcm.set(p, o), (o += p.length));
+      pcms.push(pcm);
+    }
+    const synthesize = cpu() - c0;
+    c0 = cpu();
+    for (const p of pcms) resampleInt16(p, 22050, 48000);
+    const resample = cpu() - c0;
+    // As POST gives it: the whole text at once, spoken sentence by sentence.
+    c0 = cpu();
+    const st = await engine.open({ modelName: 'default', jsonConfig: {} } as never, (e) => void (e.type === 'audio' && frames.push(e.pcm)));
+    await st.text(text);
+    await st.end();
+    const whole = cpu() - c0;
+    // As the WebSocket run gives it: 4-word messages, spoken in phrases a few words behind.
+    c0 = cpu();
+    let n = 0;
+    const ws = await engine.open({ modelName: 'default', jsonConfig: {} } as never, (e) => void (e.type === 'audio' && n++));
+    for (let i = 0; i < words.length; i += 4) await ws.text(words.slice(i, i + 4).join(' '));
+    await ws.end();
+    const phrases = cpu() - c0;
+    c0 = cpu();
+    for (let i = 0; i < frames.length; i++) {
+      const f = frames[i]!;
+      serializeTtsAudioMessage(new Uint8Array(f.buffer, f.byteOffset, f.byteLength), { start_s: i * 0.08, stop_s: (i + 1) * 0.08, stream_id: 0 });
+    }
+    const wire = cpu() - c0;
+    const seconds = frames.length * 0.08;
+    return { synthesize: synthesize / seconds, resample: resample / seconds, engine: whole / seconds, engineStreamed: phrases / (n * 0.08), wire: wire / seconds };
+  };
+  await once(); // warm: code compiled, voice loaded
+  process.stdout.write(JSON.stringify(await once()) + '\n');
+  process.exit(0);
+}
+const words = text.split(' ');
+if (process.argv.includes('--stages-child')) await stagesChild();
+
+/** One stages measurement in a fresh child process. */
+function stagesRun(): Promise<StageFigures> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--stages-child', ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+    stopWithBench(c);
+    let out = '';
+    c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    c.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as StageFigures) : reject(new Error(`stages child exited ${code}`))));
+  });
+}
+
 // ---- servers -----------------------------------------------------------------------------------
 
 const dir = mkdtempSync(join(tmpdir(), 'vw-tts-overhead-'));
@@ -160,12 +252,12 @@ function wsRun(s: Server, words: string[]): Promise<number> {
   });
 }
 
-/** One POST request, pcm, only the audio; seconds of audio back. */
-async function postRun(s: Server, t: string): Promise<number> {
+/** One POST request, pcm, only the audio (`temp` 0: the deterministic path); seconds of audio back. */
+async function postRun(s: Server, t: string, temp?: number): Promise<number> {
   const r = await fetch(`${s.http}/post/speech/tts`, {
     method: 'POST',
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
-    body: JSON.stringify({ text: t, output_format: 'pcm', only_audio: true }),
+    body: JSON.stringify({ text: t, output_format: 'pcm', only_audio: true, ...(temp === undefined ? {} : { json_config: { temp } }) }),
   });
   if (!r.ok) throw new Error(`${s.name} post: ${r.status} ${await r.text()}`);
   return (await r.arrayBuffer()).byteLength / 2 / 48000;
@@ -188,6 +280,8 @@ function commandRun(): number {
  */
 const LIBRARY_LOOP = `
 const { parentPort, workerData } = require('node:worker_threads');
+// This thread's CPU time, ms (Node 20 has no process.threadCpuUsage): the scheduler's runtime, ns.
+const threadMs = () => Number(require('node:fs').readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
 const koffi = require(workerData.koffi);
 const so = koffi.load('libespeak-ng.so.1');
 const event = koffi.struct({ type: 'int', unique_identifier: 'uint', text_position: 'int', length: 'int', audio_position: 'int', sample: 'int', user_data: 'void *', id: 'int64_t' });
@@ -200,17 +294,17 @@ so.func('espeak_SetSynthCallback', 'void', [cbT])(cb);
 const synth = so.func('int espeak_Synth(const char *, size_t, unsigned int, int, unsigned int, unsigned int, void *, void *)');
 parentPort.on('message', (sentences) => {
   n = 0;
-  const t0 = process.threadCpuUsage ? process.threadCpuUsage() : null;
-  const c0 = performance.now();
+  const c0 = threadMs();
   for (const s of sentences) synth(s, Buffer.byteLength(s) + 1, 0, 1, 0, 1, null, null);
-  const t1 = process.threadCpuUsage ? process.threadCpuUsage(t0) : null;
-  parentPort.postMessage({ ms: t1 ? (t1.user + t1.system) / 1000 : performance.now() - c0, seconds: n / 22050 });
+  parentPort.postMessage({ ms: threadMs() - c0, seconds: n / 22050 });
 });
 `;
 
 /** The WebAssembly build in a tight loop (its own cost): a worker thread, as the server runs it. */
 const WASM_LOOP = `
 const { parentPort, workerData } = require('node:worker_threads');
+// This thread's CPU time, ms (Node 20 has no process.threadCpuUsage): the scheduler's runtime, ns.
+const threadMs = () => Number(require('node:fs').readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
 (async () => {
   const module = await (await import(workerData.url)).default();
   const w = new module.eSpeakNGWorker();
@@ -218,11 +312,9 @@ const { parentPort, workerData } = require('node:worker_threads');
   w.synthesize('a.', () => false);
   parentPort.on('message', (sentences) => {
     let n = 0;
-    const t0 = process.threadCpuUsage ? process.threadCpuUsage() : null;
-    const c0 = performance.now();
+    const c0 = threadMs();
     for (const s of sentences) w.synthesize(s, (samples) => { n += samples.length; return false; });
-    const t1 = process.threadCpuUsage ? process.threadCpuUsage(t0) : null;
-    parentPort.postMessage({ ms: t1 ? (t1.user + t1.system) / 1000 : performance.now() - c0, seconds: n / 22050 });
+    parentPort.postMessage({ ms: threadMs() - c0, seconds: n / 22050 });
   });
   parentPort.postMessage('ready');
 })();
@@ -327,20 +419,21 @@ await wasmLoop(sentences);
 const fig: Record<string, number[]> = {};
 const add = (k: string, v: number): void => void (fig[k] ??= []).push(v);
 const serverCpu: Record<string, number> = {};
-const words = text.split(' ');
 console.log(`bench/tts-overhead: ${machine()}; ${ROUNDS} rounds of ${SENTENCES} sentences (${text.length} characters); load ${load()}`);
 for (let r = 0; r < ROUNDS; r++) {
-  const order = [...servers.map((s) => s as Server | string), 'command', 'library', 'wasm-build'];
+  const order = [...servers.map((s) => s as Server | string), 'command', 'library', 'wasm-build', 'stages'];
   const k = r % order.length;
   for (const item of [...order.slice(k), ...order.slice(0, k)]) {
     if (item === 'command') add('engine: espeak-ng command', commandRun());
     else if (item === 'library') add('engine: system library (koffi, tight loop)', await libraryLoop(sentences));
     else if (item === 'wasm-build') add('engine: WebAssembly build (tight loop)', await wasmLoop(sentences));
+    else if (item === 'stages') for (const [k, v] of Object.entries(await stagesRun())) add(`stage: ${k}`, v);
     else if (typeof item !== 'string') {
       const pid = item.child.pid!;
-      for (const way of ['ws', 'post'] as const) {
+      for (const way of ['ws', 'post', 'post temp 0'] as const) {
         const c0 = cpuMs(pid);
-        const seconds = way === 'ws' ? await wsRun(item, words) : await postRun(item, text);
+        // temp 0 (§2.8, deterministic) on a quarter of the text: the system library loads a fresh copy of itself per sentence.
+        const seconds = way === 'ws' ? await wsRun(item, words) : way === 'post' ? await postRun(item, text) : await postRun(item, sentences.slice(0, Math.ceil(SENTENCES / 4)).join(' '), 0);
         const c = cpuMs(pid) - c0;
         serverCpu[item.name] = (serverCpu[item.name] ?? 0) + c;
         add(`${item.name} ${way}`, c / seconds);
@@ -365,10 +458,20 @@ for (const [k, xs] of Object.entries(fig)) {
 }
 
 // All the CPU of each server's life (start-up and warm-up too), the base of the profile's shares.
-const lifeCpu = new Map(servers.map((s) => [s.name, cpuMs(s.child.pid!)]));
+const lifeCpu = new Map(servers.map((s) => [s.name, cpuMs(s.child.pid!)]));const m = (k: string): number => median(fig[k] ?? []);
+say(`\nWhere the system library's server CPU goes (medians above; ms per audio second):`);
+say(`  engine alone (library, tight loop)                ${m('engine: system library (koffi, tight loop)').toFixed(2)}`);
+say(`  glue: async call + callback hops + copies          ${(m('stage: synthesize') - m('engine: system library (koffi, tight loop)')).toFixed(2)}`);
+say(`  resample 22.05→48 kHz                              ${m('stage: resample').toFixed(2)}`);
+say(`  word timing + sentence assembly + framing          ${(m('stage: engine') - m('stage: synthesize') - m('stage: resample')).toFixed(2)}`);
+say(`  wire encoding (base64 + JSON line)                 ${m('stage: wire').toFixed(2)}`);
+say(`  phrases instead of sentences (4-word messages)     ${(m('stage: engineStreamed') - m('stage: engine')).toFixed(2)}`);
+say(`  the rest (session, socket/HTTP writes, GC): ws ${(m('after system ws') - m('stage: engineStreamed') - m('stage: wire')).toFixed(2)}, post ${(m('after system post') - m('stage: engine')).toFixed(2)} (post sends raw PCM: no wire encoding)`);
+say(STAGE_NOTE);
+
 for (const s of servers) await stop(s);
 if (profile) {
-  say('\nMain-thread profile by stage (ms over the server\'s life: start-up, warm-up and rounds; share of its process CPU from /proc over the same life):');
+  say('\nMain-thread profile by stage (wall-clock samples: on a loaded machine a thread preempted right after it hands work to another counts as busy, so take these shares from a quiet machine) (ms over the server\'s life: start-up, warm-up and rounds; share of its process CPU from /proc over the same life):');
   for (const s of servers) {
     const st = stagesOf(s.prof);
     if (!st) {
