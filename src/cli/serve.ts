@@ -61,8 +61,8 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
     X-Forwarded-For names the client (10.0.0.5,10.0.0.0/8,fd00::/8); from any other address the
     header is ignored. Default none.
   --tts: espeak-wasm (npm @echogarden/espeak-ng-emscripten) | espeak-system (apt-get install
-    libespeak-ng1) | espeak (default: the first of the two installed; neither: serve refuses to
-    start) | sherpa-onnx (with --tts-model) | tone (test tones, only when asked for).
+    libespeak-ng1) | espeak (default: the system library when it loads, else the WebAssembly
+    build, the cheaper first; neither: serve refuses to start) | sherpa-onnx (with --tts-model) | tone (test tones, only when asked for).
   --stt: pocketsphinx (default) | sherpa-onnx | tone.
   --tts-model DIR: a sherpa-onnx voice folder (Piper, VITS, Kokoro); implies --tts sherpa-onnx.
   --stt-model PATH: with --stt sherpa-onnx (or --stt-model-type), a sherpa-onnx model folder (NeMo or
