@@ -471,7 +471,7 @@ say(STAGE_NOTE);
 
 for (const s of servers) await stop(s);
 if (profile) {
-  say('\nMain-thread profile by stage (wall-clock samples: on a loaded machine a thread preempted right after it hands work to another counts as busy, so take these shares from a quiet machine) (ms over the server\'s life: start-up, warm-up and rounds; share of its process CPU from /proc over the same life):');
+  say("\nMain-thread profile by stage: ms over each server's life (start-up, warm-up, rounds), share of its /proc CPU over the same life. Wall-clock samples: a thread preempted right after it hands work to another counts as busy, so take these from a quiet machine.");
   for (const s of servers) {
     const st = stagesOf(s.prof);
     if (!st) {
