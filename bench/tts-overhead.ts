@@ -97,6 +97,7 @@ interface StageFigures {
   resample: number;
   engine: number;
   engineStreamed: number;
+  engineReplayed: number;
   wire: number;
 }
 
@@ -104,6 +105,7 @@ const STAGE_NOTE = `stages (ms of CPU per second of 48 kHz audio, this process's
   synthesize = the system library through espeak-system.ts (koffi async call, a callback hop per 100 ms, samples copied);
   resample   = resampleInt16 22.05→48 kHz of each sentence (src/audio/resampler.ts);
   engine     = createEspeakTtsEngine (system library) up to framed PCM, the text at once (POST): synthesize + resample + word timing + framing;
+  engineReplayed = the same (text at once) with the library's output of each sentence recorded and replayed at once: the engine without espeak and its glue;
   engineStreamed = the same, the text in 4-word messages (the WebSocket run): spoken in phrases a few words behind, more and shorter syntheses;
   wire       = serializeTtsAudioMessage of each 80 ms frame (base64 + JSON line; not the socket write)`;
 
@@ -123,6 +125,27 @@ async function stagesChild(): Promise<void> {
   w.set_range(50);
   const pcms: Int16Array[] = [];
   const frames: Int16Array[] = [];
+  // The library's output per sentence, replayed instantly to measure the engine without espeak.
+  type Recorded = Array<[Int16Array, Parameters<Parameters<typeof w.synthesize>[1]>[1]]>;
+  const recorded = new Map<string, Recorded>();
+  const replay = {
+    set_voice: (v: string) => (w.set_voice(v), 0),
+    set_rate: (x: number) => w.set_rate(x),
+    set_pitch: (x: number) => w.set_pitch(x),
+    set_range: (x: number) => w.set_range(x),
+    get_samplerate: () => w.get_samplerate(),
+    async synthesize(t: string, cb: Parameters<typeof w.synthesize>[1]): Promise<void> {
+      let r = recorded.get(t);
+      if (r === undefined) {
+        // A piece not recorded yet (a phrase cut): recorded on the warm-up pass, replayed on the measured one.
+        const got: Recorded = [];
+        await w.synthesize(t, (x, e) => (got.push([x, e]), false));
+        recorded.set(t, (r = got));
+      }
+      for (const [x, e] of r) cb(x, e);
+    },
+  };
+  const replayed = createEspeakTtsEngine({ resolveVoice: async () => undefined, resolvePronunciation: async () => undefined }, { worker: replay });
   const engine = createEspeakTtsEngine({ resolveVoice: async () => undefined, resolvePronunciation: async () => undefined }, { library: 'system' });
   const once = async (): Promise<StageFigures> => {
     pcms.length = 0;
@@ -130,7 +153,9 @@ async function stagesChild(): Promise<void> {
     let c0 = cpu();
     for (const t of sentences) {
       const parts: Int16Array[] = [];
-      await w.synthesize(t, (x) => (parts.push(x), false));
+      const got: Recorded = [];
+      await w.synthesize(t, (x, e) => (parts.push(x), got.push([x, e]), false));
+      recorded.set(t, got);
       const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
       let o = 0;
       for (const p of parts) (pcm.set(p, o), (o += p.length));
@@ -159,8 +184,15 @@ async function stagesChild(): Promise<void> {
       serializeTtsAudioMessage(new Uint8Array(f.buffer, f.byteOffset, f.byteLength), { start_s: i * 0.08, stop_s: (i + 1) * 0.08, stream_id: 0 });
     }
     const wire = cpu() - c0;
+    // The engine on the recorded output: everything but espeak and its glue.
+    c0 = cpu();
+    let r = 0;
+    const rs = await replayed.open({ modelName: 'default', jsonConfig: {} } as never, (e) => void (e.type === 'audio' && r++));
+    await rs.text(text);
+    await rs.end();
+    const replayMs = cpu() - c0;
     const seconds = frames.length * 0.08;
-    return { synthesize: synthesize / seconds, resample: resample / seconds, engine: whole / seconds, engineStreamed: phrases / (n * 0.08), wire: wire / seconds };
+    return { synthesize: synthesize / seconds, resample: resample / seconds, engine: whole / seconds, engineStreamed: phrases / (n * 0.08), engineReplayed: replayMs / (r * 0.08), wire: wire / seconds };
   };
   await once(); // warm: code compiled, voice loaded
   process.stdout.write(JSON.stringify(await once()) + '\n');
@@ -463,7 +495,7 @@ say(`\nWhere the system library's server CPU goes (medians above; ms per audio s
 say(`  engine alone (library, tight loop)                ${m('engine: system library (koffi, tight loop)').toFixed(2)}`);
 say(`  glue: async call + callback hops + copies          ${(m('stage: synthesize') - m('engine: system library (koffi, tight loop)')).toFixed(2)}`);
 say(`  resample 22.05→48 kHz                              ${m('stage: resample').toFixed(2)}`);
-say(`  word timing + sentence assembly + framing          ${(m('stage: engine') - m('stage: synthesize') - m('stage: resample')).toFixed(2)}`);
+say(`  word timing + sentence assembly + framing + GC      ${(m('stage: engineReplayed') - m('stage: resample')).toFixed(2)}  (engine − synthesize − resample: ${(m('stage: engine') - m('stage: synthesize') - m('stage: resample')).toFixed(2)})`);
 say(`  wire encoding (base64 + JSON line)                 ${m('stage: wire').toFixed(2)}`);
 say(`  phrases instead of sentences (4-word messages)     ${(m('stage: engineStreamed') - m('stage: engine')).toFixed(2)}`);
 say(`  the rest (session, socket/HTTP writes, GC): ws ${(m('after system ws') - m('stage: engineStreamed') - m('stage: wire')).toFixed(2)}, post ${(m('after system post') - m('stage: engine')).toFixed(2)} (post sends raw PCM: no wire encoding)`);
