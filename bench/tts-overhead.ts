@@ -305,6 +305,9 @@ function commandRun(): number {
   return (cpuMs('self', true) - before) / ((r.stdout.length - 44) / 2 / 22050);
 }
 
+/** The loops' clock, evaluated in their threads: this thread's CPU time in ms (Node 20 has no process.threadCpuUsage), from the scheduler's runtime in ns. */
+const THREAD_MS = "const threadMs = () => Number(require('node:fs').readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;";
+
 /**
  * The system library through koffi, one synchronous espeak_Synth per sentence (in a worker
  * thread: the library has one state per process, and this process's servers are children).
@@ -312,9 +315,7 @@ function commandRun(): number {
  */
 const LIBRARY_LOOP = `
 const { parentPort, workerData } = require('node:worker_threads');
-// This thread's CPU time, ms (Node 20 has no process.threadCpuUsage): the scheduler's runtime, ns.
-const threadMs = () => Number(require('node:fs').readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
-const koffi = require(workerData.koffi);
+${THREAD_MS}const koffi = require(workerData.koffi);
 const so = koffi.load('libespeak-ng.so.1');
 const event = koffi.struct({ type: 'int', unique_identifier: 'uint', text_position: 'int', length: 'int', audio_position: 'int', sample: 'int', user_data: 'void *', id: 'int64_t' });
 const cbT = koffi.pointer(koffi.proto('int', ['int16_t *', 'int', koffi.pointer(event)]));
@@ -335,9 +336,7 @@ parentPort.on('message', (sentences) => {
 /** The WebAssembly build in a tight loop (its own cost): a worker thread, as the server runs it. */
 const WASM_LOOP = `
 const { parentPort, workerData } = require('node:worker_threads');
-// This thread's CPU time, ms (Node 20 has no process.threadCpuUsage): the scheduler's runtime, ns.
-const threadMs = () => Number(require('node:fs').readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
-(async () => {
+${THREAD_MS}(async () => {
   const module = await (await import(workerData.url)).default();
   const w = new module.eSpeakNGWorker();
   w.set_voice('en-us');
@@ -439,6 +438,8 @@ for (const [b, cli] of builds) for (const lib of ['system', 'wasm']) servers.pus
 for (const s of servers) {
   await postRun(s, sentences.slice(0, 3).join(' '));
   await wsRun(s, sentences.slice(0, 3).join(' ').split(' '));
+  // temp 0's own instance (the npm build loads a second one on first use).
+  await postRun(s, sentences[0]!, 0);
 }
 const requireHere = createRequire(import.meta.url);
 const libraryLoop = await loopWorker(LIBRARY_LOOP, { koffi: requireHere.resolve('koffi') }, false);
@@ -450,7 +451,6 @@ await wasmLoop(sentences);
 
 const fig: Record<string, number[]> = {};
 const add = (k: string, v: number): void => void (fig[k] ??= []).push(v);
-const serverCpu: Record<string, number> = {};
 console.log(`bench/tts-overhead: ${machine()}; ${ROUNDS} rounds of ${SENTENCES} sentences (${text.length} characters); load ${load()}`);
 for (let r = 0; r < ROUNDS; r++) {
   const order = [...servers.map((s) => s as Server | string), 'command', 'library', 'wasm-build', 'stages'];
@@ -467,7 +467,6 @@ for (let r = 0; r < ROUNDS; r++) {
         // temp 0 (§2.8, deterministic) on a quarter of the text: the system library loads a fresh copy of itself per sentence.
         const seconds = way === 'ws' ? await wsRun(item, words) : way === 'post' ? await postRun(item, text) : await postRun(item, sentences.slice(0, Math.ceil(SENTENCES / 4)).join(' '), 0);
         const c = cpuMs(pid) - c0;
-        serverCpu[item.name] = (serverCpu[item.name] ?? 0) + c;
         add(`${item.name} ${way}`, c / seconds);
       }
     }
