@@ -284,7 +284,7 @@ export const SPEECH_INSTALLS = `\`npm install ${ESPEAK_PACKAGE}\` (WebAssembly) 
  * `espeak-wasm` when its npm package is installed, else `ENGINE_UNAVAILABLE` naming both installs.
  * The system library first because it is the cheaper by far (issue 34, bench/tts-overhead.ts:
  * the npm "WebAssembly" package is espeak-ng compiled to JavaScript by Emscripten's wasm2js, ~2.8×
- * the library's CPU per second of audio, and the server spends ~2.5× the CPU per audio second with
+ * the library's CPU per second of audio, and the server spends ~2.6× the CPU per audio second with
  * it; at temp 0, where the library is loaded afresh per sentence, the library still costs less).
  * `tone` only when asked for. `espeak-wasm` or `espeak-system` named but not installed:
  * `ENGINE_UNAVAILABLE` naming what to install. Another name is returned as it is (the caller
