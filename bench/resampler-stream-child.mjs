@@ -1,5 +1,5 @@
 /**
- * voicewire's side of bench/resampler-stream.ts, in its own process: one continuous stream of
+ * voicewire's side of bench/soxr.bench.ts, in its own process: one continuous stream of
  * 80 ms chunks through `createResampler` (no flush), pushing into a preallocated output, timed by
  * this process's CPU time (`process.cpuUsage`: every thread, JIT and GC included) around the
  * measured stretch only. Plain JavaScript, run by plain `node`, so that the built package entry

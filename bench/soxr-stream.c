@@ -1,5 +1,5 @@
 /*
- * libsoxr at its own speed, for bench/resampler-stream.ts: one continuous stream of 80 ms chunks
+ * libsoxr at its own speed, for bench/soxr.bench.ts: one continuous stream of 80 ms chunks
  * (no flush, no clear), soxr_create at SOXR_HQ, one thread, float32 mono in and out; the time is
  * this process's CPU time (CLOCK_PROCESS_CPUTIME_ID) around the measured stretch only.
  *

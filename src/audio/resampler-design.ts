@@ -367,7 +367,7 @@ function designCascade(from: number, to: number, mid: number): readonly Resample
  * The 3:2 narrow stage replaces the 2:1 one (or one stage) where {@link stageAdds} is at most this
  * fraction. The model is rough: issue 22 measured 5–14 % where it predicts 15 % and nothing where
  * it predicts 7–10 % (in-process, flushed every 2 s); issue 34's continuous stream
- * (bench/resampler-stream.ts) measured 24k→8k 9 %, 48k→16k 9 %, 48k→8k 6 %, 44.1k→8k 3 % faster
+ * (bench/soxr.bench.ts) measured 24k→8k 9 %, 48k→16k 9 %, 48k→8k 6 %, 44.1k→8k 3 % faster
  * where it predicts 7–10 %.
  */
 const NARROW_32_GAIN = 0.94;
