@@ -69,8 +69,8 @@ export interface ResamplerQualitySpec {
  *   296 for 3:1, 584 for 6:1, 152 for 24k→16k — about 1.25× speexdsp q5's, which is not
  *   alias-free (−1.8 dB at 0.9×, −107 dBFS at 1.05×); their rows are symmetric, so they run
  *   folded ({@link FoldedRows}: 100, 148, 292 and 76 multiplies per output). Where it halves the
- *   work, a pair runs as two stages ({@link designStages}: 48k→8k, 24k→8k, 48k→16k, 44.1k→24k,
- *   22.05k→48k and most pairs that are not 2:1 or 3:2): the sharp edge is then filtered by the 2:1 (or,
+ *   work, a pair runs as two stages ({@link designStages}: 48k→8k, 44.1k→24k, 22.05k→48k and
+ *   most pairs that are not 2:1, 3:2 or 3:1): the sharp edge is then filtered by the 2:1 (or,
  *   decimating where cheaper, 3:2) minimax design (so those pairs, once Kaiser, now have its
  *   ±0.007 dB ripple) and a wide stage (≥ 110
  *   dB, ±0.001 dB) does the rest.
@@ -307,17 +307,16 @@ const stagesCache = new Map<string, readonly ResamplerStage[]>();
  *
  * - decimating (`from > to`): a wide, short stage `from → 2·to` (its transition band spans
  *   0.9·B … 3·B, B = to/2), then the narrow 2:1 `'high'` stage `2·to → to` whose rows fold; or,
- *   where {@link stageAdds} says it costs ≥ 6 % less than that or than one stage, `from → 1.5·to`
- *   (transition 0.9·B … 2·B) then the folded 3:2 stage: the sharp edge at 1.5·to instead of 2·to
- *   (44.1k→24k via 36 kHz, 48k→8k and 24k→8k via 12 kHz, 48k→16k via 24 kHz, 44.1k→16k,
- *   44.1k→8k, 48k→22.05k, 22.05k→8k);
+ *   where {@link stageAdds} says it costs ≥ 12 % less, `from → 1.5·to` (transition 0.9·B … 2·B)
+ *   then the folded 3:2 stage: the sharp edge at 1.5·to instead of 2·to (44.1k→24k via 36 kHz,
+ *   44.1k→16k, 48k→22.05k, 22.05k→8k);
  * - interpolating (`from < to`): the narrow 1:2 `'high'` stage `from → 2·from` (two symmetric,
  *   folded phases), then a wide stage `2·from → to` (B = from/2).
  *
  * The narrow stage is `'high'`'s own design for 2:1, so the sharp band edge (0.9 → 1.0 of the
  * lower Nyquist) is filtered at the lowest rate that can hold it; the wide stage has a
- * transition band 21× wider and about a tenth of the taps. 48k→8k: 1.0 M folded multiply-adds
- * per second of audio instead of 2.3 M. Both stages centred: the cascade has zero lag too.
+ * transition band 21× wider and about a tenth of the taps. 48k→8k: 1.2 M multiply-adds per
+ * second of audio instead of 2.4 M. Both stages centred: the cascade has zero lag too.
  */
 export function designStages(from: number, to: number, quality: ResamplerQuality): readonly ResamplerStage[] {
   const key = `${from}/${to}/${quality}`;
@@ -364,13 +363,10 @@ function designCascade(from: number, to: number, mid: number): readonly Resample
 }
 
 /**
- * The 3:2 narrow stage replaces the 2:1 one (or one stage) where {@link stageAdds} is at most this
- * fraction. The model is rough: issue 22 measured 5–14 % where it predicts 15 % and nothing where
- * it predicts 7–10 % (in-process, flushed every 2 s); issue 34's continuous stream
- * (bench/soxr.bench.ts) measured 24k→8k 9 %, 48k→16k 9 %, 48k→8k 6 %, 44.1k→8k 3 % faster
- * where it predicts 7–10 %.
+ * The 3:2 narrow stage replaces the 2:1 one where {@link stageAdds} is at most this fraction:
+ * the model is rough (measured gains 5–14 % where it predicts 15 %; none where it predicts 7–10 %).
  */
-const NARROW_32_GAIN = 0.94;
+const NARROW_32_GAIN = 0.88;
 /** {@link stageAdds}' cost of one output beside its dot product (zeroing, lane sums, pointers), in adds. */
 const OUTPUT_OVERHEAD_ADDS = 40;
 
