@@ -1,6 +1,7 @@
 /**
- * The resampler benches' shared input: the six rate pairs, the speech-like test audio and its
- * 80 ms chunks (bench/resampler.bench.ts and bench/soxr.bench.ts time the very same samples).
+ * The resampler benches' shared input: the six rate pairs (bench/resampler.bench.ts and
+ * bench/soxr.bench.ts), the speech-like test audio and its 80 ms chunks (bench/resampler.bench.ts;
+ * bench/soxr.bench.ts streams recorded speech instead).
  */
 
 /** The speed pairs: 2:1, 3:2, 3:1, 6:1 and the two fractional service conversions. */

@@ -867,6 +867,14 @@ describe("two-stage 'high' (issue 22: within 2× of libsoxr HQ)", () => {
     for (const [from, to] of [[48000, 24000], [24000, 8000], [48000, 16000], [44100, 22050]] as const) expect(designStages(from, to, 'high').length).toBe(1);
   });
 
+  it('a Kaiser wide stage is flat only to 0.9·B where that saves taps (issue 34): 44.1k→36k of 44.1k→24k has 24 taps, not 32; the 44.1k→48k stage of 22.05k→48k keeps its 16', () => {
+    const [wide] = designStages(44100, 24000, 'high');
+    expect(wide!.filter.proto).toBeNull();
+    expect(wide!.filter.taps).toBe(24);
+    const up = designStages(22050, 48000, 'high')[1]!.filter;
+    expect([up.taps, up.half]).toEqual([16, 8]);
+  });
+
   it("a sweep through the stopband (1.0005× to 1.5× the output Nyquist) comes out at or below the documented −100 dBFS, every downsampling pair", () => {
     // The oracle is the documented figure (RESAMPLER_QUALITIES.high: ≤ −100 dBFS for −6 dBFS
     // input from 1.0005× up): a linear chirp at −6 dBFS covers every frequency of that band,
