@@ -22,6 +22,8 @@
  *
  * `LIMIT_BASE_CLI=/other/checkout/dist/cli.js` adds a third server to every round, another build
  * of voicewire (e.g. before a change), so before/after ratios come from the same interleaved rounds.
+ * `LIMIT_WORKERS=1,2` runs `serve --workers N` once per count (CPU and RSS are the whole process
+ * tree's; a round's line adds each process's CPU per session: the primary's, then each worker's).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
