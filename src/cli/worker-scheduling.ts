@@ -5,7 +5,8 @@
  * its socket to a worker over the IPC channel, in turn. The primary is then on every connection's
  * path: one event loop for the whole instance, a `sendmsg` and a JSON message per connection, and
  * a connection waits for the primary's turn and then its worker's. Measured on 2 cores
- * (docs/operations.md "Cores"), two round-robin workers held no more than one.
+ * (docs/operations.md "Cores"): the primary spent 0.11–0.33 ms of CPU per session, and the
+ * instance 10–19 % more CPU per session than with `SCHED_NONE`.
  *
  * `SCHED_NONE`: the primary binds the socket once and gives the same listening handle to every
  * worker; each worker accepts from it directly, and the kernel wakes whichever is waiting. A busy
