@@ -22,9 +22,11 @@
  *
  * `LIMIT_BASE_CLI=/other/checkout/dist/cli.js` adds a third server to every round, another build
  * of voicewire (e.g. before a change), so before/after ratios come from the same interleaved rounds.
+ * `LIMIT_WORKERS=1,2` runs `serve --workers N` once per count (CPU and RSS are the whole process
+ * tree's; a round's line adds each process's CPU per session: the primary's, then each worker's).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +44,8 @@ const LEVELS = sessionsArg > 0 ? process.argv[sessionsArg + 1]!.split(',').map(N
 const ROUNDS = quick ? 1 : Number(process.env.LIMIT_ROUNDS ?? 3);
 const RUN_S = quick ? 6 : Number(process.env.LIMIT_RUN_S ?? 15);
 const TICK = 100; // /proc clock ticks per second (USER_HZ)
+// `LIMIT_WORKERS=1,2`: one voicewire server per count (`serve --workers N`; LIMIT_BASE_CLI's gets the largest).
+const WORKERS = (process.env.LIMIT_WORKERS ?? '1').split(',').map(Number);
 
 if (!existsSync(cliJs)) {
   console.error('bench/limit: dist/cli.js missing: run npm run build first');
@@ -53,8 +57,17 @@ if (fdLimit < 2 * Math.max(...LEVELS) + 200) {
   process.exit(2);
 }
 
-/** CPU ms (user+system) and RSS bytes of a process, from /proc. */
-function procStat(pid: number): { cpuMs: number; rss: number } {
+/** The process and its children (a `--workers` primary's workers), from /proc. */
+function tree(pid: number): number[] {
+  const kids = readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+  return [pid, ...kids];
+}
+/** CPU ms (user+system) and RSS bytes of a process and its children; `each`: CPU ms per process of the tree. */
+function procStat(pid: number): { cpuMs: number; rss: number; each: number[] } {
+  const all = tree(pid).map(procStat1);
+  return { cpuMs: all.reduce((a, p) => a + p.cpuMs, 0), rss: all.reduce((a, p) => a + p.rss, 0), each: all.map((p) => p.cpuMs) };
+}
+function procStat1(pid: number): { cpuMs: number; rss: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
@@ -89,10 +102,10 @@ interface Server {
   keys: string[];
 }
 
-function start(name: string, cli = cliJs): Promise<Server> {
+function start(name: string, cli = cliJs, workers = 1): Promise<Server> {
   const args =
     name !== 'bare'
-      ? [cli, 'serve', '--data', join(dir, 'data'), '--tts', 'tone', '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000']
+      ? [cli, 'serve', '--data', join(dir, 'data'), '--tts', 'tone', '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000', '--workers', String(workers)]
       : ['--import', 'tsx', join(root, 'bench/bare-ws-server.ts')];
   const child = spawn(process.execPath, [...(process.env.LIMIT_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -177,6 +190,8 @@ interface RunFigures {
   ttfaP50: number;
   activeKiB: number;
   errorSamples: string[];
+  /** CPU ms per session of each process (a `--workers` primary, then its workers). */
+  eachCpuMsPerSession: number[];
 }
 
 /** Each server's RSS after the warm-up, with no session open: the base of RSS per active session. */
@@ -207,13 +222,17 @@ async function run(s: Server, sessions: number): Promise<RunFigures> {
     ttfaP50: q(r.ttfaMs, 0.5),
     activeKiB: activeRss > 0 && baseRss[s.name] !== undefined ? (activeRss - baseRss[s.name]!) / 1024 / r.peakLive : NaN,
     errorSamples: r.errorSamples,
+    eachCpuMsPerSession: end.each.map((c, i) => (c - (idle.each[i] ?? 0)) / Math.max(1, r.completed)),
   };
 }
 
 console.log(`voicewire vs bare ws (TTS WebSocket, tone, PCM, 12 words at 150 wpm) on ${machine()}; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 console.log(`levels ${LEVELS.join(', ')} concurrent sessions, ${ROUNDS} alternating round(s) of ${RUN_S} s each; ulimit -n ${fdLimit}`);
 const baseCli = process.env.LIMIT_BASE_CLI;
-const servers = [await start('bare'), await start('voicewire'), ...(baseCli ? [await start('voicewire-base', baseCli)] : [])];
+const wName = (w: number, base = 'voicewire'): string => (w === 1 ? base : `${base}-w${w}`);
+const servers = [await start('bare')];
+for (const w of WORKERS) servers.push(await start(wName(w), cliJs, w));
+if (baseCli) servers.push(await start(wName(Math.max(...WORKERS), 'voicewire-base'), baseCli, Math.max(...WORKERS)));
 const names = servers.map((s) => s.name);
 const vws = names.filter((n) => n !== 'bare');
 if (baseCli) console.log(`voicewire-base: ${baseCli}`);
@@ -240,7 +259,7 @@ for (const n of LEVELS) {
       console.log(
         `  ${String(n).padStart(4)} ${s.name.padEnd(9)} round ${round + 1}: CPU ${f.cpuMsPerSession.toFixed(2)} ms/session (client ${f.clientCpuMsPerSession.toFixed(2)}), ` +
           `real time ${f.realTimePct.toFixed(1)} % of ${f.completed + f.failed}, peak ${f.peakLive} open, connect p99 ${f.connectP99.toFixed(0)} ms, ready p99 ${f.readyP99.toFixed(0)}, ` +
-          `TTFA p50/p99 ${f.ttfaP50.toFixed(0)}/${f.ttfaP99.toFixed(0)} ms, ${f.activeKiB.toFixed(1)} KiB/active session${f.failed ? `, ${f.failed} failed: ${f.errorSamples.join(' | ')}` : ''}`,
+          `TTFA p50/p99 ${f.ttfaP50.toFixed(0)}/${f.ttfaP99.toFixed(0)} ms, ${f.activeKiB.toFixed(1)} KiB/active session${s.name !== 'bare' && f.eachCpuMsPerSession.length > 1 ? ` (CPU ms/session: primary ${f.eachCpuMsPerSession[0]!.toFixed(2)}, workers ${f.eachCpuMsPerSession.slice(1).map((c) => c.toFixed(2)).join(' + ')})` : ''}${f.failed ? `, ${f.failed} failed: ${f.errorSamples.join(' | ')}` : ''}`,
       );
     }
   }

@@ -1,7 +1,8 @@
 /**
- * `voicewire serve --workers N`: N worker processes sharing one port through Node's `cluster`
- * (the primary accepts connections and hands them to the workers round-robin), so one machine's
- * cores all serve. The primary runs no server: it bootstraps the store once, forks the workers,
+ * `voicewire serve --workers N`: N worker processes sharing one port through Node's `cluster`, so
+ * one machine's cores all serve. The workers accept from the one listening socket themselves
+ * (`SCHED_NONE`, ./worker-scheduling.ts): the primary is out of every connection's path. The
+ * primary runs no server: it bootstraps the store once, forks the workers,
  * prints the `listening on` line once every worker is bound, replaces a worker that dies
  * unexpectedly, and on SIGTERM/SIGINT forwards SIGTERM to every worker (each drains as a single
  * `serve` does) and exits 0 once all have exited 0.
@@ -15,6 +16,7 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import { VoicewireError } from '../util/errors.js';
+import { chooseScheduling } from './worker-scheduling.js';
 
 const METRICS_REQ = 'voicewire:metrics-req';
 const METRICS_RES = 'voicewire:metrics-res';
@@ -135,6 +137,7 @@ export function runPrimary(workers: number, host: string, log: Logger): Promise<
         (err: unknown) => w.send({ type: METRICS_RES, id: message.id, error: (err as Error).message }),
       );
     });
+    chooseScheduling();
     for (let i = 0; i < workers; i++) fork();
   });
 }
