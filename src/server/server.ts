@@ -133,6 +133,8 @@ const STORE_METHODS: Record<keyof Store, true> = {
   deleteDictionary: true,
   reserveCredits: true,
   settleCredits: true,
+  heartbeat: true,
+  sweepOrphanHolds: true,
 };
 
 /** The options of {@link createVoiceServer} besides the configuration, checked before anything starts. */
