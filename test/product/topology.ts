@@ -230,6 +230,13 @@ export interface LoadRecord {
   ttfa?: number;
   /** Attempts made after the first (only with {@link LoadOptions.retry}). */
   retries: number;
+  /**
+   * A WebSocket session's words as they came (each word's text message follows its audio), in
+   * characters of the session's whole text: where the word ends, where the next word starts (what
+   * the server may count delivered once the word's audio left: up to a flush's trailing space),
+   * and performance.now() when it came.
+   */
+  words?: Array<{ end: number; next: number; at: number }>;
 }
 
 /** Options of {@link runLoad}. */
@@ -255,16 +262,21 @@ export interface LoadOptions {
 const REST_TEXT = 'hello there';
 /** A session's texts, sent `WS_TEXT_GAP_MS` apart: it lives about a second, so drains meet live ones. */
 const WS_TEXTS = ['one session ', 'speaks in ', 'three parts'];
+const WS_TEXT = WS_TEXTS.join('');
 const WS_TEXT_GAP_MS = 300;
 /** Longest request or session before the load gives up on it (a failure). */
 const REQUEST_BOUND_MS = 20_000;
 
 const fresh = new Agent({ keepAliveTimeout: 500, keepAliveMaxTimeout: 500 });
 
-async function restOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retryable: boolean }> {
+/** The records of requests in flight, by load (what {@link Load.inFlight} lists). */
+type Live = Set<LoadRecord>;
+
+async function restOnce(o: LoadOptions, loop: number, live: Live): Promise<{ rec: LoadRecord; retryable: boolean }> {
   let status = 0;
   const start = performance.now();
   const rec: LoadRecord = { kind: 'rest', loop, start, end: start, ok: false, retries: 0 };
+  live.add(rec);
   try {
     const r = await undiciFetch(`${o.base}/post/speech/tts`, {
       method: 'POST',
@@ -284,6 +296,7 @@ async function restOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord
     rec.error = (err as Error).message;
   }
   rec.end = performance.now();
+  live.delete(rec);
   return { rec, retryable: status === 0 || status === 503 };
 }
 
@@ -301,9 +314,10 @@ async function withRetries(o: LoadOptions, attempt: () => Promise<{ rec: LoadRec
   }
 }
 
-function wsOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retryable: boolean }> {
+function wsOnce(o: LoadOptions, loop: number, live: Live): Promise<{ rec: LoadRecord; retryable: boolean }> {
   const start = performance.now();
   const rec: LoadRecord = { kind: 'ws', loop, start, end: start, ok: false, retries: 0 };
+  live.add(rec);
   let opened = false;
   return new Promise((resolve) => {
     const ws = new WebSocket(`${o.wsBase}/speech/tts`, { headers: { 'x-api-key': o.keys[loop]! } });
@@ -315,6 +329,7 @@ function wsOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retrya
       rec.end = performance.now();
       if (error !== undefined) rec.error = error;
       rec.ok = error === undefined;
+      live.delete(rec);
       if (ws.readyState !== ws.CLOSED) ws.terminate();
       resolve({ rec, retryable: !opened });
     };
@@ -338,10 +353,19 @@ function wsOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retrya
         ),
       );
     });
+    let cursor = 0;
     ws.on('message', (data) => {
       const m = JSON.parse(String(data)) as Record<string, unknown>;
       last = m;
       if (m['type'] === 'audio' && rec.ttfa === undefined) rec.ttfa = performance.now() - start;
+      if (m['type'] === 'text' && typeof m['text'] === 'string') {
+        const at = WS_TEXT.indexOf(m['text'], cursor);
+        if (at >= 0) {
+          cursor = at + m['text'].length;
+          const next = WS_TEXT.slice(cursor).search(/\S/);
+          (rec.words ??= []).push({ end: cursor, next: next < 0 ? WS_TEXT.length : cursor + next, at: performance.now() });
+        }
+      }
       if (m['type'] === 'error') finish(`error ${String(m['code'])} ${String(m['message'])}`);
     });
     ws.on('close', (code) => finish(code === 1000 && last?.['type'] === 'end_of_stream' && rec.ttfa !== undefined ? undefined : `closed ${code} after ${String(last?.["type"] ?? "no message")}`));
@@ -352,6 +376,8 @@ function wsOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retrya
 export interface Load {
   stop(): void;
   done: Promise<LoadRecord[]>;
+  /** The requests and sessions in flight now (a session's `servedBy` is known once upgraded). */
+  inFlight(): LoadRecord[];
 }
 
 /** Starts `keys.length` loops: the first `restLoops` POST /post/speech/tts, the others TTS WebSocket sessions. */
@@ -359,15 +385,17 @@ export function runLoad(o: LoadOptions): Load {
   let stopped = false;
   const until = performance.now() + o.maxMs;
   const records: LoadRecord[] = [];
+  const live: Live = new Set();
   const loops = o.keys.map(async (_, loop) => {
     for (let n = 0; n < o.maxPerLoop && !stopped && performance.now() < until; n++) {
-      records.push(await withRetries(o, () => (loop < o.restLoops ? restOnce(o, loop) : wsOnce(o, loop))));
+      records.push(await withRetries(o, () => (loop < o.restLoops ? restOnce(o, loop, live) : wsOnce(o, loop, live))));
       await new Promise((r) => setTimeout(r, o.pauseMs ?? 20));
     }
   });
   return {
     stop: () => void (stopped = true),
     done: Promise.all(loops).then(() => records.sort((a, b) => a.start - b.start)),
+    inFlight: () => [...live],
   };
 }
 
@@ -432,4 +460,34 @@ export async function calibrate(o: Pick<LoadOptions, 'base' | 'wsBase'>, keys: r
 export function expectedBooks(records: readonly LoadRecord[], per: UnitsPerRequest): { ok: number; okUnits: number } {
   const ok = records.filter((r) => r.ok);
   return { ok: ok.length, okUnits: ok.reduce((n, r) => n + per[r.kind], 0) };
+}
+
+/** Usage lines still held open by an instance (issue 36: none once every request ended and the sweeps ran). */
+export function openHolds(psql: (sql: string) => string): number {
+  return Number(psql('SELECT count(*) FROM usage WHERE holder IS NOT NULL').trim());
+}
+
+/** Resolves once no usage line is held open (every dead instance's holds swept); rejects after `boundMs`. */
+export async function waitForSweep(psql: (sql: string) => string, boundMs = 30_000): Promise<void> {
+  const until = Date.now() + boundMs;
+  while (openHolds(psql) > 0) {
+    if (Date.now() > until) throw new Error(`${openHolds(psql)} holds still open ${boundMs} ms after the load (no sweep?)`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * What a request cut by a kill (or ended just before it, its settlement maybe unwritten) may be
+ * charged once its instance's holds are swept, in characters: at most what its client was
+ * delivered (a WebSocket session: up to the start of the word after the last it heard; a POST
+ * cut mid-body: its text, the client cannot tell which words it got; one that succeeded: all of
+ * it), and at least what it had been delivered `lagMs` before the kill (the sweep charges the
+ * last checkpoint: a heartbeat or a hold's growth; what came after it is not charged).
+ */
+export function cutRequestBounds(r: LoadRecord, per: UnitsPerRequest, killedAt: number, lagMs: number): { low: number; high: number } {
+  if (r.ok) return { low: r.end <= killedAt - lagMs ? per[r.kind] : 0, high: per[r.kind] };
+  if (r.kind === 'rest') return { low: 0, high: per.rest };
+  const words = r.words ?? [];
+  const before = words.filter((w) => w.at <= killedAt - lagMs).at(-1);
+  return { low: before?.end ?? 0, high: words.at(-1)?.next ?? 0 };
 }
