@@ -1,8 +1,10 @@
 /**
  * The deployment docs/operations.md describes, run for real (issue 36, short form for CI): HAProxy
  * (deploy/haproxy.cfg) in front of three built `voicewire serve` instances, one with `--workers
- * 2`, on one throwaway Postgres, health-checking /api/readyz. Under a steady load of REST and TTS
- * WebSocket loops (the tone engine), each loop spending its own organization's credits:
+ * 2`, on one throwaway Postgres, health-checking /api/readyz. Under a steady load of REST, TTS
+ * WebSocket and STT WebSocket loops (the tone engines), each loop spending its own organization's
+ * credits, the first REST loop's a small budget that runs out mid-run (CREDITS_EXHAUSTED, refused
+ * before any work, nothing spent):
  *
  * 1. a rolling restart of every instance (SIGTERM → drain → exit 0 → start again, the next one
  *    once HAProxy sees it back): no request or session fails, and every organization's usage lines
@@ -29,7 +31,9 @@ import {
   HAPROXY,
   calibrate,
   cutRequestBounds,
+  exhausted,
   expectedBooks,
+  fetchSttClip,
   runLoad,
   startTopology,
   usageByOrg,
@@ -41,7 +45,11 @@ import {
 
 const REST_LOOPS = 3;
 const WS_LOOPS = 3;
+const STT_LOOPS = 2;
+const LOOPS = REST_LOOPS + WS_LOOPS + STT_LOOPS;
 const CREDITS = 1_000_000;
+/** The budget of loop 0 (a REST loop), in its requests: it runs out a few seconds into the load. */
+const BUDGET_REQUESTS = 40;
 /** How long before a kill a request's end may be and its settlement still not written. */
 const SETTLE_WINDOW_MS = 1000;
 /** Heartbeats (and checkpoints) every 250 ms; an instance silent 1.5 s is dead (its holds swept). */
@@ -53,12 +61,13 @@ let pg: PostgresCluster | undefined;
 let topo: Topology | undefined;
 let store: PostgresStore | undefined;
 let per: UnitsPerRequest;
+let sttClip: Uint8Array;
 
-/** One API key per loop, each of its own organization `<phase>-<loop>`. */
-async function loopKeys(phase: string, n = REST_LOOPS + WS_LOOPS): Promise<string[]> {
+/** One API key per loop, each of its own organization `<phase>-<loop>`; with `budget`, loop 0's has that many credits. */
+async function loopKeys(phase: string, n = LOOPS, budget?: number): Promise<string[]> {
   const keys: string[] = [];
   for (let i = 0; i < n; i++) {
-    const org = await ensureOrganization(store!, `${phase}-${i}`, { credits: CREDITS });
+    const org = await ensureOrganization(store!, `${phase}-${i}`, { credits: i === 0 && budget !== undefined ? budget : CREDITS });
     keys.push((await createKey(store!, org.id)).key);
   }
   return keys;
@@ -80,8 +89,10 @@ describeBuilt('the topology: HAProxy, three serve instances (one --workers 2), o
     await store.migrate();
     const common = ['--store', pg.url(), '--no-bootstrap', '--tts', 'tone', '--stt', 'tone', '--trusted-proxies', '127.0.0.1', ...INSTANCE_FLAGS];
     topo = await startTopology([{ args: common }, { args: common }, { args: [...common, '--workers', '2'] }]);
-    const [rest, ws] = await loopKeys('calibrate', 2);
-    per = await calibrate(topo.balancer, [rest!, ws!], ['calibrate-0', 'calibrate-1'], (sql) => pg!.psql(sql, 'voicewire_test'));
+    const [clipKey] = await loopKeys('clip', 1);
+    sttClip = await fetchSttClip(topo.balancer.base, clipKey!);
+    const [rest, ws, stt] = await loopKeys('calibrate', 3);
+    per = await calibrate({ ...topo.balancer, sttClip }, [rest!, ws!, stt!], ['calibrate-0', 'calibrate-1', 'calibrate-2'], (sql) => pg!.psql(sql, 'voicewire_test'));
   }, 90_000);
 
   afterAll(async () => {
@@ -92,8 +103,8 @@ describeBuilt('the topology: HAProxy, three serve instances (one --workers 2), o
 
   it.skipIf(missing !== undefined && !inCI)(`a rolling restart of every instance under load fails nothing and bills exactly${missing ? ` [SKIPPED: ${missing} missing]` : ''}`, async () => {
     const t = topo!;
-    const keys = await loopKeys('roll');
-    const load = runLoad({ base: t.balancer.base, wsBase: t.balancer.wsBase, keys, restLoops: REST_LOOPS, maxMs: 120_000, maxPerLoop: 400 });
+    const keys = await loopKeys('roll', LOOPS, BUDGET_REQUESTS * per.rest);
+    const load = runLoad({ base: t.balancer.base, wsBase: t.balancer.wsBase, keys, restLoops: REST_LOOPS, sttLoops: STT_LOOPS, sttClip, maxMs: 120_000, maxPerLoop: 400 });
     try {
       await sleep(1500);
       for (const inst of t.instances) {
@@ -107,11 +118,15 @@ describeBuilt('the topology: HAProxy, three serve instances (one --workers 2), o
       load.stop();
     }
     const records = await load.done;
-    const failed = records.filter((r) => !r.ok);
+    // Nothing failed but the small budget's requests once it ran out.
+    const failed = records.filter((r) => !r.ok && !(r.loop === 0 && exhausted(r)));
     expect(failed.map(brief)).toEqual([]);
+    expect(records.filter((r) => r.loop === 0 && r.ok).length, 'the budget pays for exactly its requests').toBe(BUDGET_REQUESTS);
+    expect(records.filter((r) => r.loop === 0 && exhausted(r)).length, 'the budget ran out mid-run').toBeGreaterThan(0);
     // Every instance served during the roll (the load reached them all through the balancer).
     expect(new Set(records.map((r) => r.servedBy))).toEqual(new Set(t.instances.map((i) => i.name)));
     expect(records.filter((r) => r.kind === 'ws').length).toBeGreaterThan(20);
+    expect(records.filter((r) => r.kind === 'stt').length).toBeGreaterThan(10);
     const usage = usageByOrg((sql) => pg!.psql(sql, 'voicewire_test'));
     for (let loop = 0; loop < keys.length; loop++) {
       const mine = records.filter((r) => r.loop === loop);
@@ -123,8 +138,8 @@ describeBuilt('the topology: HAProxy, three serve instances (one --workers 2), o
 
   it.skipIf(missing !== undefined && !inCI)(`kill -9 of one instance under load: only what was on it fails; its open holds are settled to what was delivered${missing ? ` [SKIPPED: ${missing} missing]` : ''}`, async () => {
     const t = topo!;
-    const keys = await loopKeys('kill');
-    const load = runLoad({ base: t.balancer.base, wsBase: t.balancer.wsBase, keys, restLoops: REST_LOOPS, maxMs: 60_000, maxPerLoop: 400 });
+    const keys = await loopKeys('kill', LOOPS, BUDGET_REQUESTS * per.rest);
+    const load = runLoad({ base: t.balancer.base, wsBase: t.balancer.wsBase, keys, restLoops: REST_LOOPS, sttLoops: STT_LOOPS, sttClip, maxMs: 60_000, maxPerLoop: 400 });
     let killedAt = 0;
     // The victim: a single-process instance serving a WebSocket session that has heard a word
     // (so the kill cuts a session with something delivered and something still held).
@@ -152,7 +167,7 @@ describeBuilt('the topology: HAProxy, three serve instances (one --workers 2), o
     const records = await load.done;
     const inFlight = (r: LoadRecord): boolean => r.start <= killedAt && r.end >= killedAt;
     // A failure is a request that was in flight at the kill, on the killed instance (or with no answer to say where).
-    const failed = records.filter((r) => !r.ok);
+    const failed = records.filter((r) => !r.ok && !(r.loop === 0 && exhausted(r)));
     expect(failed.filter((r) => !(inFlight(r) && (r.servedBy === undefined || r.servedBy === victim.name))).map(brief)).toEqual([]);
     expect(records.filter((r) => r.ok && r.start > killedAt).length).toBeGreaterThan(10);
     const psql = (sql: string): string => pg!.psql(sql, 'voicewire_test');
