@@ -214,7 +214,7 @@ async function main(): Promise<void> {
           if (got.allocated - got.remaining !== got.credits) balanced = false;
           const mine = run.records.filter((r) => r.loop === loop);
           // A kill's cut requests (and those that ended just before it) are bounded; the rest exact.
-          const hit = kills.has(name) ? mine.filter((r) => r.start <= run.at && r.end >= run.at - SETTLE_WINDOW_MS) : [];
+          const hit = kills.has(name) ? mine.filter((r) => r.start <= run.at && r.end >= run.at - SETTLE_WINDOW_MS && !exhausted(r)) : [];
           const want = expectedBooks(
             mine.filter((r) => !hit.includes(r)),
             per,

@@ -63,9 +63,9 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
     X-Forwarded-For names the client (10.0.0.5,10.0.0.0/8,fd00::/8); from any other address the
     header is ignored. Default none.
   --instance-heartbeat-ms N: how often this instance (each worker is one) writes its heartbeat and
-    what its open credit holds delivered, and settles the holds of dead instances (default 5000).
+    what its open credit holds delivered, and settles the holds of dead instances (default 2000).
   --instance-timeout-ms N: an instance silent this long is dead: its open holds are settled to what
-    they had delivered (default 30000; at least twice the heartbeat).
+    they had delivered (default 20000; at least twice the heartbeat).
   --tts: espeak-wasm (npm @echogarden/espeak-ng-emscripten) | espeak-system (apt-get install
     libespeak-ng1) | espeak (default: the first of the two installed; neither: serve refuses to
     start) | sherpa-onnx (with --tts-model) | tone (test tones, only when asked for).

@@ -146,13 +146,15 @@ export interface ServerLimits {
    * How often this instance (each `--workers` worker is one) writes its heartbeat to the store,
    * with what its open holds delivered since the last (one write), and sweeps the holds of dead
    * instances, ms (src/server/open-holds.ts). A killed instance's sessions pay for what was
-   * delivered up to its last heartbeat or hold growth. Default 5 000. An integer.
+   * delivered up to its last heartbeat or hold growth. Default 2 000 (a write every 2 s per
+   * instance, whatever its load; what a killed instance's session delivered in its last 2 s goes
+   * unpaid). An integer.
    */
   instanceHeartbeatMs: number;
   /**
    * An instance whose heartbeat is older than this is dead: any instance's sweep settles its open
    * holds to what they had delivered and returns the rest, ms. At least twice
-   * `instanceHeartbeatMs`; the instances' clocks must agree to well within it. Default 30 000.
+   * `instanceHeartbeatMs`; the instances' clocks must agree to well within it. Default 20 000.
    * An integer.
    */
   instanceTimeoutMs: number;
@@ -225,8 +227,8 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   uploadBytesPerKey: 100 << 20,
   ffmpegChildren: 16,
   ffmpegChildrenPerKey: 4,
-  instanceHeartbeatMs: 5_000,
-  instanceTimeoutMs: 30_000,
+  instanceHeartbeatMs: 2_000,
+  instanceTimeoutMs: 20_000,
 });
 
 export const DEFAULT_RATES: Readonly<CreditRates> = Object.freeze({ ttsPerChar: 1, sttPerSecond: 1 });

@@ -181,7 +181,8 @@ describeBuilt('the topology: HAProxy, three serve instances (one --workers 2), o
       // The books balance whatever happened: what is gone from the balance is in the usage lines.
       expect(got.allocated - got.remaining).toBe(got.credits);
       // The instance settles a request after its last message: one that ended just before the kill may not be settled.
-      const hit = mine.filter((r) => r.start <= killedAt && r.end >= killedAt - SETTLE_WINDOW_MS);
+      // (A budget's refusal took nothing: not touched.)
+      const hit = mine.filter((r) => r.start <= killedAt && r.end >= killedAt - SETTLE_WINDOW_MS && !exhausted(r));
       const want = expectedBooks(
         mine.filter((r) => !hit.includes(r)),
         per,
