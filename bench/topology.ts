@@ -11,7 +11,10 @@
  * fault the bench waits until no hold is left open (a killed instance's swept) before reading the
  * books.
  *
- *   npm run build && npx tsx bench/topology.ts [--rest 4] [--ws 8] [--stt 4] [--budget 2] [--budget-requests 30] [--before 4] [--after 3]
+ *   npm run build && npx tsx bench/topology.ts [--rest 4] [--ws 8] [--stt 4] [--budget 2] [--budget-requests 30] [--before 4] [--after 3] [--only WORD]
+ *
+ * `--only WORD` runs the faults whose name contains WORD (`kill`, `Postgres`, …). A run that fails
+ * prints the end of every instance's log.
  *
  * Per fault: requests (REST / WebSocket), those that failed without retries, the same load with
  * the SDK's retries (src/client: a refused upgrade or a 503 is tried again, at most twice): how
@@ -60,6 +63,7 @@ const CHECKPOINT_LAG_MS = 3000;
 /** A request that ended this long before a kill may not have had its settlement written. */
 const SETTLE_WINDOW_MS = 1000;
 const BEFORE_MS = flag('before', 4) * 1000;
+const ONLY = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] ?? '' : '';
 const AFTER_MS = flag('after', 3) * 1000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -175,7 +179,7 @@ async function main(): Promise<void> {
     ];
 
     const rows: Row[] = [];
-    for (const [name, fault] of faults) {
+    for (const [name, fault] of faults.filter(([n]) => n.includes(ONLY))) {
       const measure = async (retry: boolean): Promise<{ records: LoadRecord[]; at: number; end: number; orgs: string[] }> => {
         const k = await keys(REST + WS + STT, BUDGET, BUDGET_REQUESTS * per.rest);
         const load = runLoad({ base: t.balancer.base, wsBase: t.balancer.wsBase, keys: k.keys, restLoops: REST, sttLoops: STT, sttClip, maxMs: 300_000, maxPerLoop: 5000, retry });
@@ -269,6 +273,9 @@ async function main(): Promise<void> {
         '',
       ].join('\n'),
     );
+  } catch (err) {
+    for (const i of topo?.instances ?? []) process.stderr.write(`--- ${i.name} (${i.proc === null ? 'stopped' : `pid ${i.proc.pid}, exit ${i.proc.exitCode ?? i.proc.signalCode ?? 'running'}`}):\n${i.stderr.slice(-3000)}\n`);
+    throw err;
   } finally {
     topo?.destroy();
     await store?.close().catch(() => undefined);
