@@ -22,8 +22,9 @@
  * (from the fault to `--after` s after it; TTS: first audio, STT: first text), and whether every
  * organization's books balance (allocated − remaining = the sum of its usage lines) and match
  * what its client was delivered: exactly (one line per successful request, its units), and for a
- * request a kill cut, between what it had been delivered 3 s before the kill (the sweep charges
- * its last checkpoint) and what its client was delivered (test/product/topology.ts cutRequestBounds).
+ * request a kill cut or that failed after some work, between what it had been delivered 3 s
+ * before the kill (the sweep charges its last checkpoint; 0 for a failure) and what its client
+ * was delivered (test/product/topology.ts cutRequestBounds).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -217,8 +218,10 @@ async function main(): Promise<void> {
           const got = usage.get(org)!;
           if (got.allocated - got.remaining !== got.credits) balanced = false;
           const mine = run.records.filter((r) => r.loop === loop);
-          // A kill's cut requests (and those that ended just before it) are bounded; the rest exact.
-          const hit = kills.has(name) ? mine.filter((r) => r.start <= run.at && r.end >= run.at - SETTLE_WINDOW_MS && !exhausted(r)) : [];
+          // A kill's cut requests (and those that ended just before it), and any request that failed
+          // after some work (an outage cut it: it pays what it delivered), are bounded; the rest exact.
+          const touched = (r: LoadRecord): boolean => kills.has(name) && r.start <= run.at && r.end >= run.at - SETTLE_WINDOW_MS;
+          const hit = mine.filter((r) => !exhausted(r) && (touched(r) || !r.ok));
           const want = expectedBooks(
             mine.filter((r) => !hit.includes(r)),
             per,
@@ -255,7 +258,7 @@ async function main(): Promise<void> {
         books:
           `${balanced ? 'balance' : 'DO NOT BALANCE'}; ${exact}/${orgsChecked} orgs exact` +
           (within + over > 0 ? `, ${within} within bounds, ${over} charged beyond delivery` : '') +
-          (cut > 0 ? `; ${cut} cut: charged ${cutCharged} of ≤ ${cutDelivered} delivered` : ''),
+          (cut > 0 ? `; ${cut} failed or cut: charged ${cutCharged} of ≤ ${cutDelivered} delivered` : ''),
       });
       process.stderr.write(`${name}: done\n`);
       for (const r of bare.records.filter((x) => !x.ok && !exhausted(x)).slice(0, 5)) process.stderr.write(`  failed ${r.kind} on ${r.servedBy ?? '?'}: ${r.error}\n`);
