@@ -5,6 +5,7 @@
  *                   [--stt ENGINE] [--core-url URL] [--region NAME] [--no-bootstrap] [--workers N]
  *                   [--connections-per-address N] [--trusted-proxies LIST] [--tts-model DIR] [--tts-model-type TYPE]
  *                   [--stt-model PATH] [--stt-model-type TYPE] [--vad-model FILE]
+ *                   [--instance-heartbeat-ms N] [--instance-timeout-ms N]
  *
  * stdout carries human lines only: at first start the keys, each alone on its line
  * (`API key (x-api-key): vw_…`, `instance-admin key (x-api-key on /statusz, /drain): vw_…`), then
@@ -22,6 +23,7 @@ import { pino } from 'pino';
 import pkg from '../../package.json' with { type: 'json' };
 import { VoicewireError } from '../util/errors.js';
 import { createVoiceServer } from '../server/server.js';
+import { DEFAULT_LIMITS } from '../server/config.js';
 import { DEFAULT_CREDITS, bootstrap } from '../server/bootstrap.js';
 import { openStore } from '../server/store/open.js';
 import { catalogVoices, chooseTtsEngine, registerSttEngine, registerTtsEngine, sherpaSttEntry, sherpaTtsEntry, sttEngineFromPath } from '../engines/registry.js';
@@ -53,13 +55,17 @@ export const SERVE_USAGE = `usage: voicewire serve [--host 127.0.0.1] [--port 80
                        [--tts-model DIR] [--tts-model-type TYPE] [--stt-model PATH] [--stt-model-type TYPE]
                        [--stt-language LIST] [--vad-model FILE]
                        [--no-bootstrap] [--workers N] [--connections-per-address N]
-                       [--trusted-proxies LIST]
+                       [--trusted-proxies LIST] [--instance-heartbeat-ms N] [--instance-timeout-ms N]
   --workers: N processes sharing the port (Node cluster; default 1). SIGTERM drains them all.
   --connections-per-address: open connections one client address may hold, per process (default
     256). Behind a load balancer named in --trusted-proxies it counts the client's address.
   --trusted-proxies LIST: comma-separated addresses or CIDR blocks of the load balancers whose
     X-Forwarded-For names the client (10.0.0.5,10.0.0.0/8,fd00::/8); from any other address the
     header is ignored. Default none.
+  --instance-heartbeat-ms N: how often this instance (each worker is one) writes its heartbeat and
+    what its open credit holds delivered, and settles the holds of dead instances (default 2000).
+  --instance-timeout-ms N: an instance silent this long is dead: its open holds are settled to what
+    they had delivered (default 20000; at least twice the heartbeat).
   --tts: espeak-wasm (npm @echogarden/espeak-ng-emscripten) | espeak-system (apt-get install
     libespeak-ng1) | espeak (default: the system library when it loads, else the WebAssembly
     build, the cheaper first; neither: serve refuses to start) | sherpa-onnx (with --tts-model) | tone (test tones, only when asked for).
@@ -110,6 +116,8 @@ export const serveCommand: CliSubcommand = {
           workers: { type: 'string' },
           'connections-per-address': { type: 'string' },
           'trusted-proxies': { type: 'string' },
+          'instance-heartbeat-ms': { type: 'string' },
+          'instance-timeout-ms': { type: 'string' },
           help: { type: 'boolean', short: 'h' },
         },
         strict: true,
@@ -133,6 +141,21 @@ export const serveCommand: CliSubcommand = {
     if (perAddress !== undefined && !(Number.isSafeInteger(perAddress) && perAddress >= 1)) {
       throw usage(`--connections-per-address must be a whole number ≥ 1, got ${perAddressText}`);
     }
+    const limits: { connectionsPerAddress?: number; instanceHeartbeatMs?: number; instanceTimeoutMs?: number } = {};
+    if (perAddress !== undefined) limits.connectionsPerAddress = perAddress;
+    for (const [flag, key] of [
+      ['instance-heartbeat-ms', 'instanceHeartbeatMs'],
+      ['instance-timeout-ms', 'instanceTimeoutMs'],
+    ] as const) {
+      const text = values[flag];
+      if (text === undefined) continue;
+      const n = Number(text);
+      if (!(Number.isSafeInteger(n) && n >= 1 && n <= 2 ** 31 - 1)) throw usage(`--${flag} must be a whole number of ms from 1 to 2147483647, got ${text}`);
+      limits[key] = n;
+    }
+    const heartbeat = limits.instanceHeartbeatMs ?? DEFAULT_LIMITS.instanceHeartbeatMs;
+    const timeout = limits.instanceTimeoutMs ?? DEFAULT_LIMITS.instanceTimeoutMs;
+    if (timeout < 2 * heartbeat) throw usage(`--instance-timeout-ms (${timeout}) must be at least twice --instance-heartbeat-ms (${heartbeat})`);
     const proxiesText = values['trusted-proxies'] ?? process.env['VOICEWIRE_TRUSTED_PROXIES'];
     const trustedProxies = proxiesText === undefined ? [] : proxiesText.split(',').map((p) => p.trim()).filter((p) => p !== '');
     for (const p of trustedProxies) {
@@ -213,7 +236,7 @@ export const serveCommand: CliSubcommand = {
       ...(values.region !== undefined ? { region: values.region } : {}),
       ...(values['vad-model'] !== undefined ? { vadModel: values['vad-model'] } : {}),
       environment: process.env['NODE_ENV'] ?? 'development',
-      ...(perAddress !== undefined ? { limits: { connectionsPerAddress: perAddress } } : {}),
+      limits,
       trustedProxies,
       ...(worker ? { metricsText: clusterMetricsText } : {}),
     });

@@ -142,6 +142,22 @@ export interface ServerLimits {
   ffmpegChildren: number;
   /** Live ffmpeg children of one API key, of `ffmpegChildren`; one more is `LIMIT_EXCEEDED` (429 on `/v1`). Default 4. An integer. */
   ffmpegChildrenPerKey: number;
+  /**
+   * How often this instance (each `--workers` worker is one) writes its heartbeat to the store,
+   * with what its open holds delivered since the last (one write), and sweeps the holds of dead
+   * instances, ms (src/server/open-holds.ts). A killed instance's sessions pay for what was
+   * delivered up to its last heartbeat or hold growth. Default 2 000 (a write every 2 s per
+   * instance, whatever its load; what a killed instance's session delivered in its last 2 s goes
+   * unpaid). An integer.
+   */
+  instanceHeartbeatMs: number;
+  /**
+   * An instance whose heartbeat is older than this is dead: any instance's sweep settles its open
+   * holds to what they had delivered and returns the rest, ms. At least twice
+   * `instanceHeartbeatMs`; the instances' clocks must agree to well within it. Default 20 000.
+   * An integer.
+   */
+  instanceTimeoutMs: number;
 }
 
 /** Credit rates (README "Server"). */
@@ -211,6 +227,8 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   uploadBytesPerKey: 100 << 20,
   ffmpegChildren: 16,
   ffmpegChildrenPerKey: 4,
+  instanceHeartbeatMs: 2_000,
+  instanceTimeoutMs: 20_000,
 });
 
 export const DEFAULT_RATES: Readonly<CreditRates> = Object.freeze({ ttsPerChar: 1, sttPerSecond: 1 });
@@ -238,7 +256,7 @@ function limitMax(key: string): number {
 const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
 
 /** node:http refuses a fractional headersTimeout/requestTimeout with a RangeError; counts are whole. */
-const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxJsonDepth', 'maxConnections', 'connectionsPerAddress']);
+const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxJsonDepth', 'maxConnections', 'connectionsPerAddress', 'instanceHeartbeatMs', 'instanceTimeoutMs']);
 
 /** Limits that may be 0 (a count of places kept back: none). */
 const ZERO_LIMITS: ReadonlySet<string> = new Set(['sttDecoderReserve']);
@@ -277,6 +295,10 @@ export function resolveServerConfig(input: ServerConfigInput, engines: { tts: st
     positive(`limits.${k}`, v, limitMax(k));
     if (INTEGER_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number${k.endsWith('Ms') ? ' of ms' : ''}, got ${v}`);
     if (COUNT_LIMITS.has(k) && !Number.isInteger(v)) throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.${k} must be a whole number, got ${v}`);
+  }
+  // A live instance must never look dead between two of its heartbeats.
+  if (limits.instanceTimeoutMs < 2 * limits.instanceHeartbeatMs) {
+    throw new VoicewireError('INVALID_ARGUMENT', `server config: limits.instanceTimeoutMs (${limits.instanceTimeoutMs}) must be at least twice limits.instanceHeartbeatMs (${limits.instanceHeartbeatMs})`);
   }
   const rates = withDefaults('rates', DEFAULT_RATES, input.rates);
   for (const [k, v] of Object.entries(rates)) if (typeof v !== 'number' || !(v >= 0)) throw new VoicewireError('INVALID_ARGUMENT', `server config: rates.${k} must be ≥ 0, got ${shown(v)}`);

@@ -16,6 +16,7 @@ import type { StoreHealth } from './store-health.js';
 import type { MeteredTtsEngine, SttBillOptions } from './credits.js';
 import type { UploadBudget } from './upload-budget.js';
 import type { FfmpegBudget } from './ffmpeg-budget.js';
+import type { OpenHolds } from './open-holds.js';
 
 export interface ServerContext {
   readonly config: ServerConfig;
@@ -25,6 +26,8 @@ export interface ServerContext {
   readonly sessions: SessionTracker;
   /** Periodic store pings: /readyz is 503 and new sessions are refused while the store is down. */
   readonly storeHealth: StoreHealth;
+  /** This instance's open credit holds, its heartbeat and the sweep of dead instances' holds (open-holds.ts). */
+  readonly holds: OpenHolds;
   readonly version: string;
   readonly startedAt: number;
   /** The engine context of an organization (voices and dictionaries it may use). */

@@ -16,7 +16,10 @@
  * The same wrappers enforce the per-request text limit (`limits.maxTextChars`), before the engine
  * sees the text that passes it. Refused text (limit or credits) first has the paid text spoken
  * (a flush), so nothing paid for is lost. A hold is a usage line until settled, so the books
- * balance at every moment; a server that stops between hold and settlement leaves it charged.
+ * balance at every moment. An open hold names this instance and records what its request
+ * delivered each time it grows and at every heartbeat (open-holds.ts): if the instance dies before
+ * settling (`kill -9`, a crash), another instance's sweep settles it to that checkpoint (issue 36).
+ * A settlement the store refused is retried at every heartbeat until it is written.
  *
  * Holds run ahead (issue 22: a store write per word was 11 % of a loaded server's CPU, on the
  * event loop): a hold that must grow takes, beyond what is needed, as much again as held so far,
@@ -30,6 +33,8 @@ import { VoicewireError } from '../util/errors.js';
 import type { MaybePromise, SttEngine, SttEngineStream, TtsEngine, TtsEngineConfig, TtsEngineEvent, TtsEngineStream } from '../sessions/engine.js';
 import type { Principal } from './auth.js';
 import type { ServerContext } from './context.js';
+import type { OpenHold } from './open-holds.js';
+import type { HoldCheckpoint } from './store/store.js';
 
 /** Units (TTS characters, STT seconds) a growing hold takes at least beyond what is needed. */
 export const HOLD_AHEAD_MIN = { tts: 256, stt: 5 } as const;
@@ -40,7 +45,7 @@ export const HOLD_AHEAD_MAX = { tts: 1024, stt: 60 } as const;
 const TIME_EPSILON = 1e-6;
 
 /** One request's credits: held as it goes (one hold, grown as needed), settled once at its end. */
-class Bill {
+class Bill implements OpenHold {
   /** Credits and units held so far, and the store's id of the hold. */
   private held = 0;
   private heldUnits = 0;
@@ -48,12 +53,36 @@ class Bill {
   private settled = false;
   /** The hold being taken (holds of one request never overlap). */
   private pending: Promise<void> = Promise.resolve();
+  /** Units delivered as last recorded in the store (a hold's growth or a heartbeat). */
+  private checkpointed = 0;
 
   constructor(
     private readonly ctx: ServerContext,
     private readonly who: Principal,
     private readonly kind: 'tts' | 'stt',
+    private readonly deliveredSoFar: () => number = () => 0,
   ) {}
+
+  /** Units delivered so far: what a sweep charges should this instance die now. */
+  protected deliveredUnits(): number {
+    return this.deliveredSoFar();
+  }
+
+  /** What is delivered now, as a settlement would charge it (never more than is held). */
+  private delivery(): { units: number; credits: number } {
+    const units = Math.min(this.deliveredUnits(), this.heldUnits);
+    return { units, credits: Math.min(this.held, this.price(units)) };
+  }
+
+  checkpoint(): HoldCheckpoint | undefined {
+    if (this.holdId === undefined || this.settled) return undefined;
+    const d = this.delivery();
+    return d.units > this.checkpointed ? { holdId: this.holdId, ...d } : undefined;
+  }
+
+  recorded(c: HoldCheckpoint): void {
+    this.checkpointed = Math.max(this.checkpointed, c.units);
+  }
 
   /** Credits for `units` at this kind's rate. */
   price(units: number): number {
@@ -88,11 +117,15 @@ class Bill {
   private async reserve(units: number): Promise<boolean> {
     const amount = this.price(units) - this.held;
     const { ctx, who, kind } = this;
-    const r = await ctx.store.reserveCredits(who.org.id, amount, { keyId: who.key.id, kind, units: units - this.heldUnits }, this.holdId);
+    // What was delivered so far rides on the same statement (no write of its own).
+    const delivered = this.delivery();
+    const r = await ctx.store.reserveCredits(who.org.id, amount, { keyId: who.key.id, kind, units: units - this.heldUnits }, this.holdId, { holder: ctx.holds.instanceId, delivered });
     if (r === null) return false;
+    if (this.holdId === undefined) ctx.holds.open(this);
     this.holdId = r.holdId;
     this.held += amount;
     this.heldUnits = units;
+    this.recorded({ holdId: r.holdId, ...delivered });
     return true;
   }
 
@@ -103,13 +136,21 @@ class Bill {
     await this.pending;
     if (this.holdId === undefined) return;
     const credits = Math.min(this.held, this.price(units));
-    const { ctx, who, kind } = this;
-    try {
-      await ctx.store.settleCredits(who.org.id, this.holdId, { units: Math.min(units, this.heldUnits), credits });
+    const { ctx, who, kind, holdId } = this;
+    const charge = { units: Math.min(units, this.heldUnits), credits };
+    const write = async (): Promise<void> => {
+      await ctx.store.settleCredits(who.org.id, holdId, charge, ctx.holds.instanceId);
       if (credits > 0) ctx.metrics.credits.inc({ kind }, credits);
+    };
+    try {
+      await write();
     } catch (err) {
-      // The hold stays spent (its usage line says so): logged with what it would have given back.
-      ctx.log.error({ org: who.org.name, kind, held: this.held, charged: credits, error: (err as Error).message }, 'credits not settled');
+      // The hold stays spent (its usage line says so) until the retry, at every heartbeat, is written
+      // (or, should this instance die first, a sweep settles it to its checkpoint).
+      ctx.log.error({ org: who.org.name, kind, held: this.held, charged: credits, error: (err as Error).message }, 'credits not settled: retried at every heartbeat');
+      ctx.holds.retry(write);
+    } finally {
+      ctx.holds.close(this);
     }
   }
 }
@@ -138,6 +179,10 @@ class TtsBill extends Bill {
   emitted = 0;
   private readonly marks: Array<{ stop: number; chars: number }> = [];
   private delivered = 0;
+
+  protected override deliveredUnits(): number {
+    return this.delivered;
+  }
   /** Audio sent to the client so far, seconds. */
   private sentStop = 0;
   /** The engine's end() resolved: every character given has its audio. */
@@ -352,9 +397,11 @@ export function meteredSttEngine(ctx: ServerContext, who: Principal, inner: SttE
     async open(config, emit) {
       const stream = await inner.open(config, emit);
       const rate = stream.info.sampleRate ?? 24000;
-      const bill = new Bill(ctx, who, 'stt');
       let samples = 0;
       let seconds = 0;
+      // Paid at close (every second held was processed) unless the route says when it is delivered:
+      // then nothing counts as delivered before it does.
+      const bill = new Bill(ctx, who, 'stt', () => (options.delivered === undefined ? seconds : 0));
       const metered: SttEngineStream = {
         info: stream.info,
         async push(frame, audioSamples = frame.length) {

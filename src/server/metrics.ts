@@ -12,6 +12,8 @@ export interface ServerMetrics {
   firstOutputStages: Histogram<'route' | 'stage'>;
   errors: Counter<'code'>;
   credits: Counter<'kind'>;
+  /** Open holds of dead instances this instance's sweep settled (src/server/open-holds.ts). */
+  orphanHolds: Counter<'kind'>;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2.5, 5];
@@ -36,5 +38,6 @@ export function createMetrics(options: { process?: boolean } = {}): ServerMetric
     }),
     errors: new Counter({ name: 'voicewire_errors_total', help: 'Errors by code', labelNames: ['code'], registers: [registry] }),
     credits: new Counter({ name: 'voicewire_credits_debited_total', help: 'Credits debited', labelNames: ['kind'], registers: [registry] }),
+    orphanHolds: new Counter({ name: 'voicewire_orphan_holds_settled_total', help: 'Open holds of dead instances settled by this instance\'s sweep', labelNames: ['kind'], registers: [registry] }),
   };
 }

@@ -32,6 +32,7 @@ import { sendError, sendJson } from './http.js';
 import { formatRestError } from '../protocol/rest.js';
 import { failSocket, refuseUpgrade } from './ws.js';
 import { StoreHealth, type StoreHealthOptions } from './store-health.js';
+import { OpenHolds } from './open-holds.js';
 import { PerAddressCount, TrustedProxies } from './client-address.js';
 import type { RequestScope, RouteModule, ServerContext } from './context.js';
 import type { Store } from './store/store.js';
@@ -133,6 +134,8 @@ const STORE_METHODS: Record<keyof Store, true> = {
   deleteDictionary: true,
   reserveCredits: true,
   settleCredits: true,
+  heartbeat: true,
+  sweepOrphanHolds: true,
 };
 
 /** The options of {@link createVoiceServer} besides the configuration, checked before anything starts. */
@@ -242,6 +245,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     resolveVoice: async (id) => (id === null ? undefined : findVoice(store, orgId, id)),
     resolvePronunciation: (id) => store.getDictionary(orgId, id),
   });
+  // Issue 36: this process is an instance with open holds; from `listen` on it heartbeats and sweeps dead instances' holds.
+  const holds = new OpenHolds(options.store, log, metrics, { heartbeatMs: config.limits.instanceHeartbeatMs, timeoutMs: config.limits.instanceTimeoutMs });
   const ctx: ServerContext = {
     config,
     store,
@@ -249,6 +254,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     metrics,
     sessions,
     storeHealth,
+    holds,
     version: options.version ?? '0.0.0',
     startedAt: Date.now(),
     engineContext,
@@ -496,6 +502,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const close = (): Promise<void> => {
     closed ??= new Promise<void>((resolve) => {
       storeHealth.stop();
+      // The last settlements may come after (sockets are cut below): one refused then is swept once this instance's heartbeat is old.
+      void holds.stop();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       // The Silero worker stops with the server (its streams were cut with their sockets).
@@ -519,6 +527,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
           http.off('error', reject);
           const a = http.address() as AddressInfo;
           storeHealth.start();
+          // The first beat and sweep now: what an instance that died before this one started left open is settled.
+          holds.start();
           resolve({ port: a.port, host });
         });
       }),

@@ -1,8 +1,8 @@
 /**
  * The deployment of docs/operations.md run for real on loopback (issue 36): `node dist/cli.js
  * serve` instances on one Postgres behind HAProxy, configured by deploy/haproxy.cfg itself (its
- * `server` line repeated for each instance), with a load of REST and TTS WebSocket loops whose
- * every request is recorded. Shared by test/product/topology.test.ts, test/docs/deploy-files.test.ts
+ * `server` line repeated for each instance), with a load of REST, TTS WebSocket and STT WebSocket
+ * loops whose every request is recorded. Shared by test/product/topology.test.ts, test/docs/deploy-files.test.ts
  * and bench/topology.ts. Every process it starts is in {@link Topology.children} and killed by
  * {@link Topology.destroy} (and at process exit).
  */
@@ -216,7 +216,8 @@ function makeInstance(name: string, port: number, spec: InstanceSpec, env: Recor
 
 /** What one request or session of the load did. */
 export interface LoadRecord {
-  kind: 'rest' | 'ws';
+  /** A TTS POST, a TTS WebSocket session, an STT WebSocket session. */
+  kind: 'rest' | 'ws' | 'stt';
   /** The loop (and its organization) that made it. */
   loop: number;
   /** performance.now() at its start and end. */
@@ -226,19 +227,30 @@ export interface LoadRecord {
   error?: string;
   /** The instance HAProxy sent it to (`x-served-by`), when an answer came. */
   servedBy?: string;
-  /** Start to the first audio, ms. */
+  /** Start to the first audio (TTS), or to the first text (STT), ms. */
   ttfa?: number;
   /** Attempts made after the first (only with {@link LoadOptions.retry}). */
   retries: number;
+  /**
+   * A WebSocket session's words as they came (each word's text message follows its audio), in
+   * characters of the session's whole text: where the word ends, where the next word starts (what
+   * the server may count delivered once the word's audio left: up to a flush's trailing space),
+   * and performance.now() when it came.
+   */
+  words?: Array<{ end: number; next: number; at: number }>;
 }
 
 /** Options of {@link runLoad}. */
 export interface LoadOptions {
   base: string;
   wsBase: string;
-  /** One API key per loop (each of its own organization): REST loops first, then WebSocket loops. */
+  /** One API key per loop (each of its own organization): REST loops first, then TTS WebSocket loops, then `sttLoops` STT WebSocket loops. */
   keys: readonly string[];
   restLoops: number;
+  /** The last this many loops stream `sttClip` to `/speech/asr`. Default 0. */
+  sttLoops?: number;
+  /** What STT sessions stream: s16le 24 kHz mono (tone-engine speech, {@link fetchSttClip}). */
+  sttClip?: Uint8Array;
   /** Ends when `stop()` is called or after `maxMs`, whichever first; each loop makes at most `maxPerLoop` requests. */
   maxMs: number;
   maxPerLoop: number;
@@ -255,16 +267,26 @@ export interface LoadOptions {
 const REST_TEXT = 'hello there';
 /** A session's texts, sent `WS_TEXT_GAP_MS` apart: it lives about a second, so drains meet live ones. */
 const WS_TEXTS = ['one session ', 'speaks in ', 'three parts'];
+const WS_TEXT = WS_TEXTS.join('');
 const WS_TEXT_GAP_MS = 300;
 /** Longest request or session before the load gives up on it (a failure). */
 const REQUEST_BOUND_MS = 20_000;
+/** An STT session streams its clip in 80 ms chunks (3840 bytes at 24 kHz), at real time. */
+const STT_CHUNK = 3840;
+const STT_CHUNK_MS = 80;
+/** What the STT clip says (the tone engines read back what they speak). */
+export const STT_CLIP_TEXT = 'hello there';
 
 const fresh = new Agent({ keepAliveTimeout: 500, keepAliveMaxTimeout: 500 });
 
-async function restOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retryable: boolean }> {
+/** The records of requests in flight, by load (what {@link Load.inFlight} lists). */
+type Live = Set<LoadRecord>;
+
+async function restOnce(o: LoadOptions, loop: number, live: Live): Promise<{ rec: LoadRecord; retryable: boolean }> {
   let status = 0;
   const start = performance.now();
   const rec: LoadRecord = { kind: 'rest', loop, start, end: start, ok: false, retries: 0 };
+  live.add(rec);
   try {
     const r = await undiciFetch(`${o.base}/post/speech/tts`, {
       method: 'POST',
@@ -284,6 +306,7 @@ async function restOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord
     rec.error = (err as Error).message;
   }
   rec.end = performance.now();
+  live.delete(rec);
   return { rec, retryable: status === 0 || status === 503 };
 }
 
@@ -301,9 +324,10 @@ async function withRetries(o: LoadOptions, attempt: () => Promise<{ rec: LoadRec
   }
 }
 
-function wsOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retryable: boolean }> {
+function wsOnce(o: LoadOptions, loop: number, live: Live): Promise<{ rec: LoadRecord; retryable: boolean }> {
   const start = performance.now();
   const rec: LoadRecord = { kind: 'ws', loop, start, end: start, ok: false, retries: 0 };
+  live.add(rec);
   let opened = false;
   return new Promise((resolve) => {
     const ws = new WebSocket(`${o.wsBase}/speech/tts`, { headers: { 'x-api-key': o.keys[loop]! } });
@@ -315,6 +339,7 @@ function wsOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retrya
       rec.end = performance.now();
       if (error !== undefined) rec.error = error;
       rec.ok = error === undefined;
+      live.delete(rec);
       if (ws.readyState !== ws.CLOSED) ws.terminate();
       resolve({ rec, retryable: !opened });
     };
@@ -338,36 +363,124 @@ function wsOnce(o: LoadOptions, loop: number): Promise<{ rec: LoadRecord; retrya
         ),
       );
     });
+    let cursor = 0;
     ws.on('message', (data) => {
       const m = JSON.parse(String(data)) as Record<string, unknown>;
       last = m;
       if (m['type'] === 'audio' && rec.ttfa === undefined) rec.ttfa = performance.now() - start;
+      if (m['type'] === 'text' && typeof m['text'] === 'string') {
+        const at = WS_TEXT.indexOf(m['text'], cursor);
+        if (at >= 0) {
+          cursor = at + m['text'].length;
+          const next = WS_TEXT.slice(cursor).search(/\S/);
+          (rec.words ??= []).push({ end: cursor, next: next < 0 ? WS_TEXT.length : cursor + next, at: performance.now() });
+        }
+      }
       if (m['type'] === 'error') finish(`error ${String(m['code'])} ${String(m['message'])}`);
     });
     ws.on('close', (code) => finish(code === 1000 && last?.['type'] === 'end_of_stream' && rec.ttfa !== undefined ? undefined : `closed ${code} after ${String(last?.["type"] ?? "no message")}`));
   });
 }
 
+/**
+ * One STT WebSocket session: `setup`, the clip in 80 ms chunks at real time, `end_of_stream`; it
+ * succeeds when text came and the server ended it (its `end_of_stream`, close 1000).
+ */
+function sttOnce(o: LoadOptions, loop: number, live: Live): Promise<{ rec: LoadRecord; retryable: boolean }> {
+  const start = performance.now();
+  const rec: LoadRecord = { kind: 'stt', loop, start, end: start, ok: false, retries: 0 };
+  live.add(rec);
+  const clip = o.sttClip ?? new Uint8Array(0);
+  let opened = false;
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${o.wsBase}/speech/asr`, { headers: { 'x-api-key': o.keys[loop]! } });
+    let timer: NodeJS.Timeout | undefined;
+    let ended = false;
+    const finish = (error?: string): void => {
+      clearTimeout(timer);
+      clearTimeout(bound);
+      if (rec.end !== start) return;
+      rec.end = performance.now();
+      if (error !== undefined) rec.error = error;
+      rec.ok = error === undefined;
+      live.delete(rec);
+      if (ws.readyState !== ws.CLOSED) ws.terminate();
+      resolve({ rec, retryable: !opened });
+    };
+    const bound = setTimeout(() => finish(`no end within ${REQUEST_BOUND_MS} ms`), REQUEST_BOUND_MS);
+    ws.on('upgrade', (res) => {
+      const served = res.headers['x-served-by'];
+      if (typeof served === 'string') rec.servedBy = served;
+    });
+    ws.on('unexpected-response', (_req, res) => finish(`upgrade answered HTTP ${res.statusCode}`));
+    ws.on('error', (err) => finish(err.message));
+    ws.on('open', () => {
+      opened = true;
+      ws.send(JSON.stringify({ type: 'setup', input_format: 'pcm' }));
+      let at = 0;
+      const t0 = performance.now();
+      const next = (): void => {
+        if (ws.readyState !== ws.OPEN) return;
+        ws.send(JSON.stringify({ type: 'audio', audio: Buffer.from(clip.subarray(at, at + STT_CHUNK)).toString('base64') }));
+        at += STT_CHUNK;
+        // Real time against the start, so timer slack does not add up.
+        if (at < clip.length) timer = setTimeout(next, Math.max(0, t0 + (at / STT_CHUNK) * STT_CHUNK_MS - performance.now()));
+        else ws.send(JSON.stringify({ type: 'end_of_stream' }));
+      };
+      next();
+    });
+    ws.on('message', (data) => {
+      const m = JSON.parse(String(data)) as Record<string, unknown>;
+      if (m['type'] === 'text' && rec.ttfa === undefined) rec.ttfa = performance.now() - start;
+      if (m['type'] === 'end_of_stream') ended = true;
+      if (m['type'] === 'error') finish(`error ${String(m['code'])} ${String(m['message'])}`);
+    });
+    ws.on('close', (code) => finish(code === 1000 && ended && rec.ttfa !== undefined ? undefined : `closed ${code}${ended ? ' after end_of_stream' : ''}${rec.ttfa === undefined ? ' without text' : ''}`));
+  });
+}
+
+/** A failure that is the organization's budget running out (`CREDITS_EXHAUSTED`, refused before any work): expected of a small budget. */
+export function exhausted(r: LoadRecord): boolean {
+  return !r.ok && /not enough credits/.test(r.error ?? '');
+}
+
+/** The tone engine's speech of {@link STT_CLIP_TEXT} at 24 kHz, for STT sessions (a POST with `key`, through `base`). */
+export async function fetchSttClip(base: string, key: string): Promise<Uint8Array> {
+  const r = await undiciFetch(`${base}/post/speech/tts`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ text: STT_CLIP_TEXT, output_format: 'pcm_24000', only_audio: true }),
+    dispatcher: fresh,
+  });
+  if (r.status !== 200) throw new Error(`the STT clip: HTTP ${r.status} ${await r.text()}`);
+  return new Uint8Array(await r.arrayBuffer());
+}
+
 /** A running load: `stop()` ends it (each loop finishes its request in flight); `done` has every record. */
 export interface Load {
   stop(): void;
   done: Promise<LoadRecord[]>;
+  /** The requests and sessions in flight now (a session's `servedBy` is known once upgraded). */
+  inFlight(): LoadRecord[];
 }
 
-/** Starts `keys.length` loops: the first `restLoops` POST /post/speech/tts, the others TTS WebSocket sessions. */
+/** Starts `keys.length` loops: the first `restLoops` POST /post/speech/tts, the last `sttLoops` STT WebSocket sessions, the others TTS WebSocket sessions. */
 export function runLoad(o: LoadOptions): Load {
   let stopped = false;
   const until = performance.now() + o.maxMs;
   const records: LoadRecord[] = [];
+  const live: Live = new Set();
   const loops = o.keys.map(async (_, loop) => {
     for (let n = 0; n < o.maxPerLoop && !stopped && performance.now() < until; n++) {
-      records.push(await withRetries(o, () => (loop < o.restLoops ? restOnce(o, loop) : wsOnce(o, loop))));
+      const stt = loop >= o.keys.length - (o.sttLoops ?? 0);
+      records.push(await withRetries(o, () => (loop < o.restLoops ? restOnce(o, loop, live) : stt ? sttOnce(o, loop, live) : wsOnce(o, loop, live))));
       await new Promise((r) => setTimeout(r, o.pauseMs ?? 20));
     }
   });
   return {
     stop: () => void (stopped = true),
     done: Promise.all(loops).then(() => records.sort((a, b) => a.start - b.start)),
+    inFlight: () => [...live],
   };
 }
 
@@ -401,26 +514,33 @@ export function usageByOrg(psql: (sql: string) => string): Map<string, OrgUsage>
   return m;
 }
 
-/** Units (characters) the store bills for one request of each kind of the load, measured by {@link calibrate}. */
+/** Units (TTS characters, STT seconds) the store bills for one request of each kind of the load, measured by {@link calibrate}. */
 export interface UnitsPerRequest {
   rest: number;
   ws: number;
+  /** NaN when not calibrated (no STT loops). */
+  stt: number;
 }
 
 /**
- * Runs one REST request and one WebSocket session of the load (through the balancer, with
- * `keys[0]` and `keys[1]`, each its own organization) and reads what each was billed: the
- * expected books of the load are counted in these (the session runner's billing, not this file's
- * guess of it).
+ * Runs one REST request, one TTS WebSocket session and, with a third key and `sttClip`, one STT
+ * session of the load (through the balancer, each key its own organization) and reads what each
+ * was billed: the expected books of the load are counted in these (the session runner's billing,
+ * not this file's guess of it).
  */
-export async function calibrate(o: Pick<LoadOptions, 'base' | 'wsBase'>, keys: readonly [string, string], orgs: readonly [string, string], psql: (sql: string) => string): Promise<UnitsPerRequest> {
-  const records = await runLoad({ ...o, keys, restLoops: 1, maxMs: 30_000, maxPerLoop: 1 }).done;
+export async function calibrate(
+  o: Pick<LoadOptions, 'base' | 'wsBase' | 'sttClip'>,
+  keys: readonly [string, string] | readonly [string, string, string],
+  orgs: readonly [string, string] | readonly [string, string, string],
+  psql: (sql: string) => string,
+): Promise<UnitsPerRequest> {
+  const records = await runLoad({ ...o, keys, restLoops: 1, sttLoops: keys.length - 2, maxMs: 30_000, maxPerLoop: 1 }).done;
   const bad = records.filter((r) => !r.ok);
-  if (bad.length > 0 || records.length !== 2) throw new Error(`calibration failed: ${JSON.stringify(records)}`);
+  if (bad.length > 0 || records.length !== keys.length) throw new Error(`calibration failed: ${JSON.stringify(records)}`);
   const usage = usageByOrg(psql);
-  const [rest, ws] = orgs.map((n) => usage.get(n));
-  if (rest?.lines !== 1 || ws?.lines !== 1) throw new Error(`calibration: expected one usage line each, got ${JSON.stringify([rest, ws])}`);
-  return { rest: rest.units, ws: ws.units };
+  const [rest, ws, stt] = orgs.map((n) => usage.get(n));
+  if (rest?.lines !== 1 || ws?.lines !== 1 || (stt !== undefined && stt.lines !== 1)) throw new Error(`calibration: expected one usage line each, got ${JSON.stringify([rest, ws, stt])}`);
+  return { rest: rest.units, ws: ws.units, stt: stt?.units ?? Number.NaN };
 }
 
 /**
@@ -432,4 +552,35 @@ export async function calibrate(o: Pick<LoadOptions, 'base' | 'wsBase'>, keys: r
 export function expectedBooks(records: readonly LoadRecord[], per: UnitsPerRequest): { ok: number; okUnits: number } {
   const ok = records.filter((r) => r.ok);
   return { ok: ok.length, okUnits: ok.reduce((n, r) => n + per[r.kind], 0) };
+}
+
+/** Usage lines still held open by an instance (issue 36: none once every request ended and the sweeps ran). */
+export function openHolds(psql: (sql: string) => string): number {
+  return Number(psql('SELECT count(*) FROM usage WHERE holder IS NOT NULL').trim());
+}
+
+/** Resolves once no usage line is held open (every dead instance's holds swept); rejects after `boundMs`. */
+export async function waitForSweep(psql: (sql: string) => string, boundMs = 30_000): Promise<void> {
+  const until = Date.now() + boundMs;
+  while (openHolds(psql) > 0) {
+    if (Date.now() > until) throw new Error(`${openHolds(psql)} holds still open ${boundMs} ms after the load (no sweep?)`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * What a request cut by a kill (or ended just before it, its settlement maybe unwritten) may be
+ * charged once its instance's holds are swept, in characters: at most what its client was
+ * delivered (a TTS WebSocket session: up to the start of the word after the last it heard; a POST
+ * cut mid-body: its text, the client cannot tell which words it got; an STT session: the seconds
+ * of its clip; one that succeeded: all of it), and at least what it had been delivered `lagMs` before the kill (the sweep charges the
+ * last checkpoint: a heartbeat or a hold's growth; what came after it is not charged).
+ */
+export function cutRequestBounds(r: LoadRecord, per: UnitsPerRequest, killedAt: number, lagMs: number): { low: number; high: number } {
+  if (r.ok) return { low: r.end <= killedAt - lagMs ? per[r.kind] : 0, high: per[r.kind] };
+  // A POST cut mid-body, an STT session cut mid-stream (it pays the seconds it had sent): at most the whole.
+  if (r.kind !== 'ws') return { low: 0, high: per[r.kind] };
+  const words = r.words ?? [];
+  const before = words.filter((w) => w.at <= killedAt - lagMs).at(-1);
+  return { low: before?.end ?? 0, high: words.at(-1)?.next ?? 0 };
 }

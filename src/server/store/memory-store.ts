@@ -8,9 +8,12 @@ import type {
   ApiKeyRecord,
   CandidateRecord,
   DictionaryRecord,
+  HoldCheckpoint,
+  HoldOwner,
   Organization,
   Page,
   Store,
+  SweptHold,
   TokenRecord,
   UsageRecord,
   UsageSummary,
@@ -30,6 +33,10 @@ import {
   checkUsage,
   checkHoldId,
   checkCharge,
+  checkCheckpoints,
+  checkId,
+  checkMs,
+  checkOwner,
   unknownHold,
   checkVoice,
   checkVoicePatch,
@@ -265,10 +272,18 @@ export class MemoryStore implements Store {
   /** Usage lines of open or settled holds, by hold id. */
   private readonly holds = new Map<string, UsageRecord>();
   private nextHold = 1;
-  async reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string): Promise<{ remaining: number; holdId: string } | null> {
+  async reserveCredits(
+    orgId: string,
+    amount: number,
+    usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>,
+    holdId?: string,
+    owner?: HoldOwner,
+  ): Promise<{ remaining: number; holdId: string } | null> {
     checkText('orgId', orgId);
     checkCredits('amount', amount);
     checkUsage(usage);
+    // Checked, not kept: the holds die with this process, its only instance (nothing to sweep).
+    checkOwner(owner);
     if (holdId !== undefined) checkHoldId(holdId);
     const o = this.orgs.get(orgId);
     if (!o || o.remainingCredits < amount) return null;
@@ -286,10 +301,11 @@ export class MemoryStore implements Store {
     }
     return { remaining: o.remainingCredits, holdId: holdId! };
   }
-  async settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }): Promise<number> {
+  async settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }, holder?: string): Promise<number> {
     checkText('orgId', orgId);
     checkHoldId(holdId);
     checkCharge(charge);
+    if (holder !== undefined) checkId('holder', holder);
     const line = this.holds.get(holdId);
     const o = this.orgs.get(orgId);
     if (!o || line === undefined || line.orgId !== orgId || line.credits < charge.credits) throw unknownHold(holdId, charge.credits);
@@ -301,5 +317,17 @@ export class MemoryStore implements Store {
       this.holds.delete(holdId);
     }
     return o.remainingCredits;
+  }
+
+  /** Nothing is recorded: a memory store's holds live and die with its one process (no other instance could sweep them). */
+  async heartbeat(instanceId: string, nowMs: number, checkpoints: readonly HoldCheckpoint[]): Promise<void> {
+    checkId('instanceId', instanceId);
+    checkMs('nowMs', nowMs);
+    checkCheckpoints(checkpoints);
+  }
+  /** Nothing to sweep (see {@link heartbeat}). */
+  async sweepOrphanHolds(cutoffMs: number): Promise<SweptHold[]> {
+    checkMs('cutoffMs', cutoffMs);
+    return [];
   }
 }

@@ -8,7 +8,7 @@
  * `COLLATE "C"` so the order is bytewise, as in SQLite, whatever the database's locale.
  */
 import { POSTGRES_DIALECT } from './sql-dialect.js';
-import { firstSchema, type Migration } from './sql-migrations.js';
+import { firstSchema, openHoldsSchema, type Migration } from './sql-migrations.js';
 
 export const POSTGRES_MIGRATIONS: readonly Migration[] = [
   firstSchema(POSTGRES_DIALECT.types),
@@ -33,4 +33,5 @@ ALTER TABLE api_keys ADD CONSTRAINT api_keys_admin_has_no_org CHECK (admin = (or
 DELETE FROM voices WHERE org_id IS NULL;
 `,
   },
+  openHoldsSchema(POSTGRES_DIALECT.types),
 ];

@@ -167,19 +167,18 @@ class PostgresDriver implements SqlDriver {
 
   /** Runs `work` in a transaction on one pooled connection; a connection that failed is discarded, not reused. */
   private async transaction<T>(what: string, begin: string, work: Work<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.open().connect();
-    } catch (err) {
-      throw wrapDriverError(err, what, POSTGRES_DIALECT.badInput);
-    }
     // A checked-out connection has no pool listener: the server dropping it between two of our
     // queries would emit an unhandled 'error' (a crash). The failing query reports it instead.
     let broken: Error | undefined;
     const onError = (err: Error): void => {
       broken ??= err;
     };
-    client.on('error', onError);
+    let client: pg.PoolClient;
+    try {
+      client = await checkout(this.open(), onError);
+    } catch (err) {
+      throw wrapDriverError(err, what, POSTGRES_DIALECT.badInput);
+    }
     try {
       await client.query(begin);
       const result = await stepAsync(work, (s) => execute(client, s));
@@ -204,6 +203,25 @@ class PostgresDriver implements SqlDriver {
       client.release(broken);
     }
   }
+}
+
+/**
+ * A connection from the pool with `onError` listening from the moment it is handed over: in the
+ * pool's own callback, not after an `await` (issue 36: during `pg_ctl stop -m fast` a connection
+ * that had just become ready received the server's "terminating connection" in the same read,
+ * before the awaiting code could listen, and the unhandled 'error' ended the process).
+ */
+function checkout(pool: pg.Pool, onError: (err: Error) => void): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((err, client) => {
+      if (err || client === undefined) {
+        reject(err ?? new Error('postgres: the pool gave no connection'));
+        return;
+      }
+      client.on('error', onError);
+      resolve(client);
+    });
+  });
 }
 
 /** One statement on a pool (any connection) or a checked-out connection. */

@@ -7,6 +7,8 @@
  * `IS NOT DISTINCT FROM`, `ON CONFLICT … DO UPDATE … WHERE`, `RETURNING`.
  */
 import { changes, one, type Row, type Work } from './sql-driver.js';
+import type { HoldCheckpoint, HoldOwner } from './store.js';
+import { holdLost } from './validate.js';
 
 /** What a debit or a hold writes (Store.debitCredits, Store.reserveCredits). */
 export interface CreditLine {
@@ -16,6 +18,8 @@ export interface CreditLine {
   kind: 'tts' | 'stt';
   units: number;
   at: Date;
+  /** A hold's owner: the instance holding it open and what it delivered so far (Store.reserveCredits). */
+  owner?: HoldOwner | undefined;
 }
 
 /** Column types of the schema (sql-migrations.ts). */
@@ -59,6 +63,15 @@ export interface SqlDialect {
   readonly textHoldsNul: boolean;
   /** Locks the rows a SELECT reads, where other writers could race (empty where the write lock is the file's). */
   readonly forUpdate: string;
+  /** As forUpdate, skipping rows another transaction holds (a sweep leaves a hold being settled to its holder). */
+  readonly forUpdateSkipLocked: string;
+  /** The smaller and the larger of two values (SQLite's scalar MIN/MAX, Postgres's LEAST/GREATEST). */
+  readonly least: string;
+  readonly greatest: string;
+  /** `column` is one of a list of usage ids given as one parameter ({@link idList}). */
+  idIn(column: string): string;
+  /** The parameter of {@link idIn}. */
+  idList(ids: readonly string[]): unknown;
   /** A hold id (decimal text) as a parameter. */
   holdKey(holdId: string): unknown;
   /** A statement that returns a row exactly when `schema_migrations` exists. */
@@ -70,12 +83,22 @@ export interface SqlDialect {
   debit(line: CreditLine): Work<number | null>;
   /** As debit, the usage line's id too (a new hold). */
   hold(line: CreditLine): Work<{ remaining: number; holdId: string } | null>;
-  /** Adds `line.amount` credits and `line.units` to the organization's hold `holdId`: the remaining balance, or null. */
+  /**
+   * Adds `line.amount` credits and `line.units` to the organization's hold `holdId` (and records
+   * `line.owner`'s delivered so far): the remaining balance, or null. A hold held by another than
+   * `line.owner` (settled by a sweep): `STORE_UNAVAILABLE`, nothing taken.
+   */
   addToHold(line: CreditLine, holdId: string): Work<number | null>;
+  /** Records what `holder`'s open holds delivered so far (Store.heartbeat), in one statement where the database allows. */
+  checkpoint(holder: string, lines: readonly HoldCheckpoint[]): Work<void>;
 }
 
 const DEBIT = 'UPDATE organizations SET remaining_credits = remaining_credits - ? WHERE id = ? AND remaining_credits >= ? RETURNING remaining_credits';
 const USAGE = 'INSERT INTO usage (org_id, key_id, kind, units, credits, at, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)';
+const HOLD = 'INSERT INTO usage (org_id, key_id, kind, units, credits, at, at_ms, holder, delivered_units, delivered_credits) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id';
+
+/** A hold's owner columns: its holder, and what it delivered (0 without an owner). */
+const ownerParams = (l: CreditLine): [string | null, number, number] => [l.owner?.holder ?? null, l.owner?.delivered.units ?? 0, l.owner?.delivered.credits ?? 0];
 
 /** The embedded SQLite file (sqlite-store.ts): booleans are 0/1, JSON is TEXT checked by json_valid. */
 export const SQLITE_DIALECT: SqlDialect = {
@@ -91,6 +114,11 @@ export const SQLITE_DIALECT: SqlDialect = {
   keyOrder: 'rowid',
   textHoldsNul: true,
   forUpdate: '',
+  forUpdateSkipLocked: '',
+  least: 'MIN',
+  greatest: 'MAX',
+  idIn: (column) => `${column} IN (SELECT value FROM json_each(?))`,
+  idList: (ids) => JSON.stringify(ids.map(Number)),
   holdKey: Number,
   hasMigrationsTable: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
   badInput: /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH|RANGE)/,
@@ -114,15 +142,37 @@ export const SQLITE_DIALECT: SqlDialect = {
   *hold(l) {
     const r = yield* one(DEBIT, l.amount, l.orgId, l.amount);
     if (!r) return null;
-    const line = (yield* one(`${USAGE} RETURNING id`, l.orgId, l.keyId, l.kind, l.units, l.amount, l.at.toISOString(), l.at.getTime())) as Row;
+    const line = (yield* one(HOLD, l.orgId, l.keyId, l.kind, l.units, l.amount, l.at.toISOString(), l.at.getTime(), ...ownerParams(l))) as Row;
     return { remaining: Number(r.remaining_credits), holdId: String(line.id) };
   },
   *addToHold(l, holdId) {
-    if (!(yield* one('SELECT 1 FROM usage WHERE id = ? AND org_id = ?', Number(holdId), l.orgId))) return null;
+    const line = yield* one('SELECT holder FROM usage WHERE id = ? AND org_id = ?', Number(holdId), l.orgId);
+    if (!line) return null;
+    const [holder, units, credits] = ownerParams(l);
+    if ((line.holder ?? null) !== holder) throw holdLost(holdId);
     const r = yield* one(DEBIT, l.amount, l.orgId, l.amount);
     if (!r) return null;
-    yield* changes('UPDATE usage SET credits = credits + ?, units = units + ? WHERE id = ?', l.amount, l.units, Number(holdId));
+    yield* changes(
+      'UPDATE usage SET credits = credits + ?, units = units + ?, delivered_units = MAX(delivered_units, ?), delivered_credits = MAX(delivered_credits, ?) WHERE id = ?',
+      l.amount,
+      l.units,
+      units,
+      credits,
+      Number(holdId),
+    );
     return Number(r.remaining_credits);
+  },
+  // One write transaction (the driver's): a statement per hold costs microseconds here.
+  *checkpoint(holder, lines) {
+    for (const c of lines) {
+      yield* changes(
+        'UPDATE usage SET delivered_units = MIN(units, MAX(delivered_units, ?)), delivered_credits = MIN(credits, MAX(delivered_credits, ?)) WHERE id = ? AND holder = ?',
+        c.units,
+        c.credits,
+        Number(c.holdId),
+        holder,
+      );
+    }
   },
 };
 
@@ -159,6 +209,11 @@ export const POSTGRES_DIALECT: SqlDialect = {
   // SQLSTATE 22021: Postgres text cannot hold U+0000.
   textHoldsNul: false,
   forUpdate: ' FOR UPDATE',
+  forUpdateSkipLocked: ' FOR UPDATE SKIP LOCKED',
+  least: 'LEAST',
+  greatest: 'GREATEST',
+  idIn: (column) => `${column} = ANY(?::bigint[])`,
+  idList: (ids) => [...ids],
   holdKey: (holdId) => holdId,
   hasMigrationsTable: "SELECT 1 WHERE to_regclass('schema_migrations') IS NOT NULL",
   // SQLSTATE classes 22 data exception (a NUL byte in text, a number out of range) and 23 integrity
@@ -192,30 +247,58 @@ export const POSTGRES_DIALECT: SqlDialect = {
       `WITH debit AS (
          UPDATE organizations SET remaining_credits = remaining_credits - $1 WHERE id = $2 AND remaining_credits >= $1 RETURNING remaining_credits
        ), line AS (
-         INSERT INTO usage (org_id, key_id, kind, units, credits, at, at_ms) SELECT $2, $3, $4, $5, $1, $6, $7 FROM debit RETURNING id
+         INSERT INTO usage (org_id, key_id, kind, units, credits, at, at_ms, holder, delivered_units, delivered_credits)
+         SELECT $2, $3, $4, $5, $1, $6, $7, $8, $9, $10 FROM debit RETURNING id
        )
        SELECT debit.remaining_credits, line.id FROM debit, line`,
       ...lineParams(l),
+      ...ownerParams(l),
     );
     return r ? { remaining: Number(r.remaining_credits), holdId: String(r.id) } : null;
   },
-  // The balance is lowered only when the organization has that line, and the line grows only from
-  // the UPDATE's RETURNING.
+  // The line is locked first (as a settlement and a sweep lock it: usage line, then organization),
+  // so a sweep settling it meanwhile is seen (the lock re-reads the line): then nothing is taken.
+  // The balance is lowered only when the organization has that line, held by this owner, and the
+  // line grows only from the UPDATE's RETURNING.
   *addToHold(l, holdId) {
-    const r = yield* one(
-      `WITH debit AS (
+    const [holder, units, credits] = ownerParams(l);
+    const r = (yield* one(
+      `WITH line AS (
+         SELECT holder FROM usage WHERE id = $4 AND org_id = $2 FOR UPDATE
+       ), debit AS (
          UPDATE organizations SET remaining_credits = remaining_credits - $1
-         WHERE id = $2 AND remaining_credits >= $1 AND EXISTS (SELECT 1 FROM usage WHERE id = $4 AND org_id = $2)
+         WHERE id = $2 AND remaining_credits >= $1 AND EXISTS (SELECT 1 FROM line WHERE holder IS NOT DISTINCT FROM $5::text)
          RETURNING remaining_credits
-       ), line AS (
-         UPDATE usage SET credits = usage.credits + $1, units = usage.units + $3 FROM debit WHERE usage.id = $4 RETURNING usage.id
+       ), grown AS (
+         UPDATE usage SET credits = usage.credits + $1, units = usage.units + $3,
+           delivered_units = GREATEST(usage.delivered_units, $6::double precision), delivered_credits = GREATEST(usage.delivered_credits, $7::bigint)
+         FROM debit WHERE usage.id = $4 RETURNING usage.id
        )
-       SELECT remaining_credits FROM debit`,
+       SELECT (SELECT remaining_credits FROM debit) AS remaining_credits, EXISTS (SELECT 1 FROM line) AS found,
+         EXISTS (SELECT 1 FROM line WHERE holder IS NOT DISTINCT FROM $5::text) AS mine`,
       l.amount,
       l.orgId,
       l.units,
       holdId,
+      holder,
+      units,
+      credits,
+    )) as Row;
+    if (r.found === true && r.mine !== true) throw holdLost(holdId);
+    return r.remaining_credits === null ? null : Number(r.remaining_credits);
+  },
+  // One statement for every hold of the instance (arrays, unnested).
+  *checkpoint(holder, lines) {
+    if (lines.length === 0) return;
+    yield* changes(
+      `UPDATE usage SET delivered_units = LEAST(usage.units, GREATEST(usage.delivered_units, v.units)),
+         delivered_credits = LEAST(usage.credits, GREATEST(usage.delivered_credits, v.credits))
+       FROM unnest($1::bigint[], $2::double precision[], $3::bigint[]) AS v(id, units, credits)
+       WHERE usage.id = v.id AND usage.holder = $4`,
+      lines.map((c) => c.holdId),
+      lines.map((c) => c.units),
+      lines.map((c) => c.credits),
+      holder,
     );
-    return r ? Number(r.remaining_credits) : null;
   },
 };

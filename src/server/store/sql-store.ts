@@ -17,7 +17,10 @@ import type {
   Organization,
   Page,
   PronunciationRule,
+  HoldCheckpoint,
+  HoldOwner,
   Store,
+  SweptHold,
   TokenRecord,
   UsageRecord,
   UsageSummary,
@@ -27,15 +30,18 @@ import {
   adminToken,
   checkCandidates,
   checkCharge,
+  checkCheckpoints,
   checkCredits,
   checkDictionary,
   checkHoldId,
   checkId,
   checkKind,
   checkListOptions,
+  checkMs,
   checkNewApiKey,
   checkNewOrganization,
   checkNow,
+  checkOwner,
   checkText,
   checkTime,
   checkToken,
@@ -89,13 +95,16 @@ export class SqlStore implements Store {
       // One migrator at a time across instances; released at COMMIT or ROLLBACK.
       if (lock) yield* rows(lock.sql, ...lock.params);
       yield* script('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-      const current = Number((yield* one('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations'))!.v);
+      // Versions may have gaps (two changes made at once each took a number): every known version
+      // not yet applied is applied, in order, even one below the highest applied.
+      const applied = new Set((yield* rows('SELECT version FROM schema_migrations')).map((r) => Number(r.version)));
+      const current = Math.max(0, ...applied);
       const latest = migrations.at(-1)?.version ?? 0;
       if (current > latest) {
         throw new VoicewireError('STORE_UNAVAILABLE', `${label}: schema version ${current} is newer than this voicewire knows (${latest}); upgrade voicewire`);
       }
       for (const m of migrations) {
-        if (m.version <= current) continue;
+        if (applied.has(m.version)) continue;
         yield* script(m.sql);
         yield* changes('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', m.version, m.name, new Date().toISOString());
       }
@@ -210,32 +219,97 @@ export class SqlStore implements Store {
     return sum;
   }
 
-  async reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string): Promise<{ remaining: number; holdId: string } | null> {
+  async reserveCredits(
+    orgId: string,
+    amount: number,
+    usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>,
+    holdId?: string,
+    owner?: HoldOwner,
+  ): Promise<{ remaining: number; holdId: string } | null> {
     checkText('orgId', orgId);
     checkCredits('amount', amount);
     checkUsage(usage);
-    const line = { orgId, amount, keyId: usage.keyId ?? null, kind: checkKind(usage.kind), units: checkUnits(usage.units), at: new Date() };
+    const line = { orgId, amount, keyId: usage.keyId ?? null, kind: checkKind(usage.kind), units: checkUnits(usage.units), at: new Date(), owner: checkOwner(owner) };
     if (holdId === undefined) return this.run('reserveCredits', 'write', this.d.hold(line));
     checkHoldId(holdId);
     const remaining = await this.run('reserveCredits', 'write', this.d.addToHold(line, holdId));
     return remaining === null ? null : { remaining, holdId };
   }
 
-  async settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }): Promise<number> {
+  async settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }, holder?: string): Promise<number> {
     checkText('orgId', orgId);
     checkHoldId(holdId);
     checkCharge(charge);
+    if (holder !== undefined) checkId('holder', holder);
     const key = this.d.holdKey(holdId);
-    const lineSql = this.sql('settleCredits', (d) => `SELECT credits FROM usage WHERE id = ? AND org_id = ?${d.forUpdate}`);
+    const lineSql = this.sql('settleCredits', (d) => `SELECT credits, holder FROM usage WHERE id = ? AND org_id = ?${d.forUpdate}`);
     // The line is read (and locked, on Postgres), the difference refunded and the line lowered (or
-    // removed) in one transaction: both or neither.
+    // removed) in one transaction: both or neither. A sweep locks it too, so one of the two settles.
     return this.run('settleCredits', 'transaction', function* () {
       const line = yield* one(lineSql, key, orgId);
+      if (line && holder !== undefined && line.holder !== holder) {
+        // Settled by a sweep while this instance was unreachable: that settlement stands.
+        return Number((yield* one('SELECT remaining_credits FROM organizations WHERE id = ?', orgId))!.remaining_credits);
+      }
       if (!line || Number(line.credits) < charge.credits) throw unknownHold(holdId, charge.credits);
       const r = (yield* one('UPDATE organizations SET remaining_credits = remaining_credits + ? WHERE id = ? RETURNING remaining_credits', Number(line.credits) - charge.credits, orgId)) as Row;
       if (charge.credits === 0 && charge.units === 0) yield* changes('DELETE FROM usage WHERE id = ?', key);
-      else yield* changes('UPDATE usage SET credits = ?, units = ? WHERE id = ?', charge.credits, charge.units, key);
+      else yield* changes('UPDATE usage SET credits = ?, units = ?, holder = NULL WHERE id = ?', charge.credits, charge.units, key);
       return Number(r.remaining_credits);
+    });
+  }
+
+  // --- instances and their open holds (issue 36) ---------------------------------------------
+
+  async heartbeat(instanceId: string, nowMs: number, checkpoints: readonly HoldCheckpoint[]): Promise<void> {
+    checkId('instanceId', instanceId);
+    checkMs('nowMs', nowMs);
+    // Sorted: two writers of the same lines lock them in one order.
+    const lines = checkCheckpoints(checkpoints).sort((a, b) => Number(a.holdId) - Number(b.holdId));
+    const d = this.d;
+    await this.run('heartbeat', 'write', function* () {
+      yield* changes('INSERT INTO instances (id, heartbeat_ms) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms', instanceId, nowMs);
+      yield* d.checkpoint(instanceId, lines);
+    });
+  }
+
+  async sweepOrphanHolds(cutoffMs: number): Promise<SweptHold[]> {
+    checkMs('cutoffMs', cutoffMs);
+    const d = this.d;
+    const orphansSql = this.sql(
+      'sweepOrphans',
+      (d) => `SELECT id, org_id, kind, holder, credits, units, delivered_credits, delivered_units FROM usage
+         WHERE holder IS NOT NULL AND at_ms < ? AND NOT EXISTS (SELECT 1 FROM instances WHERE instances.id = usage.holder AND instances.heartbeat_ms >= ?)
+         ORDER BY id${d.forUpdateSkipLocked}`,
+    );
+    const settleSql = this.sql(
+      'sweepSettle',
+      (d) => `UPDATE usage SET credits = ${d.least}(credits, delivered_credits), units = ${d.least}(units, delivered_units), holder = NULL WHERE ${d.idIn('id')}`,
+    );
+    const emptySql = this.sql('sweepEmpty', (d) => `DELETE FROM usage WHERE ${d.idIn('id')} AND credits = 0 AND units = 0`);
+    // Lines first (locked; on Postgres a line a settlement or a growth holds is skipped, left to
+    // its holder), then organizations in id order: the order settlements take them, so two
+    // sweeps and a settlement never wait on each other in a circle.
+    return this.run('sweepOrphanHolds', 'transaction', function* () {
+      const found = yield* rows(orphansSql, cutoffMs, cutoffMs);
+      const swept: SweptHold[] = found.map((r) => {
+        const held = Number(r.credits);
+        const credits = Math.min(held, Number(r.delivered_credits));
+        return { holdId: String(r.id), orgId: String(r.org_id), kind: r.kind as 'tts' | 'stt', holder: String(r.holder), held, credits, units: Math.min(Number(r.units), Number(r.delivered_units)) };
+      });
+      const back = new Map<string, number>();
+      for (const h of swept) back.set(h.orgId, (back.get(h.orgId) ?? 0) + h.held - h.credits);
+      for (const orgId of [...back.keys()].sort()) {
+        const n = back.get(orgId)!;
+        if (n > 0) yield* changes('UPDATE organizations SET remaining_credits = remaining_credits + ? WHERE id = ?', n, orgId);
+      }
+      if (swept.length > 0) {
+        const ids = d.idList(swept.map((h) => h.holdId));
+        yield* changes(settleSql, ids);
+        yield* changes(emptySql, ids);
+      }
+      yield* changes('DELETE FROM instances WHERE heartbeat_ms < ?', cutoffMs);
+      return swept;
     });
   }
 

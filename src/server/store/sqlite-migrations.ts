@@ -3,7 +3,7 @@
  * version 1). SQLite's types: JSON columns are TEXT checked by json_valid; booleans are 0/1.
  */
 import { SQLITE_DIALECT } from './sql-dialect.js';
-import { firstSchema, type Migration } from './sql-migrations.js';
+import { firstSchema, openHoldsSchema, type Migration } from './sql-migrations.js';
 
 export type { Migration } from './sql-migrations.js';
 
@@ -58,4 +58,5 @@ DROP TABLE tokens_kept;
 DELETE FROM voices WHERE org_id IS NULL;
 `,
   },
+  openHoldsSchema(SQLITE_DIALECT.types),
 ];

@@ -179,13 +179,69 @@ export interface Store {
    * included): resolves the remaining balance and the hold's id, or null when the balance is below
    * `amount` (nothing held). With `holdId`, the credits and `usage.units` are added to that hold
    * (null too when it is not the organization's). Never goes below zero, never holds twice.
+   *
+   * With `owner` (a server's requests; default none), the line is held open by instance
+   * `owner.holder` (a new hold), and what the request delivered so far is recorded on it in the
+   * same statement ({@link Store.sweepOrphanHolds} settles to that if the instance dies). Growing a
+   * hold its holder no longer holds (a sweep settled it while the instance was unreachable) takes
+   * nothing: `STORE_UNAVAILABLE`.
    */
-  reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string): Promise<{ remaining: number; holdId: string } | null>;
+  reserveCredits(orgId: string, amount: number, usage: Omit<UsageRecord, 'orgId' | 'credits' | 'at'>, holdId?: string, owner?: HoldOwner): Promise<{ remaining: number; holdId: string } | null>;
   /**
    * Settles hold `holdId`: its usage line now charges `charge.credits` (at most what it holds) for
    * `charge.units`, and the difference goes back to the balance, atomically. A line left at 0
    * credits and 0 units is removed (a request that delivered nothing leaves no usage). Resolves the
    * remaining balance. `INVALID_ARGUMENT` for an unknown hold or a charge above it.
+   *
+   * With `holder` (the instance that took it with an owner), a hold that instance no longer holds
+   * was settled already (by a sweep, {@link Store.sweepOrphanHolds}): it is left as it is (the first
+   * settlement stands, nothing is charged twice) and the balance is resolved unchanged.
    */
-  settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }): Promise<number>;
+  settleCredits(orgId: string, holdId: string, charge: { units: number; credits: number }, holder?: string): Promise<number>;
+
+  /**
+   * Instance `instanceId` is alive at `nowMs` (its clock; instances' clocks must agree to well
+   * within the sweep's timeout), and its open holds delivered `checkpoints` so far (each kept if it
+   * is below what is recorded, capped at what the hold holds; a hold not its own is left alone).
+   * One write. The memory store records nothing (its holds die with its process).
+   */
+  heartbeat(instanceId: string, nowMs: number, checkpoints: readonly HoldCheckpoint[]): Promise<void>;
+  /**
+   * Settles every open hold whose holder is dead: taken before `cutoffMs`, by an instance with no
+   * heartbeat at or after `cutoffMs`. Each is charged what its last checkpoint says was delivered
+   * (never more than it holds), the rest goes back to its organization, it is held by no one (a
+   * late settlement by its holder changes nothing), and one left at 0 credits and 0 units is
+   * removed; instances whose heartbeat is older than `cutoffMs` are forgotten. Atomic: two sweeps
+   * at once settle each hold once, and a hold being settled or grown by its holder is left to it.
+   * Resolves what was settled. The memory store has nothing to sweep (resolves []).
+   */
+  sweepOrphanHolds(cutoffMs: number): Promise<SweptHold[]>;
+}
+
+/** A hold's owner, given when it is taken or grown (Store.reserveCredits). */
+export interface HoldOwner {
+  /** The instance that holds it open (a random id per server process). */
+  holder: string;
+  /** What the request has delivered so far: what a sweep charges should the instance die. */
+  delivered: { units: number; credits: number };
+}
+
+/** What one open hold has delivered so far (Store.heartbeat). */
+export interface HoldCheckpoint {
+  holdId: string;
+  units: number;
+  credits: number;
+}
+
+/** An open hold a sweep settled (Store.sweepOrphanHolds). */
+export interface SweptHold {
+  holdId: string;
+  orgId: string;
+  kind: 'tts' | 'stt';
+  /** The instance that held it. */
+  holder: string;
+  /** Credits it held, and what it was charged (its last checkpoint), with the units charged. */
+  held: number;
+  credits: number;
+  units: number;
 }

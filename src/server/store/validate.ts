@@ -4,7 +4,7 @@
  */
 import { describeValue, objectArg, shown } from '../../util/args.js';
 import { VoicewireError } from '../../util/errors.js';
-import type { ApiKeyRecord, CandidateRecord, DictionaryRecord, Organization, TokenRecord, UsageRecord, VoiceRecord } from './store.js';
+import type { ApiKeyRecord, CandidateRecord, DictionaryRecord, HoldCheckpoint, HoldOwner, Organization, TokenRecord, UsageRecord, VoiceRecord } from './store.js';
 
 /** Credits are integers (docs/api.md §2.5: `remaining_credits`, `allocated_credits`). */
 export function checkCredits(what: string, n: number): number {
@@ -221,3 +221,35 @@ export function checkCharge(charge: { units: number; credits: number }): void {
 
 export const unknownHold = (holdId: string, credits: number): VoicewireError =>
   new VoicewireError('INVALID_ARGUMENT', `no hold ${holdId} of this organization holding at least ${credits} credits`);
+
+/** A hold's owner (Store.reserveCredits): an instance id and what it delivered. */
+export function checkOwner(owner: HoldOwner | undefined): HoldOwner | undefined {
+  if (owner === undefined) return undefined;
+  objectArg(owner, 'owner');
+  checkId('owner.holder', owner.holder);
+  objectArg(owner.delivered, 'owner.delivered');
+  checkUnits(owner.delivered.units);
+  checkCredits('owner.delivered.credits', owner.delivered.credits);
+  return { holder: owner.holder, delivered: { units: owner.delivered.units, credits: owner.delivered.credits } };
+}
+
+/** A heartbeat's time or a sweep's cutoff: epoch milliseconds. */
+export function checkMs(what: string, ms: number): number {
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new VoicewireError('INVALID_ARGUMENT', `${what} must be epoch milliseconds (a non-negative integer), got ${shown(ms)}`);
+  return ms;
+}
+
+/** A heartbeat's checkpoints (Store.heartbeat), copied field by field. */
+export function checkCheckpoints(checkpoints: readonly HoldCheckpoint[]): HoldCheckpoint[] {
+  if (!Array.isArray(checkpoints)) throw new VoicewireError('INVALID_ARGUMENT', `checkpoints must be an array, got ${describeValue(checkpoints)}`);
+  return (checkpoints as readonly HoldCheckpoint[]).map((c) => {
+    objectArg(c, 'checkpoint');
+    return { holdId: checkHoldId(c.holdId), units: checkUnits(c.units), credits: checkCredits('checkpoint credits', c.credits) };
+  });
+}
+
+/** A hold grown by an instance that no longer holds it: a sweep settled it while the instance was unreachable (nothing taken). */
+export const holdLost = (holdId: string): VoicewireError =>
+  new VoicewireError('STORE_UNAVAILABLE', 'store unavailable', {
+    details: { operation: 'reserveCredits', reason: `hold ${holdId} was settled by another instance while this one was unreachable (its heartbeat was older than the sweep's timeout)` },
+  });
