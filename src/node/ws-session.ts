@@ -10,6 +10,7 @@
  * ```
  */
 import type { ServerSession, ServerTransport } from '../sessions/server.js';
+import type { AudioLineSpan } from '../sessions/server-session.js';
 import { VoicewireError } from '../util/errors.js';
 import { functionArg, objectArg, optionsArg } from '../util/args.js';
 
@@ -25,6 +26,8 @@ export interface WsSocket {
   readonly CONNECTING: number;
   readonly OPEN: number;
   send(data: string, cb?: (err?: Error) => void): void;
+  /** A frame given as bytes; `binary: false` sends them as a text frame (their UTF-8). */
+  send(data: Uint8Array, options: { binary: boolean }, cb?: (err?: Error) => void): void;
   close(code?: number, reason?: string): void;
   terminate(): void;
   pause(): void;
@@ -34,8 +37,13 @@ export interface WsSocket {
   on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
+/** ws's options for bytes that are a text frame (an `audio` line, its UTF-8). */
+const TEXT_FRAME = { binary: false } as const;
+
 /** The transport a `ws` socket gives a runner. */
 export interface WebSocketTransport extends ServerTransport {
+  /** Always there on a socket: an `audio` line's bytes go out as its text frame. */
+  sendAudio(line: Uint8Array, span: AudioLineSpan): unknown;
   /** Stops reading frames from the peer (TCP backpressure reaches the client). */
   pauseReading(): void;
   resumeReading(): void;
@@ -72,12 +80,11 @@ export function webSocketTransport(ws: WsSocket): WebSocketTransport {
   };
   const socket = (ws as unknown as { _socket?: Partial<NetSocket> })._socket;
   if (socket === undefined || socket === null || typeof socket.cork !== 'function' || typeof socket.uncork !== 'function' || typeof socket.writableNeedDrain !== 'boolean') {
+    const pending = (start: (cb: (err?: Error) => void) => void): Promise<void> => new Promise<void>((resolve, reject) => start((err) => (err ? reject(err) : resolve())));
     return {
       ...common,
-      send: (text) =>
-        ws.readyState !== ws.OPEN
-          ? undefined
-          : new Promise<void>((resolve, reject) => ws.send(text, (err) => (err ? reject(err) : resolve()))),
+      send: (text) => (ws.readyState !== ws.OPEN ? undefined : pending((cb) => ws.send(text, cb))),
+      sendAudio: (line) => (ws.readyState !== ws.OPEN ? undefined : pending((cb) => ws.send(line, TEXT_FRAME, cb))),
     };
   }
   const net = socket as NetSocket;
@@ -87,16 +94,26 @@ export function webSocketTransport(ws: WsSocket): WebSocketTransport {
     corked = false;
     net.uncork();
   };
+  /** Corks the socket for the rest of this turn (its first send): the turn's frames leave in one write. */
+  const corkTurn = (): void => {
+    if (corked) return;
+    corked = true;
+    net.cork();
+    process.nextTick(uncork);
+  };
   return {
     ...common,
     send: (text) => {
       if (ws.readyState !== ws.OPEN) return undefined;
-      if (!corked) {
-        corked = true;
-        net.cork();
-        process.nextTick(uncork);
-      }
+      corkTurn();
       ws.send(text);
+      return net.writableNeedDrain ? false : undefined;
+    },
+    // The line's own buffer goes to the socket (ws frames a view without copying it, issue 34).
+    sendAudio: (line) => {
+      if (ws.readyState !== ws.OPEN) return undefined;
+      corkTurn();
+      ws.send(line, TEXT_FRAME);
       return net.writableNeedDrain ? false : undefined;
     },
     // One wait per drain, shared by every send that found the buffer full.
