@@ -21,6 +21,7 @@ import type { SttEngine } from '../sessions/engine.js';
 import type { Principal } from './auth.js';
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
 import { authenticate } from './auth.js';
+import { AuthCache, withAuthInvalidation } from './auth-cache.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
 import { timedSttEngine, timedTtsEngine } from './engine-timeout.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
@@ -192,8 +193,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   // The catalog (the engine's voices and the library's mapped onto them) is derived at every start
   // and served from memory, never stored: no voice outlives its engine (issue 23).
   const catalogCreatedAt = new Date().toISOString();
+  // Key lookups kept limits.authCacheSeconds (issue 34); a key revoked through this store leaves it at once.
+  const authCache = new AuthCache(config.limits.authCacheSeconds * 1000);
   const store = withCatalogVoices(
-    options.store,
+    withAuthInvalidation(options.store, authCache),
     withLibraryVoices(catalogVoices(config.tts))
       .map((v) => ({ ...v, orgId: null, createdAt: catalogCreatedAt }))
       // The order the listing had when they were stored with one creation time: by uid.
@@ -263,7 +266,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     auth: async (req, o = {}) => {
       // A store known to be down refuses at once rather than after the driver's timeout.
       storeHealth.assertUp();
-      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region });
+      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region, cache: authCache });
     },
   };
 
