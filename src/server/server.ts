@@ -22,6 +22,7 @@ import type { Principal } from './auth.js';
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
 import { authenticate } from './auth.js';
 import { AuthCache, withAuthInvalidation } from './auth-cache.js';
+import { listenAuthChanges } from './store/auth-changes.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
 import { timedSttEngine, timedTtsEngine } from './engine-timeout.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
@@ -195,6 +196,10 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const catalogCreatedAt = new Date().toISOString();
   // Key lookups kept limits.authCacheSeconds (issue 34); a key revoked through this store leaves it at once.
   const authCache = new AuthCache(config.limits.authCacheSeconds * 1000);
+  // Revocations announced by the store (this process; Postgres: every instance, once listening) empty it at once.
+  const stopAuthChanges = listenAuthChanges(options.store, (keyId) => authCache.invalidate(keyId));
+  const authWatch = options.store as Partial<{ watchAuthChanges(): () => Promise<void> }>;
+  let stopAuthWatch: (() => Promise<void>) | undefined;
   const store = withCatalogVoices(
     withAuthInvalidation(options.store, authCache),
     withLibraryVoices(catalogVoices(config.tts))
@@ -499,6 +504,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const close = (): Promise<void> => {
     closed ??= new Promise<void>((resolve) => {
       storeHealth.stop();
+      stopAuthChanges();
+      void stopAuthWatch?.();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       // The Silero worker stops with the server (its streams were cut with their sockets).
@@ -522,6 +529,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
           http.off('error', reject);
           const a = http.address() as AddressInfo;
           storeHealth.start();
+          if (typeof authWatch.watchAuthChanges === 'function' && config.limits.authCacheSeconds > 0) stopAuthWatch ??= authWatch.watchAuthChanges();
           resolve({ port: a.port, host });
         });
       }),
