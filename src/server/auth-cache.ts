@@ -4,12 +4,13 @@
  * SQLite, synchronous, per connection). A hit is as good as the store's answer was when read.
  *
  * The revocation delay (docs/server.md "Authentication cache"):
- * - revoked through this instance's store (`ctx.store.revokeApiKey`, wrapped by
- *   {@link withAuthInvalidation}): at once, on this instance;
- * - revoked elsewhere (the CLI, another instance, another worker of `serve --workers`): a cached
- *   key keeps opening sessions for at most `ttlMs` (`limits.authCacheSeconds`, default 5 s) —
- *   except on a store that reports its changes ({@link AuthChangeSource}: Postgres
- *   `LISTEN/NOTIFY`), where every instance drops the key when the store tells it.
+ * - revoked through a store of this process (the store announces it, store/auth-changes.ts; a
+ *   store of another kind revoked through `ctx.store`: {@link withAuthInvalidation}): at once;
+ * - revoked by another instance on Postgres: at once too, as soon as its NOTIFY arrives
+ *   (`PostgresStore.watchAuthChanges`, LISTEN on a connection of its own);
+ * - revoked by another process on the same SQLite file (the CLI, another worker of `serve
+ *   --workers`), or while the Postgres link is down: a cached key keeps opening sessions for at
+ *   most `ttlMs` (`limits.authCacheSeconds`, default 5 s).
  * Sessions already open are not affected either way (they never were). Unknown, revoked and
  * admin keys are never cached (a wrong key costs the store every time, as before); temporary
  * tokens are not cached (each expires on its own clock).
@@ -20,11 +21,6 @@ import type { ApiKeyRecord, Organization, Store } from './store/store.js';
 export interface CachedPrincipal {
   key: ApiKeyRecord & { orgId: string };
   org: Organization;
-}
-
-/** A store that tells of key changes made anywhere (Postgres NOTIFY): `onAuthChange` returns the unsubscribe. */
-export interface AuthChangeSource {
-  onAuthChange(listener: (keyId: string | null) => void): Promise<() => Promise<void>>;
 }
 
 /** Most lookups kept (the oldest goes first past it): ~1 KiB each. */
