@@ -26,8 +26,6 @@ export interface WsSocket {
   readonly CONNECTING: number;
   readonly OPEN: number;
   send(data: string, cb?: (err?: Error) => void): void;
-  /** A frame given as bytes; `binary: false` sends them as a text frame (their UTF-8). */
-  send(data: Uint8Array, options: { binary: boolean }, cb?: (err?: Error) => void): void;
   close(code?: number, reason?: string): void;
   terminate(): void;
   pause(): void;
@@ -40,10 +38,15 @@ export interface WsSocket {
 /** ws's options for bytes that are a text frame (an `audio` line, its UTF-8). */
 const TEXT_FRAME = { binary: false } as const;
 
+/** ws 8's `send` of bytes (a socket with a net.Socket `_socket` is ws 8's). */
+interface Ws8Bytes {
+  send(data: Uint8Array, options: { binary: boolean }): void;
+}
+
 /** The transport a `ws` socket gives a runner. */
 export interface WebSocketTransport extends ServerTransport {
-  /** Always there on a socket: an `audio` line's bytes go out as its text frame. */
-  sendAudio(line: Uint8Array, span: AudioLineSpan): unknown;
+  /** On a ws 8 socket: an `audio` line's bytes go out as its text frame (another socket gets strings). */
+  sendAudio?(line: Uint8Array, span: AudioLineSpan): unknown;
   /** Stops reading frames from the peer (TCP backpressure reaches the client). */
   pauseReading(): void;
   resumeReading(): void;
@@ -80,11 +83,13 @@ export function webSocketTransport(ws: WsSocket): WebSocketTransport {
   };
   const socket = (ws as unknown as { _socket?: Partial<NetSocket> })._socket;
   if (socket === undefined || socket === null || typeof socket.cork !== 'function' || typeof socket.uncork !== 'function' || typeof socket.writableNeedDrain !== 'boolean') {
-    const pending = (start: (cb: (err?: Error) => void) => void): Promise<void> => new Promise<void>((resolve, reject) => start((err) => (err ? reject(err) : resolve())));
+    // Not ws 8: its `send` may take strings only, so `audio` lines stay strings (no sendAudio).
     return {
       ...common,
-      send: (text) => (ws.readyState !== ws.OPEN ? undefined : pending((cb) => ws.send(text, cb))),
-      sendAudio: (line) => (ws.readyState !== ws.OPEN ? undefined : pending((cb) => ws.send(line, TEXT_FRAME, cb))),
+      send: (text) =>
+        ws.readyState !== ws.OPEN
+          ? undefined
+          : new Promise<void>((resolve, reject) => ws.send(text, (err) => (err ? reject(err) : resolve()))),
     };
   }
   const net = socket as NetSocket;
@@ -113,7 +118,7 @@ export function webSocketTransport(ws: WsSocket): WebSocketTransport {
     sendAudio: (line) => {
       if (ws.readyState !== ws.OPEN) return undefined;
       corkTurn();
-      ws.send(line, TEXT_FRAME);
+      (ws as unknown as Ws8Bytes).send(line, TEXT_FRAME);
       return net.writableNeedDrain ? false : undefined;
     },
     // One wait per drain, shared by every send that found the buffer full.

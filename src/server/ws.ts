@@ -19,6 +19,8 @@ import { FirstOutputStages } from './first-output-stages.js';
 import { jsonDepthExceededAt, jsonTooDeepReason } from '../protocol/json-depth.js';
 import { restErrorResponse } from '../protocol/rest.js';
 
+const UTF8 = new TextDecoder();
+
 /** Sends `error` (code from the error, 1011 when none) and closes with that code (§7.3). */
 export function failSocket(ws: WebSocket, error: unknown): void {
   const e = toVoicewireError(error);
@@ -372,7 +374,7 @@ export class GuardedTransport implements WebSocketTransport {
 
   sendAudio(line: Uint8Array, span: AudioLineSpan): unknown {
     this.guard.sentAudio();
-    const r = this.inner.sendAudio(line, span);
+    const r = this.inner.sendAudio !== undefined ? this.inner.sendAudio(line, span) : this.inner.send(UTF8.decode(line));
     this.guard.checkBuffered();
     return r;
   }
