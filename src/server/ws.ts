@@ -11,15 +11,13 @@ import type { WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { errorMessageOf, serializeSttServerMessage } from '../protocol/parse.js';
 import type { ServerSession, ServerSessionOptions } from '../sessions/server.js';
-import type { AudioLineSpan } from '../sessions/server-session.js';
+import { sendAudioLine, type AudioLineSpan } from '../sessions/server-session.js';
 import { attachWebSocketSession, type WebSocketTransport, type WsFrameData } from '../node/ws-session.js';
 import type { Principal } from './auth.js';
 import type { RequestScope } from './context.js';
 import { FirstOutputStages } from './first-output-stages.js';
 import { jsonDepthExceededAt, jsonTooDeepReason } from '../protocol/json-depth.js';
 import { restErrorResponse } from '../protocol/rest.js';
-
-const UTF8 = new TextDecoder();
 
 /** Sends `error` (code from the error, 1011 when none) and closes with that code (§7.3). */
 export function failSocket(ws: WebSocket, error: unknown): void {
@@ -374,7 +372,7 @@ export class GuardedTransport implements WebSocketTransport {
 
   sendAudio(line: Uint8Array, span: AudioLineSpan): unknown {
     this.guard.sentAudio();
-    const r = this.inner.sendAudio !== undefined ? this.inner.sendAudio(line, span) : this.inner.send(UTF8.decode(line));
+    const r = sendAudioLine(this.inner, line, span);
     this.guard.checkBuffered();
     return r;
   }

@@ -55,6 +55,13 @@ export interface AudioLineSpan {
   readonly stop_s: number;
 }
 
+const UTF8 = new TextDecoder();
+
+/** Sends an `audio` line through `transport`: as its bytes where it takes them ({@link ServerTransport.sendAudio}), else as its string. */
+export function sendAudioLine(transport: ServerTransport, line: Uint8Array, span: AudioLineSpan): unknown {
+  return transport.sendAudio !== undefined ? transport.sendAudio(line, span) : transport.send(UTF8.decode(line));
+}
+
 /** A running server session over one socket. */
 export interface ServerSession<S> {
   /** A frame from the client (text, its bytes, or a parsed value). */

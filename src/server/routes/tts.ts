@@ -9,7 +9,7 @@ import type { WebSocket } from 'ws';
 import { VoicewireError } from '../../util/errors.js';
 import { validateTtsRequestBody } from '../../protocol/rest.js';
 import { createTtsServerSession } from '../../sessions/server.js';
-import type { AudioLineSpan, ServerTransport } from '../../sessions/server-session.js';
+import { sendAudioLine, type AudioLineSpan, type ServerTransport } from '../../sessions/server-session.js';
 import type { MeteredTtsEngine } from '../credits.js';
 import { readJson, write } from '../http.js';
 import { serveWebSocketSession } from '../ws.js';
@@ -94,8 +94,6 @@ function audioSpan(text: string): { key: string | null; stop: number } | undefin
   return { key: typeof fields.client_req_id === 'string' ? fields.client_req_id : null, stop: fields.stop_s };
 }
 
-const UTF8 = new TextDecoder();
-
 /**
  * The socket's transport, telling the engine's meter what each `audio` message handed to the open
  * socket delivered. A class over the transport (issue 22: a spread copy and a closure per session).
@@ -118,7 +116,7 @@ class BilledTransport implements ServerTransport {
   /** An `audio` line as bytes: its span comes with it, nothing is parsed (issue 34). */
   sendAudio(line: Uint8Array, span: AudioLineSpan): unknown {
     const open = this.ws.readyState === this.ws.OPEN;
-    const r = this.inner.sendAudio !== undefined ? this.inner.sendAudio(line, span) : this.inner.send(UTF8.decode(line));
+    const r = sendAudioLine(this.inner, line, span);
     if (open) this.engine.sent(span.clientReqId, span.stop_s);
     return r;
   }
