@@ -11,6 +11,7 @@ import { createKey } from '../../src/server/keys.js';
 import { MemoryStore } from '../../src/server/store/memory-store.js';
 import type { Store } from '../../src/server/store/store.js';
 import { VoicewireError } from '../../src/util/errors.js';
+import { startServer } from './harness.js';
 
 const TTL_MS = 5000;
 
@@ -89,5 +90,20 @@ describe('authentication cache', () => {
     expect(cache.size).toBe(0);
     await auth(store, cache, key);
     expect(cache.size).toBe(1);
+  });
+});
+
+describe('authentication cache on the server', () => {
+  it('the usage summary shows the balance as stored, not the cached lookup\'s', async () => {
+    const h = await startServer();
+    try {
+      const summary = async () => (await (await fetch(`${h.base}/usages/summary`, { headers: { 'x-api-key': h.apiKey } })).json()) as { remaining_credits: number };
+      const before = (await summary()).remaining_credits; // the key's lookup is kept now
+      const key = (await h.store.listApiKeys()).find((k) => !k.admin)!;
+      await h.store.debitCredits(key.orgId!, 7, { keyId: key.id, kind: 'tts', units: 7 });
+      expect((await summary()).remaining_credits).toBe(before - 7);
+    } finally {
+      await h.close();
+    }
   });
 });
