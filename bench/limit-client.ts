@@ -18,6 +18,7 @@
  * Messages are told apart by their first bytes (no decode of 10 kB audio lines): the client's
  * CPU stays low so the server gets the machine.
  */
+import { appendFileSync } from 'node:fs';
 import { WebSocket } from 'ws';
 
 export interface LimitClientConfig {
@@ -80,10 +81,15 @@ const fail = (why: string): void => {
 };
 const sockets = new Set<WebSocket>();
 let live = 0;
+// LIMIT_TRACE=file: one line per completed session (connect time on the monotonic clock in µs, as a
+// --cpu-prof profile's timestamps, then connect, ready and first-audio ms), to match slow connects with the server's long turns.
+const traceFile = process.env.LIMIT_TRACE;
+const trace: string[] | undefined = traceFile ? [] : undefined;
 let stopping = false;
 
 function session(done: () => void): void {
   const t0 = performance.now();
+  const t0Hr = process.hrtime.bigint();
   live++;
   report.peakLive = Math.max(report.peakLive, live);
   const ws = new WebSocket(cfg.url, { headers: nextKey(), skipUTF8Validation: true, perMessageDeflate: false });
@@ -136,6 +142,7 @@ function session(done: () => void): void {
       if (code === 1000 && ended && first > 0) {
         report.completed++;
         report.connectMs.push(open - t0);
+        if (trace !== undefined) trace.push(`${(t0Hr / 1000n).toString()}\t${(open - t0).toFixed(1)}\t${(ready - t0).toFixed(1)}\t${(first - t0).toFixed(1)}`);
         report.readyMs.push(ready - t0);
         report.ttfaMs.push(first - t0);
         report.frames += frame;
@@ -168,6 +175,7 @@ async function run(): Promise<void> {
   });
   const cpu = process.cpuUsage(cpu0);
   report.clientCpuMs = (cpu.user + cpu.system) / 1000;
+  if (traceFile !== undefined) appendFileSync(traceFile, trace!.map((l) => l + '\n').join(''));
   process.stdout.write(`${JSON.stringify(report)}\n`);
 }
 

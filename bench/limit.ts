@@ -107,7 +107,9 @@ function start(name: string, cli = cliJs, workers = 1): Promise<Server> {
     name !== 'bare'
       ? [cli, 'serve', '--data', join(dir, 'data'), '--tts', 'tone', '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000', '--workers', String(workers)]
       : ['--import', 'tsx', join(root, 'bench/bare-ws-server.ts')];
-  const child = spawn(process.execPath, [...(process.env.LIMIT_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...args], {
+  // LIMIT_NODE_ARGS: node options of every server; LIMIT_VW_NODE_ARGS: of voicewire's only (e.g. --cpu-prof).
+  const nodeArgs = [process.env.LIMIT_NODE_ARGS, name !== 'bare' ? process.env.LIMIT_VW_NODE_ARGS : undefined].flatMap((a) => a?.split(' ').filter(Boolean) ?? []);
+  const child = spawn(process.execPath, [...nodeArgs, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
   });
@@ -138,8 +140,11 @@ process.on('exit', () => {
   for (const c of started) if (c.exitCode === null) c.kill('SIGKILL');
 });
 
-function client(cfg: LimitClientConfig): ChildProcess {
-  const c = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/limit-client.ts'), JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'inherit'] });
+/** A load client; with LIMIT_TRACE=prefix its sessions are traced to `prefix.<label>` (bench/limit-client.ts). */
+function client(cfg: LimitClientConfig, label = 'idle'): ChildProcess {
+  const { LIMIT_TRACE: trace, ...rest } = process.env;
+  const env = trace === undefined || label === 'idle' ? rest : { ...rest, LIMIT_TRACE: `${trace}.${label}` };
+  const c = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/limit-client.ts'), JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'inherit'], env });
   stopWithBench(c);
   return c;
 }
@@ -201,7 +206,7 @@ async function run(s: Server, sessions: number): Promise<RunFigures> {
   await sleep(300);
   const pid = s.child.pid!;
   const idle = procStat(pid);
-  const c = client({ mode: 'run', url: s.url, keys: s.keys, sessions, seconds: RUN_S });
+  const c = client({ mode: 'run', url: s.url, keys: s.keys, sessions, seconds: RUN_S }, `${s.name}.${sessions}`);
   // RSS near the end of the steady part (all sessions open), before they wind down.
   let activeRss = 0;
   const sampler = setTimeout(() => (activeRss = procStat(pid).rss), (RUN_S - 0.5) * 1000);

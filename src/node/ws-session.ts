@@ -10,6 +10,7 @@
  * ```
  */
 import type { ServerSession, ServerTransport } from '../sessions/server.js';
+import type { AudioLineSpan } from '../sessions/server-session.js';
 import { VoicewireError } from '../util/errors.js';
 import { functionArg, objectArg, optionsArg } from '../util/args.js';
 
@@ -34,8 +35,18 @@ export interface WsSocket {
   on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
+/** ws's options for bytes that are a text frame (an `audio` line, its UTF-8). */
+const TEXT_FRAME = { binary: false } as const;
+
+/** ws 8's `send` of bytes (a socket with a net.Socket `_socket` is ws 8's). */
+interface Ws8Bytes {
+  send(data: Uint8Array, options: { binary: boolean }): void;
+}
+
 /** The transport a `ws` socket gives a runner. */
 export interface WebSocketTransport extends ServerTransport {
+  /** On a ws 8 socket: an `audio` line's bytes go out as its text frame (another socket gets strings). */
+  sendAudio?(line: Uint8Array, span: AudioLineSpan): unknown;
   /** Stops reading frames from the peer (TCP backpressure reaches the client). */
   pauseReading(): void;
   resumeReading(): void;
@@ -72,6 +83,7 @@ export function webSocketTransport(ws: WsSocket): WebSocketTransport {
   };
   const socket = (ws as unknown as { _socket?: Partial<NetSocket> })._socket;
   if (socket === undefined || socket === null || typeof socket.cork !== 'function' || typeof socket.uncork !== 'function' || typeof socket.writableNeedDrain !== 'boolean') {
+    // Not ws 8: its `send` may take strings only, so `audio` lines stay strings (no sendAudio).
     return {
       ...common,
       send: (text) =>
@@ -87,16 +99,26 @@ export function webSocketTransport(ws: WsSocket): WebSocketTransport {
     corked = false;
     net.uncork();
   };
+  /** Corks the socket for the rest of this turn (its first send): the turn's frames leave in one write. */
+  const corkTurn = (): void => {
+    if (corked) return;
+    corked = true;
+    net.cork();
+    process.nextTick(uncork);
+  };
   return {
     ...common,
     send: (text) => {
       if (ws.readyState !== ws.OPEN) return undefined;
-      if (!corked) {
-        corked = true;
-        net.cork();
-        process.nextTick(uncork);
-      }
+      corkTurn();
       ws.send(text);
+      return net.writableNeedDrain ? false : undefined;
+    },
+    // The line's own buffer goes to the socket (ws frames a view without copying it, issue 34).
+    sendAudio: (line) => {
+      if (ws.readyState !== ws.OPEN) return undefined;
+      corkTurn();
+      (ws as unknown as Ws8Bytes).send(line, TEXT_FRAME);
       return net.writableNeedDrain ? false : undefined;
     },
     // One wait per drain, shared by every send that found the buffer full.

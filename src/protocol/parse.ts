@@ -407,7 +407,19 @@ export interface TtsAudioFields {
 export function serializeTtsAudioMessage(audio: Uint8Array | string, fields: TtsAudioFields = {}): string {
   if (fields === null || typeof fields !== 'object') throw new VoicewireError('INVALID_ARGUMENT', 'serializeTtsAudioMessage: fields must be an object');
   const b64 = handBuiltBase64('serializeTtsAudioMessage', audio);
-  let line = '{"type":"audio","audio":"' + b64 + '"';
+  return TTS_AUDIO_HEAD + b64 + ttsAudioTail(fields);
+}
+
+/** What a serialized TTS `audio` message starts with, up to its base64. */
+export const TTS_AUDIO_HEAD = '{"type":"audio","audio":"';
+
+/**
+ * The end of a TTS `audio` line after its base64: the closing quote, the fields in
+ * `JSON.stringify`'s order, the closing brace (shared by {@link serializeTtsAudioMessage} and
+ * the one-buffer encoder, src/protocol/audio-line.ts).
+ */
+export function ttsAudioTail(fields: TtsAudioFields): string {
+  let line = '"';
   if (fields.start_s !== undefined) line += ',"start_s":' + jsonNumber(fields.start_s);
   if (fields.stop_s !== undefined) line += ',"stop_s":' + jsonNumber(fields.stop_s);
   if (fields.stream_id !== undefined) line += ',"stream_id":' + (fields.stream_id === null ? 'null' : jsonNumber(fields.stream_id));

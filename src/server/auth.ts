@@ -15,6 +15,7 @@
 import { VoicewireError } from '../util/errors.js';
 import { readCredentials, type CredentialHeaders, type CredentialRoute } from '../protocol/auth.js';
 import { hashSecret } from './keys.js';
+import type { AuthCache } from './auth-cache.js';
 import type { ApiKeyRecord, Organization, Store } from './store/store.js';
 
 /**
@@ -44,13 +45,21 @@ const unauthorized = (why: string): VoicewireError => new VoicewireError('PROTOC
 export async function authenticate(
   store: Store,
   request: { headers: CredentialHeaders; url?: string; route: CredentialRoute },
-  options: { region: string | null },
+  options: { region: string | null; cache?: AuthCache },
 ): Promise<Principal> {
   const creds = readCredentials(request);
   let key: ApiKeyRecord | undefined;
   let viaToken = false;
+  const { cache } = options;
+  let hash: string | undefined;
+  let version = 0;
   if (creds.apiKey !== undefined) {
-    key = await store.findApiKeyByHash(hashSecret(creds.apiKey));
+    hash = hashSecret(creds.apiKey);
+    // A kept lookup (auth-cache.ts: its revocation delay): no store query on this connection.
+    const hit = cache?.get(hash);
+    if (hit !== undefined) return checkRegion({ key: hit.key as OrgKeyRecord, org: hit.org, viaToken: false }, options.region);
+    version = cache?.version ?? 0;
+    key = await store.findApiKeyByHash(hash);
     if (key === undefined) throw unauthorized('invalid API key');
   } else {
     const token = await store.findToken(hashSecret(creds.token!), new Date());
@@ -63,10 +72,16 @@ export async function authenticate(
   if (key.admin || key.orgId === null) throw unauthorized("an instance-admin key is for /statusz and /drain only: use an organization's API key");
   const org = await store.getOrganization(key.orgId);
   if (org === undefined) throw unauthorized('the API key has no organization');
-  if (options.region !== null && org.region !== null && org.region !== options.region) {
-    throw new VoicewireError('RESIDENCY_DENIED', `organization is pinned to region ${org.region}; this server serves ${options.region}`);
+  if (cache !== undefined && hash !== undefined) cache.set(hash, { key: key as OrgKeyRecord, org }, version);
+  return checkRegion({ key: key as OrgKeyRecord, org, viaToken }, options.region);
+}
+
+/** Residency (§4.13): an organization pinned to another region is refused here. */
+function checkRegion(who: Principal, region: string | null): Principal {
+  if (region !== null && who.org.region !== null && who.org.region !== region) {
+    throw new VoicewireError('RESIDENCY_DENIED', `organization is pinned to region ${who.org.region}; this server serves ${region}`);
   }
-  return { key: key as OrgKeyRecord, org, viaToken };
+  return who;
 }
 
 /**

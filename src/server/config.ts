@@ -63,6 +63,13 @@ export interface ServerLimits {
   requestTimeoutMs: number;
   /** Live WebSocket connections and streaming requests per API key. Default 50. */
   connectionsPerKey: number;
+  /**
+   * How long an API key's lookup (key and organization) is reused by authentication, seconds
+   * (src/server/auth-cache.ts; 0: every request reads the store). Default 5: a key revoked by the
+   * CLI or another instance keeps opening sessions for at most that long (through this server's
+   * store, or on Postgres, at once).
+   */
+  authCacheSeconds: number;
   /** Bytes a WebSocket may hold unsent (ws `bufferedAmount`) before the peer counts as not reading and the socket is cut. Default 16 MiB (≈ 2 min of 48 kHz PCM as JSON). */
   maxBufferedBytes: number;
   /** Longest single engine call (open, text, flush, end; STT push), seconds; past it that request ends with `ENGINE_TIMEOUT` 1011. Default 30. */
@@ -211,6 +218,7 @@ export const DEFAULT_LIMITS: Readonly<ServerLimits> = Object.freeze({
   maxPingsPerSecond: 50,
   requestTimeoutMs: 120_000,
   connectionsPerKey: 50,
+  authCacheSeconds: 5,
   engineTimeoutSeconds: 30,
   maxBufferedBytes: 16 << 20,
   upstreamTimeoutMs: 30_000,
@@ -259,7 +267,7 @@ const MAX_EXPIRY_SECONDS = 2 ** 31 - 1;
 const INTEGER_LIMITS: ReadonlySet<string> = new Set(['headersTimeoutMs', 'requestTimeoutMs', 'keepAliveTimeoutMs', 'maxJsonDepth', 'maxConnections', 'connectionsPerAddress', 'instanceHeartbeatMs', 'instanceTimeoutMs']);
 
 /** Limits that may be 0 (a count of places kept back: none). */
-const ZERO_LIMITS: ReadonlySet<string> = new Set(['sttDecoderReserve']);
+const ZERO_LIMITS: ReadonlySet<string> = new Set(['sttDecoderReserve', 'authCacheSeconds']);
 
 /** Limits that count instances. */
 const COUNT_LIMITS: ReadonlySet<string> = new Set(['sttDecoders', 'sttDecodersPerSocket', 'sttDecodersPerKey', 'sttDecoderReserve', 'sttDecodeThreads', 'sherpaWorkers', 'sherpaQueue', 'sherpaStreams', 'uploadBytes', 'uploadBytesPerKey', 'ffmpegChildren', 'ffmpegChildrenPerKey']);

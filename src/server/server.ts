@@ -21,6 +21,8 @@ import type { SttEngine } from '../sessions/engine.js';
 import type { Principal } from './auth.js';
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from './config.js';
 import { authenticate } from './auth.js';
+import { AuthCache, withAuthInvalidation } from './auth-cache.js';
+import { listenAuthChanges } from './store/auth-changes.js';
 import { meteredSttEngine, meteredTtsEngine } from './credits.js';
 import { timedSttEngine, timedTtsEngine } from './engine-timeout.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
@@ -195,8 +197,14 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   // The catalog (the engine's voices and the library's mapped onto them) is derived at every start
   // and served from memory, never stored: no voice outlives its engine (issue 23).
   const catalogCreatedAt = new Date().toISOString();
+  // Key lookups kept limits.authCacheSeconds (issue 34); a key revoked through this store leaves it at once.
+  const authCache = new AuthCache(config.limits.authCacheSeconds * 1000);
+  // Revocations announced by the store (this process; Postgres: every instance, once listening) empty it at once.
+  const stopAuthChanges = listenAuthChanges(options.store, (keyId) => authCache.invalidate(keyId));
+  const authWatch = options.store as Partial<{ watchAuthChanges(): () => Promise<void> }>;
+  let stopAuthWatch: (() => Promise<void>) | undefined;
   const store = withCatalogVoices(
-    options.store,
+    withAuthInvalidation(options.store, authCache),
     withLibraryVoices(catalogVoices(config.tts))
       .map((v) => ({ ...v, orgId: null, createdAt: catalogCreatedAt }))
       // The order the listing had when they were stored with one creation time: by uid.
@@ -269,7 +277,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
     auth: async (req, o = {}) => {
       // A store known to be down refuses at once rather than after the driver's timeout.
       storeHealth.assertUp();
-      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region });
+      return authenticate(store, { headers: req.headers, url: req.url ?? '/', route: o.allowToken ? 'tts' : (o.route ?? 'rest') }, { region: config.region, cache: authCache });
     },
   };
 
@@ -504,6 +512,8 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
       storeHealth.stop();
       // The last settlements may come after (sockets are cut below): one refused then is swept once this instance's heartbeat is old.
       void holds.stop();
+      stopAuthChanges();
+      void stopAuthWatch?.();
       for (const ws of wss.clients) ws.terminate();
       wss.close();
       // The Silero worker stops with the server (its streams were cut with their sockets).
@@ -529,6 +539,7 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
           storeHealth.start();
           // The first beat and sweep now: what an instance that died before this one started left open is settled.
           holds.start();
+          if (typeof authWatch.watchAuthChanges === 'function' && config.limits.authCacheSeconds > 0) stopAuthWatch ??= authWatch.watchAuthChanges();
           resolve({ port: a.port, host });
         });
       }),

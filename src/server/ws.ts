@@ -11,6 +11,7 @@ import type { WebSocket } from 'ws';
 import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { errorMessageOf, serializeSttServerMessage } from '../protocol/parse.js';
 import type { ServerSession, ServerSessionOptions } from '../sessions/server.js';
+import { sendAudioLine, type AudioLineSpan } from '../sessions/server-session.js';
 import { attachWebSocketSession, type WebSocketTransport, type WsFrameData } from '../node/ws-session.js';
 import type { Principal } from './auth.js';
 import type { RequestScope } from './context.js';
@@ -250,14 +251,23 @@ class SessionGuard {
 
   /** A text the session sends: activity, the first output's time, and the unsent-bytes cap. */
   sent(text: string): void {
-    const { scope, options } = this;
     this.due.idle.touch(this.idleDue);
-    if (!this.timedFirst && text.startsWith(options.firstOutput === 'audio' ? '{"type":"audio"' : '{"type":"text"')) {
-      this.timedFirst = true;
-      const histogram = options.firstOutput === 'audio' ? scope.ctx.metrics.timeToFirstAudio : scope.ctx.metrics.timeToFirstText;
-      histogram.observe({ route: options.route }, (performance.now() - this.firstFrameAt) / 1000);
-      this.stages.sent();
-    }
+    if (!this.timedFirst && text.startsWith(this.options.firstOutput === 'audio' ? '{"type":"audio"' : '{"type":"text"')) this.firstOutput();
+  }
+
+  /** An `audio` line the session sends as bytes ({@link GuardedTransport.sendAudio}). */
+  sentAudio(): void {
+    this.due.idle.touch(this.idleDue);
+    if (!this.timedFirst && this.options.firstOutput === 'audio') this.firstOutput();
+  }
+
+  /** The session's first output: its time to first audio (or text) is observed. */
+  private firstOutput(): void {
+    const { scope, options } = this;
+    this.timedFirst = true;
+    const histogram = options.firstOutput === 'audio' ? scope.ctx.metrics.timeToFirstAudio : scope.ctx.metrics.timeToFirstText;
+    histogram.observe({ route: options.route }, (performance.now() - this.firstFrameAt) / 1000);
+    this.stages.sent();
   }
 
   /** After a send: a peer that does not read (TCP window full) is cut past the cap. */
@@ -356,6 +366,13 @@ export class GuardedTransport implements WebSocketTransport {
   send(text: string): unknown {
     this.guard.sent(text);
     const r = this.inner.send(text);
+    this.guard.checkBuffered();
+    return r;
+  }
+
+  sendAudio(line: Uint8Array, span: AudioLineSpan): unknown {
+    this.guard.sentAudio();
+    const r = sendAudioLine(this.inner, line, span);
     this.guard.checkBuffered();
     return r;
   }

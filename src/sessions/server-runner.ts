@@ -10,7 +10,7 @@ import type { MaybePromise } from './engine.js';
 import { Fifo } from './fifo.js';
 import { after, isPromise } from './maybe-promise.js';
 import type { RequestKey, ServerSessionNotice, SessionMachine } from './multiplex.js';
-import { DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_MESSAGES, type ServerSession, type ServerSessionOptions, type ServerTransport } from './server-session.js';
+import { DEFAULT_MAX_QUEUED_BYTES, DEFAULT_MAX_QUEUED_MESSAGES, type AudioLineSpan, type ServerSession, type ServerSessionOptions, type ServerTransport } from './server-session.js';
 import { TaskQueue } from './task-queue.js';
 
 let counter = 0;
@@ -132,10 +132,20 @@ export abstract class Runner<S, Ev, Eff extends { type: string }, D extends Driv
 
   protected send(text: string): void {
     if (this.closed) return;
-    const transport = this.options.transport;
+    this.afterSend(this.options.transport, text, null);
+  }
+
+  /** Sends an `audio` line as its bytes ({@link ServerTransport.sendAudio}; the caller checked it is there). */
+  protected sendAudio(line: Uint8Array, span: AudioLineSpan): void {
+    if (this.closed) return;
+    this.afterSend(this.options.transport, line, span);
+  }
+
+  /** One send of either form, and what its result says about backpressure or a broken socket. */
+  private afterSend(transport: ServerTransport, frame: string | Uint8Array, span: AudioLineSpan | null): void {
     let r: unknown;
     try {
-      r = transport.send(text);
+      r = span === null ? transport.send(frame as string) : transport.sendAudio!(frame as Uint8Array, span);
     } catch {
       // A transport that cannot send is a broken socket.
       this.brokenTransport();

@@ -25,6 +25,13 @@ export interface ServerTransport {
    * means "keep going". Typed `unknown` so that `(t) => ws.send(t)` and `(t) => out.push(t)` fit.
    */
   send(text: string): unknown;
+  /**
+   * Optional (issue 34): sends a TTS `audio` message given as the UTF-8 bytes of its text frame,
+   * written once into one buffer (src/protocol/audio-line.ts), where `send` would take its string.
+   * `span` says what the line delivers (its request and the end of its audio), so that nobody
+   * parses the line again. Results as {@link send}'s. Without it, `audio` lines go to `send`.
+   */
+  sendAudio?(line: Uint8Array, span: AudioLineSpan): unknown;
   close(code: number, reason: string): void;
   /** After `send` returned `false`: resolves once the transport takes frames again. Without it, `false` is ignored. */
   drained?(): Promise<void>;
@@ -38,6 +45,21 @@ export interface ServerTransport {
   pauseReading?(): void;
   /** Deliver client frames again (ws's `socket.resume()`): called once the queue is down to half its bound. */
   resumeReading?(): void;
+}
+
+/** What a TTS `audio` line handed to {@link ServerTransport.sendAudio} delivers. */
+export interface AudioLineSpan {
+  /** The request's `client_req_id`, null without one. */
+  readonly clientReqId: string | null;
+  /** The line's `stop_s`: the end of the audio it completes, s from the request's start. */
+  readonly stop_s: number;
+}
+
+const UTF8 = new TextDecoder();
+
+/** Sends an `audio` line through `transport`: as its bytes where it takes them ({@link ServerTransport.sendAudio}), else as its string. */
+export function sendAudioLine(transport: ServerTransport, line: Uint8Array, span: AudioLineSpan): unknown {
+  return transport.sendAudio !== undefined ? transport.sendAudio(line, span) : transport.send(UTF8.decode(line));
 }
 
 /** A running server session over one socket. */

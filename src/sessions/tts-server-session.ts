@@ -10,6 +10,7 @@ import { createTtsAudioEncoder, type TtsAudioEncoder } from '../pipelines/tts-au
 import { createTagParser, type TagEvent, type TagParser, type TagParserOptions } from '../text/tags.js';
 import type { TtsWordMessage } from '../protocol/messages.js';
 import { serializeTtsAudioMessage, serializeTtsServerMessage } from '../protocol/parse.js';
+import { encodeTtsAudioLine } from '../protocol/audio-line.js';
 import type { MaybePromise, TtsEngine, TtsEngineStream } from './engine.js';
 import { after, sequence } from './maybe-promise.js';
 import { createServerSessionMachine } from './multiplex.js';
@@ -265,7 +266,9 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
     if (chunk.bytes.byteLength === 0) return;
     const fields: { start_s: number; stop_s: number; stream_id: number | null; client_req_id?: string } = { start_s: chunk.start_s, stop_s: chunk.stop_s, stream_id: d.streamId };
     if (d.clientReqId !== undefined) fields.client_req_id = d.clientReqId;
-    this.send(serializeTtsAudioMessage(chunk.bytes, fields));
+    // Written once into one buffer where the transport takes bytes (issue 34), else the string.
+    if (this.tts.transport.sendAudio !== undefined) this.sendAudio(encodeTtsAudioLine(chunk.bytes, fields), { clientReqId: d.clientReqId ?? null, stop_s: chunk.stop_s });
+    else this.send(serializeTtsAudioMessage(chunk.bytes, fields));
     if (chunk.stop_s > d.sentStop) d.sentStop = chunk.stop_s;
     let n = 0;
     while (n < d.held.length && d.held[n]!.stop_s <= d.sentStop + TIME_EPSILON) n++;

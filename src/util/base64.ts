@@ -52,6 +52,12 @@ export interface NativeBase64 {
    * throw: the JS decoder then decides.
    */
   decode(text: string): Uint8Array | null;
+  /**
+   * Optional: writes the padded standard base64 of `bytes` into `out` at `offset` (ASCII bytes) and
+   * returns the offset after it ({@link encodeBase64Into}; issue 34: an `audio` line written once
+   * into one buffer). `out` has room for `4 * ceil(bytes.length / 3)` bytes from `offset`.
+   */
+  encodeInto?(bytes: Uint8Array, out: Uint8Array, offset: number): number;
 }
 
 type ToBase64 = (this: Uint8Array) => string;
@@ -67,6 +73,7 @@ const PLATFORM: NativeBase64 | null =
 
 let nativeEncode: ((bytes: Uint8Array) => string) | null = PLATFORM?.encode ?? null;
 let nativeDecode: ((text: string) => Uint8Array | null) | null = PLATFORM?.decode ?? null;
+let nativeEncodeInto: ((bytes: Uint8Array, out: Uint8Array, offset: number) => number) | null = null;
 
 /**
  * Registers a native base64 codec for {@link encodeBase64} and {@link decodeBase64} (the core
@@ -82,6 +89,7 @@ export function setNativeBase64(codec: NativeBase64 | null): 'registered' | 'pla
   const c = codec ?? PLATFORM;
   nativeEncode = c?.encode ?? null;
   nativeDecode = c?.decode ?? null;
+  nativeEncodeInto = c?.encodeInto ?? null;
   return base64Backend();
 }
 
@@ -99,6 +107,57 @@ export function encodeBase64(bytes: Uint8Array): string {
   if (!(bytes instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', 'encodeBase64: expected a Uint8Array');
   if (nativeEncode !== null) return nativeEncode(bytes);
   return encodeBase64Js(bytes);
+}
+
+/** Length of the padded base64 of `n` bytes. */
+export function base64Length(n: number): number {
+  return Math.ceil(n / 3) * 4;
+}
+
+/**
+ * Writes the padded standard base64 of `bytes` (RFC 4648 §4) into `out` from `offset`, as ASCII
+ * bytes, and returns the offset after it: no string in between (issue 34). `out` must have
+ * {@link base64Length}`(bytes.length)` bytes of room from `offset`. The registered codec's
+ * `encodeInto` when it has one, else the JS table encoder.
+ * @throws VoicewireError `INVALID_ARGUMENT` when `out` is too short.
+ */
+export function encodeBase64Into(bytes: Uint8Array, out: Uint8Array, offset: number): number {
+  if (!(bytes instanceof Uint8Array) || !(out instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', 'encodeBase64Into: expected Uint8Arrays');
+  const end = offset + base64Length(bytes.length);
+  if (!Number.isInteger(offset) || offset < 0 || end > out.length) throw new VoicewireError('INVALID_ARGUMENT', `encodeBase64Into: no room for ${end - offset} bytes at ${offset} of ${out.length}`);
+  if (nativeEncodeInto !== null) return nativeEncodeInto(bytes, out, offset);
+  return encodeBase64IntoJs(bytes, out, offset);
+}
+
+/** The JS encoder of {@link encodeBase64Into} (exported for tests that compare it with the native one). */
+export function encodeBase64IntoJs(bytes: Uint8Array, out: Uint8Array, offset: number): number {
+  const n = bytes.length;
+  const whole = n - (n % 3);
+  let j = offset;
+  for (let i = 0; i < whole; i += 3) {
+    const v = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    out[j] = CODES[v >>> 18]!;
+    out[j + 1] = CODES[(v >>> 12) & 63]!;
+    out[j + 2] = CODES[(v >>> 6) & 63]!;
+    out[j + 3] = CODES[v & 63]!;
+    j += 4;
+  }
+  const rest = n - whole;
+  if (rest === 1) {
+    const v = bytes[whole]!;
+    out[j] = CODES[v >> 2]!;
+    out[j + 1] = CODES[(v & 3) << 4]!;
+    out[j + 2] = out[j + 3] = 61; // '='
+    j += 4;
+  } else if (rest === 2) {
+    const v = (bytes[whole]! << 8) | bytes[whole + 1]!;
+    out[j] = CODES[v >> 10]!;
+    out[j + 1] = CODES[(v >> 4) & 63]!;
+    out[j + 2] = CODES[(v & 15) << 2]!;
+    out[j + 3] = 61;
+    j += 4;
+  }
+  return j;
 }
 
 /** The JS encoder (exported for tests that compare it with the native one). */

@@ -55,7 +55,9 @@ export const usageSummaryRoutes: RouteModule = {
       method: 'GET',
       path: '/usages/summary',
       handle: async ({ ctx }, req, res) => {
-        const { org } = await ctx.auth(req);
+        const { org: who } = await ctx.auth(req);
+        // The balance as stored now: authentication's organization may be a cached lookup (auth-cache.ts).
+        const org = (await ctx.store.getOrganization(who.id)) ?? who;
         const since = periodStart(org.nextRolloverDate);
         const s = await ctx.store.usageSummary(org.id, since);
         sendJson(res, 200, { since, remaining_credits: org.remainingCredits, allocated_credits: org.allocatedCredits, ...s });

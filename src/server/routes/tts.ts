@@ -9,7 +9,7 @@ import type { WebSocket } from 'ws';
 import { VoicewireError } from '../../util/errors.js';
 import { validateTtsRequestBody } from '../../protocol/rest.js';
 import { createTtsServerSession } from '../../sessions/server.js';
-import type { ServerTransport } from '../../sessions/server-session.js';
+import { sendAudioLine, type AudioLineSpan, type ServerTransport } from '../../sessions/server-session.js';
 import type { MeteredTtsEngine } from '../credits.js';
 import { readJson, write } from '../http.js';
 import { serveWebSocketSession } from '../ws.js';
@@ -110,6 +110,14 @@ class BilledTransport implements ServerTransport {
     const r = this.inner.send(text);
     const span = open ? audioSpan(text) : undefined;
     if (span !== undefined) this.engine.sent(span.key, span.stop);
+    return r;
+  }
+
+  /** An `audio` line as bytes: its span comes with it, nothing is parsed (issue 34). */
+  sendAudio(line: Uint8Array, span: AudioLineSpan): unknown {
+    const open = this.ws.readyState === this.ws.OPEN;
+    const r = sendAudioLine(this.inner, line, span);
+    if (open) this.engine.sent(span.clientReqId, span.stop_s);
     return r;
   }
 

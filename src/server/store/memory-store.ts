@@ -3,6 +3,7 @@
  * the SQLite store; this one exists so route tests need no file. It checks its input and its
  * references exactly as SQLite does (test/server/store/store-suite.ts runs on both).
  */
+import { announceAuthChange } from './auth-changes.js';
 import { randomUUID } from 'node:crypto';
 import type {
   ApiKeyRecord,
@@ -153,6 +154,7 @@ export class MemoryStore implements Store {
     const k = this.keys.get(id);
     if (!k) return false;
     k.revoked = true;
+    announceAuthChange(this, id);
     return true;
   }
 

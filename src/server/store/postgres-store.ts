@@ -15,6 +15,7 @@
  * seconds, and the pool replaces broken connections on the next call: when the database returns,
  * the same store works again without a restart.
  */
+import { AUTH_CHANNEL, announceAuthChange } from './auth-changes.js';
 import pg from 'pg';
 import { optionsArg, shown, stringArg } from '../../util/args.js';
 import { VoicewireError } from '../../util/errors.js';
@@ -111,6 +112,64 @@ export class PostgresStore extends SqlStore {
       migrationLock: { sql: 'SELECT pg_advisory_xact_lock($1)', params: [MIGRATION_LOCK] },
     });
     this.pgDriver = driver;
+    this.url = url;
+  }
+
+  /** For the LISTEN connection of {@link watchAuthChanges} (never logged: it may hold a password). */
+  private readonly url: string;
+
+  /** A revoked key (issue 34): this process's caches forget it, and every instance LISTENing hears it. */
+  protected override async authChanged(keyId: string): Promise<void> {
+    announceAuthChange(this, keyId);
+    const pool = this.pgDriver.pool;
+    // The revocation is written: a lost notification leaves the other instances their TTL bound.
+    if (pool !== null) await pool.query('SELECT pg_notify($1, $2)', [AUTH_CHANNEL, keyId]).catch(() => undefined);
+  }
+
+  /**
+   * Hears key changes made by any instance (Postgres LISTEN on a connection of its own, outside
+   * the pool) and announces each to this process's authentication caches (auth-changes.ts). A lost
+   * connection announces "any key" (the caches forget everything: a notification may have been
+   * missed) and reconnects after `retryMs`. Returns the stop.
+   */
+  watchAuthChanges(retryMs = 1000): () => Promise<void> {
+    let client: pg.Client | null = null;
+    let stopped = false;
+    let timer: NodeJS.Timeout | undefined;
+    const connect = (): void => {
+      if (stopped) return;
+      const c = new pg.Client({ connectionString: this.url, application_name: 'voicewire-auth-listen', keepAlive: true });
+      client = c;
+      const lost = (): void => {
+        if (client !== c) return;
+        client = null;
+        c.removeAllListeners();
+        c.on('error', () => undefined);
+        void c.end().catch(() => undefined);
+        announceAuthChange(this, null);
+        if (!stopped) timer = setTimeout(connect, retryMs).unref();
+      };
+      c.on('error', lost);
+      c.on('end', lost);
+      c.on('notification', (n) => announceAuthChange(this, n.payload ? n.payload : null));
+      c.connect()
+        .then(() => c.query(`LISTEN ${AUTH_CHANNEL}`))
+        // Changes made while it was not listening: forget everything once it listens.
+        .then(() => announceAuthChange(this, null))
+        .catch(lost);
+    };
+    connect();
+    return async () => {
+      stopped = true;
+      clearTimeout(timer);
+      const c = client;
+      client = null;
+      if (c !== null) {
+        c.removeAllListeners();
+        c.on('error', () => undefined);
+        await c.end().catch(() => undefined);
+      }
+    };
   }
 
   /** Same as `new PostgresStore(url, options)` (the factory form SqliteStore.open has). */

@@ -5,6 +5,7 @@
  * Every operation runs as one {@link Work} with the access it needs, so on SQLite it is one
  * transaction in one turn of the event loop, and on Postgres one statement where one suffices.
  */
+import { announceAuthChange } from './auth-changes.js';
 import { randomUUID } from 'node:crypto';
 import { VoicewireError } from '../../util/errors.js';
 import type { SqlDialect } from './sql-dialect.js';
@@ -352,7 +353,14 @@ export class SqlStore implements Store {
   async revokeApiKey(id: string): Promise<boolean> {
     checkText('key id', id);
     if (this.namesNoRow(id)) return false;
-    return (await this.run('revokeApiKey', 'write', changes('UPDATE api_keys SET revoked = TRUE WHERE id = ?', id))) > 0;
+    const revoked = (await this.run('revokeApiKey', 'write', changes('UPDATE api_keys SET revoked = TRUE WHERE id = ?', id))) > 0;
+    if (revoked) await this.authChanged(id);
+    return revoked;
+  }
+
+  /** A key changed (issue 34): this process's authentication caches forget it (Postgres tells the other instances too). */
+  protected async authChanged(keyId: string): Promise<void> {
+    announceAuthChange(this, keyId);
   }
 
   async createToken(token: TokenRecord): Promise<void> {
