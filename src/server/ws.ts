@@ -54,6 +54,11 @@ export interface WsSessionOptions {
   create(who: Principal, common: ServerSessionOptions, stages: FirstOutputStages): ServerSession<unknown>;
   /** The first message of this type (after setup) is timed: `audio` (TTS) or `text` (STT). */
   firstOutput: 'audio' | 'text';
+  /**
+   * Whether a text line the session sends is its first output; default: a line of type
+   * `firstOutput` (`{"type":"audio"` / `{"type":"text"`). Doors with other event names say theirs.
+   */
+  isFirstOutput?: (line: string) => boolean;
   /** Answers a refused session (credentials, drain, per-key limit) before closing. Default {@link failSocket} (§7.3). */
   refuse?: (ws: WebSocket, error: VoicewireError) => void;
 }
@@ -252,7 +257,7 @@ class SessionGuard {
   /** A text the session sends: activity, the first output's time, and the unsent-bytes cap. */
   sent(text: string): void {
     this.due.idle.touch(this.idleDue);
-    if (!this.timedFirst && text.startsWith(this.options.firstOutput === 'audio' ? '{"type":"audio"' : '{"type":"text"')) this.firstOutput();
+    if (!this.timedFirst && (this.options.isFirstOutput ? this.options.isFirstOutput(text) : text.startsWith(this.options.firstOutput === 'audio' ? '{"type":"audio"' : '{"type":"text"'))) this.firstOutput();
   }
 
   /** An `audio` line the session sends as bytes ({@link GuardedTransport.sendAudio}). */

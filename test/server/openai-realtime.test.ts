@@ -161,6 +161,23 @@ describe('/v1/realtime: transcription', () => {
     c.ws.close();
   });
 
+  it("the session's first transcript text is timed: /metrics counts it under the realtime route", async () => {
+    const count = async (): Promise<number> => {
+      const metrics = await (await fetch(h.base.replace('/api', '/metrics'))).text();
+      return Number(/^voicewire_time_to_first_text_seconds_count\{route="openai_realtime"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
+    };
+    const before = await count();
+    const c = realtime();
+    await c.waitFor((e) => e.type === 'session.created');
+    c.send(manual);
+    for (const e of append(speech)) c.send(e);
+    c.send({ type: 'input_audio_buffer.commit' });
+    await c.waitFor((e) => e.type === 'conversation.item.input_audio_transcription.completed');
+    c.ws.close();
+    // Once per session, at its first delta (the events before it carry no text).
+    expect(await count()).toBe(before + 1);
+  });
+
   it('server VAD: speech_started and speech_stopped on the audio timeline, then committed and completed', async () => {
     const c = realtime();
     await c.waitFor((e) => e.type === 'session.created');

@@ -26,6 +26,9 @@ import { OPENAI_REALTIME_STT_MODELS } from './models.js';
 import { errorEventBody, realtimeEventError } from './realtime-events.js';
 import { RealtimeTranscriptionSession } from './realtime-session.js';
 
+/** A server event carrying transcript text: what the time to first text waits for. */
+const FIRST_TEXT = /^\{"event_id":"[^"]*","type":"conversation\.item\.input_audio_transcription\.(?:delta|completed)"/;
+
 /** The subprotocol prefix of OpenAI's browser credential form. */
 export const INSECURE_KEY_PROTOCOL = 'openai-insecure-api-key.';
 
@@ -79,6 +82,8 @@ export async function serveRealtime(scope: RequestScope, ws: WebSocket, req: Inc
     route: 'openai_realtime',
     credentials: 'tts',
     firstOutput: 'text',
+    // Its text is a transcription delta or completion (event_id first: realtime-session.ts's emit).
+    isFirstOutput: (line) => FIRST_TEXT.test(line),
     refuse: refuseRealtime,
     create: (who, common, stages) => {
       // One engine per socket (its budgets count sockets), shared by the STT sessions it runs.
