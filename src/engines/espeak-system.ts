@@ -63,9 +63,9 @@ interface Koffi {
   proto(result: string, args: unknown[]): unknown;
   pointer(type: unknown): unknown;
   register(callback: (...args: never[]) => unknown, type: unknown): unknown;
+  decode(ptr: unknown, offset: number, type: unknown): unknown;
   view(ptr: unknown, len: number): ArrayBuffer;
   sizeof(type: unknown): number;
-  offsetof(type: unknown, member: string): number;
 }
 
 // speak_lib.h (espeak-ng 1.49 to 1.52: the API is stable).
@@ -77,9 +77,12 @@ const CHARS_UTF8 = 1;
 const PARAM = { rate: 1, pitch: 3, range: 4 } as const;
 const EVENT_TYPES: Record<number, string> = { 1: 'word', 2: 'sentence', 3: 'mark', 4: 'play', 5: 'end', 6: 'msg_terminated', 7: 'phoneme', 8: 'samplerate' };
 
-/** Where the fields read sit in an `espeak_EVENT`, in int32 words (checked against koffi's layout on load). */
-const EVENT_FIELD = { type: 0, text_position: 2, length: 3, audio_position: 4 } as const;
-const EMPTY = new Int16Array(0);
+interface RawEvent {
+  type: number;
+  text_position: number;
+  length: number;
+  audio_position: number;
+}
 
 interface Job {
   /** Temp 0: run on the private copy of the library ({@link FreshCopy}). */
@@ -106,8 +109,6 @@ interface Calls {
 interface Lib extends Calls {
   koffi: Koffi;
   event: unknown;
-  /** `sizeof(espeak_EVENT)` in int32 words. */
-  eventWords: number;
   sampleRate: number;
   /** The registered synthesis callback and its type (a fresh copy registers the same one). */
   callback: unknown;
@@ -160,10 +161,7 @@ function load(onCallback: (wav: unknown, n: number, events: unknown) => number):
     const callback = koffi.pointer(koffi.proto('int', ['int16_t *', 'int', koffi.pointer(event)]));
     const initialize = so.func(SIGNATURES.initialize);
     const setCallback = so.func('espeak_SetSynthCallback', 'void', [callback]);
-    for (const [field, word] of Object.entries(EVENT_FIELD)) {
-      if (koffi.offsetof(event, field) !== word * 4) throw new Error(`espeak_EVENT.${field} is not at byte ${word * 4}`);
-    }
-    const l: Lib = { koffi, event, eventWords: koffi.sizeof(event) / 4, sampleRate: 0, callback: undefined, callbackType: callback, file: undefined, ...calls(so) };
+    const l: Lib = { koffi, event, sampleRate: 0, callback: undefined, callbackType: callback, file: undefined, ...calls(so) };
     // 100 ms of audio per callback; the data folder is the library's own (ESPEAK_DATA_PATH overrides it).
     const rate = initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, null, INITIALIZE_DONT_EXIT) as number;
     if (!(rate > 0)) throw new Error(`espeak_Initialize failed (${rate}): is the voice data (espeak-ng-data) installed?`);
@@ -282,21 +280,13 @@ class SystemEspeak extends EspeakSettings implements EspeakAsyncWorker {
   onAudio(wav: unknown, n: number, eventsPtr: unknown): number {
     const job = this.running;
     if (job === undefined) return 1;
-    const { koffi } = this.lib;
-    // One copy out of the library's buffer (it is reused by the next call).
-    const samples = n > 0 && wav ? new Int16Array(n) : EMPTY;
-    if (n > 0 && wav) samples.set(new Int16Array(koffi.view(wav, n * 2)));
+    const samples = n > 0 && wav ? new Int16Array(this.lib.koffi.view(wav, n * 2).slice(0)) : new Int16Array(0);
     const events: EspeakEvent[] = [];
-    if (eventsPtr) {
-      // The events read as int32 words of a view over the list, grown one event at a time so no
-      // byte past the terminator is read: no koffi.decode object per event (issue 34).
-      const size = this.lib.eventWords;
-      for (let i = 0; i < 4096; i++) {
-        const e = new Int32Array(koffi.view(eventsPtr, (i + 1) * size * 4), i * size * 4, size);
-        const type = e[EVENT_FIELD.type]!;
-        if (type === 0) break; // espeakEVENT_LIST_TERMINATED
-        events.push({ type: EVENT_TYPES[type] ?? String(type), text_position: e[EVENT_FIELD.text_position]!, word_length: e[EVENT_FIELD.length]!, audio_position: e[EVENT_FIELD.audio_position]! });
-      }
+    const size = this.lib.koffi.sizeof(this.lib.event);
+    for (let i = 0; eventsPtr && i < 4096; i++) {
+      const e = this.lib.koffi.decode(eventsPtr, i * size, this.lib.event) as RawEvent;
+      if (e.type === 0) break; // espeakEVENT_LIST_TERMINATED
+      events.push({ type: EVENT_TYPES[e.type] ?? String(e.type), text_position: e.text_position, word_length: e.length, audio_position: e.audio_position });
     }
     try {
       // Non-zero stops the synthesis (the stream was closed).
