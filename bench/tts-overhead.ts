@@ -54,6 +54,8 @@ const profile = process.argv.includes('--profile');
 const ROUNDS = quick ? 2 : Number(process.env.TTS_ROUNDS ?? 5);
 /** Sentences per run (~3.5 s of audio each at 48 kHz). */
 const SENTENCES = quick ? 12 : Number(process.env.TTS_SENTENCES ?? 40);
+/** Alternated passes of the resampler alone and of the replayed engine in each stages measurement. */
+const REPLAY_PASSES = Number(process.env.TTS_REPLAY_PASSES ?? 7);
 const TICK = 100; // /proc clock ticks per second (USER_HZ)
 const baseDefault = '/work/before/dist/cli.js';
 const baseCli = process.env.TTS_BASE_CLI ?? (existsSync(baseDefault) ? baseDefault : '');
@@ -98,6 +100,8 @@ interface StageFigures {
   engine: number;
   engineStreamed: number;
   engineReplayed: number;
+  /** engineReplayed − resample, pass by pass: word timing, sentence assembly, framing (and their garbage). */
+  wordTimingFraming: number;
   wire: number;
 }
 
@@ -106,6 +110,7 @@ const STAGE_NOTE = `stages (ms of CPU per second of 48 kHz audio, this process's
   resample   = resampleInt16 22.05→48 kHz of each sentence (src/audio/resampler.ts);
   engine     = createEspeakTtsEngine (system library) up to framed PCM, the text at once (POST): synthesize + resample + word timing + framing;
   engineReplayed = the same (text at once) with the library's output of each sentence recorded and replayed at once: the engine without espeak and its glue;
+  wordTimingFraming = engineReplayed − resample, pass by pass (${REPLAY_PASSES} alternated passes of each; resample and engineReplayed are their medians too);
   engineStreamed = the same, the text in 4-word messages (the WebSocket run): spoken in phrases a few words behind, more and shorter syntheses;
   wire       = serializeTtsAudioMessage of each 80 ms frame (base64 + JSON line; not the socket write)`;
 
@@ -162,9 +167,6 @@ async function stagesChild(): Promise<void> {
       pcms.push(pcm);
     }
     const synthesize = cpu() - c0;
-    c0 = cpu();
-    for (const p of pcms) resampleInt16(p, 22050, 48000);
-    const resample = cpu() - c0;
     // As POST gives it: the whole text at once, spoken sentence by sentence.
     c0 = cpu();
     const st = await engine.open({ modelName: 'default', jsonConfig: {} } as never, (e) => void (e.type === 'audio' && frames.push(e.pcm)));
@@ -184,15 +186,25 @@ async function stagesChild(): Promise<void> {
       serializeTtsAudioMessage(new Uint8Array(f.buffer, f.byteOffset, f.byteLength), { start_s: i * 0.08, stop_s: (i + 1) * 0.08, stream_id: 0 });
     }
     const wire = cpu() - c0;
-    // The engine on the recorded output: everything but espeak and its glue.
-    c0 = cpu();
-    let r = 0;
-    const rs = await replayed.open({ modelName: 'default', jsonConfig: {} } as never, (e) => void (e.type === 'audio' && r++));
-    await rs.text(text);
-    await rs.end();
-    const replayMs = cpu() - c0;
     const seconds = frames.length * 0.08;
-    return { synthesize: synthesize / seconds, resample: resample / seconds, engine: whole / seconds, engineStreamed: phrases / (n * 0.08), engineReplayed: replayMs / (r * 0.08), wire: wire / seconds };
+    // The resampler alone, and the engine on the recorded output (everything but espeak and its
+    // glue), in alternated passes: their difference is the engine's own code.
+    const resamples: number[] = [];
+    const replays: number[] = [];
+    const diffs: number[] = [];
+    for (let k = 0; k < REPLAY_PASSES; k++) {
+      c0 = cpu();
+      for (const p of pcms) resampleInt16(p, 22050, 48000);
+      resamples.push((cpu() - c0) / seconds);
+      c0 = cpu();
+      let r = 0;
+      const rs = await replayed.open({ modelName: 'default', jsonConfig: {} } as never, (e) => void (e.type === 'audio' && r++));
+      await rs.text(text);
+      await rs.end();
+      replays.push((cpu() - c0) / (r * 0.08));
+      diffs.push(replays[k]! - resamples[k]!);
+    }
+    return { synthesize: synthesize / seconds, resample: median(resamples), engine: whole / seconds, engineStreamed: phrases / (n * 0.08), engineReplayed: median(replays), wordTimingFraming: median(diffs), wire: wire / seconds };
   };
   await once(); // warm: code compiled, voice loaded
   process.stdout.write(JSON.stringify(await once()) + '\n');
@@ -494,7 +506,7 @@ say(`\nWhere the system library's server CPU goes (medians above; ms per audio s
 say(`  engine alone (library, tight loop)                ${m('engine: system library (koffi, tight loop)').toFixed(2)}`);
 say(`  glue: async call + callback hops + copies          ${(m('stage: synthesize') - m('engine: system library (koffi, tight loop)')).toFixed(2)}`);
 say(`  resample 22.05→48 kHz                              ${m('stage: resample').toFixed(2)}`);
-say(`  word timing + sentence assembly + framing + GC      ${(m('stage: engineReplayed') - m('stage: resample')).toFixed(2)}  (engine − synthesize − resample: ${(m('stage: engine') - m('stage: synthesize') - m('stage: resample')).toFixed(2)})`);
+say(`  word timing + sentence assembly + framing + GC      ${m('stage: wordTimingFraming').toFixed(2)}  (engine − synthesize − resample: ${(m('stage: engine') - m('stage: synthesize') - m('stage: resample')).toFixed(2)})`);
 say(`  wire encoding (base64 + JSON line)                 ${m('stage: wire').toFixed(2)}`);
 say(`  phrases instead of sentences (4-word messages)     ${(m('stage: engineStreamed') - m('stage: engine')).toFixed(2)}`);
 say(`  the rest (session, socket/HTTP writes, GC): ws ${(m('after system ws') - m('stage: engineStreamed') - m('stage: wire')).toFixed(2)}, post ${(m('after system post') - m('stage: engine')).toFixed(2)} (post sends raw PCM: no wire encoding)`);
