@@ -419,6 +419,7 @@ export const TTS_AUDIO_HEAD = '{"type":"audio","audio":"';
  * the one-buffer encoder, src/protocol/audio-line.ts).
  */
 export function ttsAudioTail(fields: TtsAudioFields): string {
+  if (fields === null || typeof fields !== 'object') throw new VoicewireError('INVALID_ARGUMENT', 'ttsAudioTail: fields must be an object');
   let line = '"';
   if (fields.start_s !== undefined) line += ',"start_s":' + jsonNumber(fields.start_s);
   if (fields.stop_s !== undefined) line += ',"stop_s":' + jsonNumber(fields.stop_s);

@@ -111,6 +111,7 @@ export function encodeBase64(bytes: Uint8Array): string {
 
 /** Length of the padded base64 of `n` bytes. */
 export function base64Length(n: number): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new VoicewireError('INVALID_ARGUMENT', 'base64Length: n must be a non-negative integer');
   return Math.ceil(n / 3) * 4;
 }
 
@@ -122,15 +123,25 @@ export function base64Length(n: number): number {
  * @throws VoicewireError `INVALID_ARGUMENT` when `out` is too short.
  */
 export function encodeBase64Into(bytes: Uint8Array, out: Uint8Array, offset: number): number {
-  if (!(bytes instanceof Uint8Array) || !(out instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', 'encodeBase64Into: expected Uint8Arrays');
-  const end = offset + base64Length(bytes.length);
-  if (!Number.isInteger(offset) || offset < 0 || end > out.length) throw new VoicewireError('INVALID_ARGUMENT', `encodeBase64Into: no room for ${end - offset} bytes at ${offset} of ${out.length}`);
+  checkInto('encodeBase64Into', bytes, out, offset);
   if (nativeEncodeInto !== null) return nativeEncodeInto(bytes, out, offset);
-  return encodeBase64IntoJs(bytes, out, offset);
+  return writeBase64Js(bytes, out, offset);
 }
 
-/** The JS encoder of {@link encodeBase64Into} (exported for tests that compare it with the native one). */
+/** The JS encoder of {@link encodeBase64Into}, whatever codec is registered (for tests that compare the two). */
 export function encodeBase64IntoJs(bytes: Uint8Array, out: Uint8Array, offset: number): number {
+  checkInto('encodeBase64IntoJs', bytes, out, offset);
+  return writeBase64Js(bytes, out, offset);
+}
+
+function checkInto(fn: string, bytes: unknown, out: unknown, offset: unknown): void {
+  if (!(bytes instanceof Uint8Array) || !(out instanceof Uint8Array)) throw new VoicewireError('INVALID_ARGUMENT', `${fn}: expected Uint8Arrays`);
+  if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) throw new VoicewireError('INVALID_ARGUMENT', `${fn}: offset must be a non-negative integer`);
+  const end = offset + base64Length(bytes.length);
+  if (end > out.length) throw new VoicewireError('INVALID_ARGUMENT', `${fn}: no room for ${end - offset} bytes at ${offset} of ${out.length}`);
+}
+
+function writeBase64Js(bytes: Uint8Array, out: Uint8Array, offset: number): number {
   const n = bytes.length;
   const whole = n - (n % 3);
   let j = offset;

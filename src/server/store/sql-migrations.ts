@@ -110,18 +110,17 @@ CREATE INDEX dictionaries_by_org ON dictionaries (org_id, created_at, uid);
 }
 
 /**
- * Version 5 (issue 36): open holds know their instance. A hold is a usage line charged in full
+ * Version 4 (issue 36): open holds know their instance. A hold is a usage line charged in full
  * until its request settles it (credits.ts), so an instance that died between hold and settlement
  * (`kill -9`, a crash) left its organizations charged up to 1,024 characters or 60 s beyond what
  * they were delivered. Now the line names the instance holding it open (`holder`, NULL once
  * settled and on every line written before) and what it had delivered at its last checkpoint; each
  * instance's heartbeat is in `instances`; a sweep on every instance settles the holds of an
- * instance whose heartbeat stopped to their checkpoint (sql-store.ts sweepOrphanHolds). (Version 4
- * is left to another change made at the same time; the runner applies any version not yet applied.)
+ * instance whose heartbeat stopped to their checkpoint (sql-store.ts sweepOrphanHolds).
  */
 export function openHoldsSchema(t: ColumnTypes): Migration {
   return {
-    version: 5,
+    version: 4,
     name: 'open holds name their instance; instances heartbeat',
     sql: `
 ALTER TABLE usage ADD COLUMN holder TEXT;
