@@ -102,10 +102,27 @@ interface Server {
   keys: string[];
 }
 
+/**
+ * Another build's own data folder and keys, made by its own CLI (`keys create`): a store this
+ * build migrated may be at a schema version the other build refuses to open.
+ */
+function otherBuildData(cli: string): { data: string; keys: string[] } {
+  const data = join(dir, 'data-base');
+  const own: string[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    const r = spawnSync(process.execPath, [cli, 'keys', 'create', '--org', `limit-${Math.floor(i / 4)}`, '--credits', '1000000000', '--data', data], { encoding: 'utf8' });
+    const key = r.stdout.trim();
+    if (r.status !== 0 || !/^vw_\S+$/.test(key)) throw new Error(`${cli} keys create failed: ${r.stderr}`);
+    own.push(key);
+  }
+  return { data, keys: own };
+}
+
 function start(name: string, cli = cliJs, workers = 1): Promise<Server> {
+  const other = cli !== cliJs ? otherBuildData(cli) : null;
   const args =
     name !== 'bare'
-      ? [cli, 'serve', '--data', join(dir, 'data'), '--tts', 'tone', '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000', '--workers', String(workers)]
+      ? [cli, 'serve', '--data', other?.data ?? join(dir, 'data'), '--tts', 'tone', '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000', '--workers', String(workers)]
       : ['--import', 'tsx', join(root, 'bench/bare-ws-server.ts')];
   // LIMIT_NODE_ARGS: node options of every server; LIMIT_VW_NODE_ARGS: of voicewire's only (e.g. --cpu-prof).
   const nodeArgs = [process.env.LIMIT_NODE_ARGS, name !== 'bare' ? process.env.LIMIT_VW_NODE_ARGS : undefined].flatMap((a) => a?.split(' ').filter(Boolean) ?? []);
@@ -121,7 +138,7 @@ function start(name: string, cli = cliJs, workers = 1): Promise<Server> {
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (\S+)\n/.exec(out);
-      if (m) resolve({ name, child, url: `${m[1]!.replace(/^http/, 'ws')}/speech/tts`, keys: name !== 'bare' ? keys : [] });
+      if (m) resolve({ name, child, url: `${m[1]!.replace(/^http/, 'ws')}/speech/tts`, keys: name === 'bare' ? [] : (other?.keys ?? keys) });
     });
   });
 }
