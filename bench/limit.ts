@@ -33,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { openStore } from '../src/server/store/open.js';
 import { ensureOrganization } from '../src/server/bootstrap.js';
 import { createKey } from '../src/server/keys.js';
-import { machine, saveFile, stopWithBench } from './util.js';
+import { machine, saveFile, spawnServer, stopWithBench } from './util.js';
 import type { LimitClientConfig, LimitRunReport } from './limit-client.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -126,21 +126,9 @@ function start(name: string, cli = cliJs, workers = 1): Promise<Server> {
       : ['--import', 'tsx', join(root, 'bench/bare-ws-server.ts')];
   // LIMIT_NODE_ARGS: node options of every server; LIMIT_VW_NODE_ARGS: of voicewire's only (e.g. --cpu-prof).
   const nodeArgs = [process.env.LIMIT_NODE_ARGS, name !== 'bare' ? process.env.LIMIT_VW_NODE_ARGS : undefined].flatMap((a) => a?.split(' ').filter(Boolean) ?? []);
-  const child = spawn(process.execPath, [...nodeArgs, ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
-  });
-  stopWithBench(child);
-  started.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.once('exit', (c) => reject(new Error(`${name} exited ${c}`)));
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (\S+)\n/.exec(out);
-      if (m) resolve({ name, child, url: `${m[1]!.replace(/^http/, 'ws')}/speech/tts`, keys: name === 'bare' ? [] : (other?.keys ?? keys) });
-    });
-  });
+  const ready = spawnServer(name, [...nodeArgs, ...args]);
+  void ready.then(({ child }) => started.push(child), () => undefined);
+  return ready.then(({ child, url }) => ({ name, child, url: `${url.replace(/^http/, 'ws')}/speech/tts`, keys: name === 'bare' ? [] : (other?.keys ?? keys) }));
 }
 async function stop(s: Server): Promise<void> {
   s.child.removeAllListeners('exit');

@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { openStore } from '../src/server/store/open.js';
 import { ensureOrganization } from '../src/server/bootstrap.js';
 import { createKey } from '../src/server/keys.js';
-import { machine, saveFile, stopWithBench } from './util.js';
+import { machine, saveFile, spawnServer, stopWithBench } from './util.js';
 import type { ClientConfig, StepReport } from './load-client.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 
@@ -96,20 +96,7 @@ await store.close();
 const clipPath = join(dir, 'clip.pcm');
 
 function startServer(workers: number, tts: string): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, [cliJs, 'serve', '--workers', String(workers), ...storeArgs, '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
-  });
-  stopWithBench(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.once('exit', (c) => reject(new Error(`serve exited ${c}`)));
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (\S+)\n/.exec(out);
-      if (m) resolve({ child, base: m[1]! });
-    });
-  });
+  return spawnServer('serve', [cliJs, 'serve', '--workers', String(workers), ...storeArgs, '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap', '--connections-per-address', '100000']).then(({ child, url }) => ({ child, base: url }));
 }
 async function stopServer(child: ChildProcess): Promise<void> {
   child.removeAllListeners('exit');

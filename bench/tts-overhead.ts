@@ -45,7 +45,7 @@ import WebSocket from 'ws';
 import { openStore } from '../src/server/store/open.js';
 import { ensureOrganization } from '../src/server/bootstrap.js';
 import { createKey } from '../src/server/keys.js';
-import { machine, saveFile, stopWithBench } from './util.js';
+import { machine, saveFile, spawnServer, stopWithBench } from './util.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cliJs = join(root, 'dist/cli.js');
@@ -250,21 +250,9 @@ process.on('exit', () => {
 function start(name: string, cli: string, tts: string): Promise<Server> {
   const prof = join(profDir, name.replace(/\W+/g, '-'));
   const nodeArgs = profile ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
-  const child = spawn(process.execPath, [...nodeArgs, cli, 'serve', '--data', join(dir, 'data'), '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
-  });
-  stopWithBench(child);
-  started.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.once('exit', (c) => reject(new Error(`${name} exited ${c}`)));
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (\S+)\n/.exec(out);
-      if (m) resolve({ name, child, http: m[1]!, prof });
-    });
-  });
+  const ready = spawnServer(name, [...nodeArgs, cli, 'serve', '--data', join(dir, 'data'), '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap']);
+  void ready.then(({ child }) => started.push(child), () => undefined);
+  return ready.then(({ child, url }) => ({ name, child, http: url, prof }));
 }
 async function stop(s: Server): Promise<void> {
   s.child.removeAllListeners('exit');

@@ -16,7 +16,7 @@
  * first case is the reference. Environment: BENCH_ROUNDS (default 60), BENCH_SAMPLE_MS (default 10),
  * BENCH_GROUP_S (time budget per group, default 6 s) keep a suite within about a minute.
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
@@ -229,4 +229,26 @@ export function stopWithBench(child: ChildProcess): void {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+/**
+ * Starts a server child (`node …args`, logs at error level, production mode), stopped with the
+ * bench, and resolves it with the address it prints (`listening on <url>`); rejects if it exits
+ * first. The child's `exit` listeners are the caller's to remove before stopping it.
+ */
+export function spawnServer(name: string, args: readonly string[]): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, VOICEWIRE_LOG_LEVEL: 'error', NODE_ENV: 'production' },
+  });
+  stopWithBench(child);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.once('exit', (c) => reject(new Error(`${name} exited ${c}`)));
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (\S+)\n/.exec(out);
+      if (m) resolve({ child, url: m[1]! });
+    });
+  });
 }

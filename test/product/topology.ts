@@ -324,6 +324,27 @@ async function withRetries(o: LoadOptions, attempt: () => Promise<{ rec: LoadRec
   }
 }
 
+/** Ends a WebSocket session's record once (false if it had ended): its time, error and outcome; the socket cut. */
+function endSession(rec: LoadRecord, live: Live, ws: WebSocket, error: string | undefined): boolean {
+  if (rec.end !== rec.start) return false;
+  rec.end = performance.now();
+  if (error !== undefined) rec.error = error;
+  rec.ok = error === undefined;
+  live.delete(rec);
+  if (ws.readyState !== ws.CLOSED) ws.terminate();
+  return true;
+}
+
+/** Notes which instance served the upgrade (the balancer's header); a refused or failed upgrade ends the session. */
+function watchUpgrade(ws: WebSocket, rec: LoadRecord, finish: (error?: string) => void): void {
+  ws.on('upgrade', (res) => {
+    const served = res.headers['x-served-by'];
+    if (typeof served === 'string') rec.servedBy = served;
+  });
+  ws.on('unexpected-response', (_req, res) => finish(`upgrade answered HTTP ${res.statusCode}`));
+  ws.on('error', (err) => finish(err.message));
+}
+
 function wsOnce(o: LoadOptions, loop: number, live: Live): Promise<{ rec: LoadRecord; retryable: boolean }> {
   const start = performance.now();
   const rec: LoadRecord = { kind: 'ws', loop, start, end: start, ok: false, retries: 0 };
@@ -335,21 +356,10 @@ function wsOnce(o: LoadOptions, loop: number, live: Live): Promise<{ rec: LoadRe
     let last: Record<string, unknown> | undefined;
     const finish = (error?: string): void => {
       for (const t of timers) clearTimeout(t);
-      if (rec.end !== start) return;
-      rec.end = performance.now();
-      if (error !== undefined) rec.error = error;
-      rec.ok = error === undefined;
-      live.delete(rec);
-      if (ws.readyState !== ws.CLOSED) ws.terminate();
-      resolve({ rec, retryable: !opened });
+      if (endSession(rec, live, ws, error)) resolve({ rec, retryable: !opened });
     };
     timers.push(setTimeout(() => finish(`no end within ${REQUEST_BOUND_MS} ms`), REQUEST_BOUND_MS));
-    ws.on('upgrade', (res) => {
-      const served = res.headers['x-served-by'];
-      if (typeof served === 'string') rec.servedBy = served;
-    });
-    ws.on('unexpected-response', (_req, res) => finish(`upgrade answered HTTP ${res.statusCode}`));
-    ws.on('error', (err) => finish(err.message));
+    watchUpgrade(ws, rec, finish);
     ws.on('open', () => {
       opened = true;
       ws.send(JSON.stringify({ type: 'setup', output_format: 'pcm_16000' }));
@@ -399,21 +409,10 @@ function sttOnce(o: LoadOptions, loop: number, live: Live): Promise<{ rec: LoadR
     const finish = (error?: string): void => {
       clearTimeout(timer);
       clearTimeout(bound);
-      if (rec.end !== start) return;
-      rec.end = performance.now();
-      if (error !== undefined) rec.error = error;
-      rec.ok = error === undefined;
-      live.delete(rec);
-      if (ws.readyState !== ws.CLOSED) ws.terminate();
-      resolve({ rec, retryable: !opened });
+      if (endSession(rec, live, ws, error)) resolve({ rec, retryable: !opened });
     };
     const bound = setTimeout(() => finish(`no end within ${REQUEST_BOUND_MS} ms`), REQUEST_BOUND_MS);
-    ws.on('upgrade', (res) => {
-      const served = res.headers['x-served-by'];
-      if (typeof served === 'string') rec.servedBy = served;
-    });
-    ws.on('unexpected-response', (_req, res) => finish(`upgrade answered HTTP ${res.statusCode}`));
-    ws.on('error', (err) => finish(err.message));
+    watchUpgrade(ws, rec, finish);
     ws.on('open', () => {
       opened = true;
       ws.send(JSON.stringify({ type: 'setup', input_format: 'pcm' }));
