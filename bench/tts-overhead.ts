@@ -5,9 +5,8 @@
  *
  * Servers, each a child process started once: the BUILT `dist/cli.js serve` (SQLite in a temp
  * folder) with `--tts espeak-system` (the system library through koffi) and `--tts espeak-wasm`
- * (the WebAssembly build); `TTS_BASE_CLI=/other/dist/cli.js` (default /work/before/dist/cli.js
- * when it exists, `TTS_BASE_CLI=` for none) adds the same two of another build, so before/after
- * come from the same rounds. Rounds ALTERNATE: every round runs every server once, in a rotated
+ * (the WebAssembly build); `TTS_BASE_CLI=/other/dist/cli.js` adds the same two of another build
+ * (its own data folder and key, made by its own CLI), so before/after come from the same rounds. Rounds ALTERNATE: every round runs every server once, in a rotated
  * order, so load from other processes hits all alike.
  *
  * A run is a continuous stream of text (English sentences, seeded, the same every run) spoken two ways:
@@ -57,8 +56,7 @@ const SENTENCES = quick ? 12 : Number(process.env.TTS_SENTENCES ?? 40);
 /** Alternated passes of the resampler alone and of the replayed engine in each stages measurement. */
 const REPLAY_PASSES = Number(process.env.TTS_REPLAY_PASSES ?? 7);
 const TICK = 100; // /proc clock ticks per second (USER_HZ)
-const baseDefault = '/work/before/dist/cli.js';
-const baseCli = process.env.TTS_BASE_CLI ?? (existsSync(baseDefault) ? baseDefault : '');
+const baseCli = process.env.TTS_BASE_CLI ?? '';
 
 if (!existsSync(cliJs)) {
   console.error('bench/tts-overhead: dist/cli.js missing: run npm run build first');
@@ -241,6 +239,25 @@ interface Server {
   child: ChildProcess;
   http: string;
   prof: string;
+  key: string;
+}
+
+/**
+ * Another build's data folder and key, made once by its own CLI (`keys create`): a store this
+ * build migrated may be at a schema version the other build refuses to open.
+ */
+const otherData = new Map<string, { data: string; key: string }>();
+function dataOf(cli: string): { data: string; key: string } {
+  if (cli === cliJs) return { data: join(dir, 'data'), key };
+  let d = otherData.get(cli);
+  if (d === undefined) {
+    const data = join(dir, `data-${otherData.size + 1}`);
+    const r = spawnSync(process.execPath, [cli, 'keys', 'create', '--org', 'tts-overhead', '--credits', '1000000000', '--data', data], { encoding: 'utf8' });
+    if (r.status !== 0 || !/^vw_\S+$/.test(r.stdout.trim())) throw new Error(`${cli} keys create failed: ${r.stderr}`);
+    d = { data, key: r.stdout.trim() };
+    otherData.set(cli, d);
+  }
+  return d;
 }
 const started: ChildProcess[] = [];
 process.on('exit', () => {
@@ -250,9 +267,10 @@ process.on('exit', () => {
 function start(name: string, cli: string, tts: string): Promise<Server> {
   const prof = join(profDir, name.replace(/\W+/g, '-'));
   const nodeArgs = profile ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
-  const ready = spawnServer(name, [...nodeArgs, cli, 'serve', '--data', join(dir, 'data'), '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap']);
+  const own = dataOf(cli);
+  const ready = spawnServer(name, [...nodeArgs, cli, 'serve', '--data', own.data, '--tts', tts, '--stt', 'tone', '--port', '0', '--no-bootstrap']);
   void ready.then(({ child }) => started.push(child), () => undefined);
-  return ready.then(({ child, url }) => ({ name, child, http: url, prof }));
+  return ready.then(({ child, url }) => ({ name, child, http: url, prof, key: own.key }));
 }
 async function stop(s: Server): Promise<void> {
   s.child.removeAllListeners('exit');
@@ -266,7 +284,7 @@ async function stop(s: Server): Promise<void> {
 /** One WebSocket request: the text in 4-word messages, all sent at once; seconds of audio back. */
 function wsRun(s: Server, words: string[]): Promise<number> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${s.http.replace(/^http/, 'ws')}/speech/tts`, { headers: { 'x-api-key': key }, perMessageDeflate: false });
+    const ws = new WebSocket(`${s.http.replace(/^http/, 'ws')}/speech/tts`, { headers: { 'x-api-key': s.key }, perMessageDeflate: false });
     let bytes = 0;
     ws.on('open', () => {
       ws.send(JSON.stringify({ type: 'setup', output_format: 'pcm' }));
@@ -288,7 +306,7 @@ function wsRun(s: Server, words: string[]): Promise<number> {
 async function postRun(s: Server, t: string, temp?: number): Promise<number> {
   const r = await fetch(`${s.http}/post/speech/tts`, {
     method: 'POST',
-    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    headers: { 'x-api-key': s.key, 'content-type': 'application/json' },
     body: JSON.stringify({ text: t, output_format: 'pcm', only_audio: true, ...(temp === undefined ? {} : { json_config: { temp } }) }),
   });
   if (!r.ok) throw new Error(`${s.name} post: ${r.status} ${await r.text()}`);
