@@ -33,7 +33,7 @@ import { fileURLToPath } from 'node:url';
 import { openStore } from '../src/server/store/open.js';
 import { ensureOrganization } from '../src/server/bootstrap.js';
 import { createKey } from '../src/server/keys.js';
-import { machine, saveFile, spawnServer, stopWithBench } from './util.js';
+import { machine, otherBuildKey, saveFile, spawnServer, stopWithBench } from './util.js';
 import type { LimitClientConfig, LimitRunReport } from './limit-client.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -102,20 +102,10 @@ interface Server {
   keys: string[];
 }
 
-/**
- * Another build's own data folder and keys, made by its own CLI (`keys create`): a store this
- * build migrated may be at a schema version the other build refuses to open.
- */
+/** Another build's own data folder and keys ({@link otherBuildKey}), one key per 25 sessions as for this build. */
 function otherBuildData(cli: string): { data: string; keys: string[] } {
   const data = join(dir, 'data-base');
-  const own: string[] = [];
-  for (let i = 0; i < keys.length; i++) {
-    const r = spawnSync(process.execPath, [cli, 'keys', 'create', '--org', `limit-${Math.floor(i / 4)}`, '--credits', '1000000000', '--data', data], { encoding: 'utf8' });
-    const key = r.stdout.trim();
-    if (r.status !== 0 || !/^vw_\S+$/.test(key)) throw new Error(`${cli} keys create failed: ${r.stderr}`);
-    own.push(key);
-  }
-  return { data, keys: own };
+  return { data, keys: keys.map((_, i) => otherBuildKey(cli, data, `limit-${Math.floor(i / 4)}`)) };
 }
 
 function start(name: string, cli = cliJs, workers = 1): Promise<Server> {

@@ -44,7 +44,7 @@ import WebSocket from 'ws';
 import { openStore } from '../src/server/store/open.js';
 import { ensureOrganization } from '../src/server/bootstrap.js';
 import { createKey } from '../src/server/keys.js';
-import { machine, saveFile, spawnServer, stopWithBench } from './util.js';
+import { machine, otherBuildKey, saveFile, spawnServer, stopWithBench } from './util.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cliJs = join(root, 'dist/cli.js');
@@ -242,23 +242,19 @@ interface Server {
   key: string;
 }
 
-/**
- * Another build's data folder and key, made once by its own CLI (`keys create`): a store this
- * build migrated may be at a schema version the other build refuses to open.
- */
+/** Each other build's data folder and key ({@link otherBuildKey}), made once. */
 const otherData = new Map<string, { data: string; key: string }>();
 function dataOf(cli: string): { data: string; key: string } {
   if (cli === cliJs) return { data: join(dir, 'data'), key };
   let d = otherData.get(cli);
   if (d === undefined) {
     const data = join(dir, `data-${otherData.size + 1}`);
-    const r = spawnSync(process.execPath, [cli, 'keys', 'create', '--org', 'tts-overhead', '--credits', '1000000000', '--data', data], { encoding: 'utf8' });
-    if (r.status !== 0 || !/^vw_\S+$/.test(r.stdout.trim())) throw new Error(`${cli} keys create failed: ${r.stderr}`);
-    d = { data, key: r.stdout.trim() };
+    d = { data, key: otherBuildKey(cli, data, 'tts-overhead') };
     otherData.set(cli, d);
   }
   return d;
 }
+
 const started: ChildProcess[] = [];
 process.on('exit', () => {
   for (const c of started) if (c.exitCode === null) c.kill('SIGKILL');

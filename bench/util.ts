@@ -16,7 +16,7 @@
  * first case is the reference. Environment: BENCH_ROUNDS (default 60), BENCH_SAMPLE_MS (default 10),
  * BENCH_GROUP_S (time budget per group, default 6 s) keep a suite within about a minute.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
@@ -251,4 +251,17 @@ export function spawnServer(name: string, args: readonly string[]): Promise<{ ch
       if (m) resolve({ child, url: m[1]! });
     });
   });
+}
+
+/**
+ * Makes a key with another build's own CLI (`voicewire keys create`) in its own data folder
+ * `data`, for organization `org` with a large budget: a store this build migrated may be at a
+ * schema version the other build refuses to open, so benches that run an older build beside
+ * this one give it a store of its own.
+ */
+export function otherBuildKey(cli: string, data: string, org: string): string {
+  const r = spawnSync(process.execPath, [cli, 'keys', 'create', '--org', org, '--credits', '1000000000', '--data', data], { encoding: 'utf8' });
+  const key = r.stdout.trim();
+  if (r.status !== 0 || !/^vw_\S+$/.test(key)) throw new Error(`${cli} keys create failed: ${r.stderr}`);
+  return key;
 }
