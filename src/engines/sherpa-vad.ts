@@ -21,6 +21,7 @@
  * refused before the server starts: its signature is read here ({@link resolveSherpaVad}), then
  * it is loaded and run on two seconds of audio in a child process ({@link validateSherpaVad}).
  */
+import { WORKER_RELEASE } from './stream-worker.js';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { evalWorker } from './eval-worker.js';
@@ -138,13 +139,7 @@ const drain = (s) => {
   return out;
 };
 const post = (type, id, segments) => parentPort.postMessage({ type, id, segments }, segments.map((g) => g.samples.buffer));
-const release = (id) => {
-  const s = streams.get(id);
-  if (s === undefined) return;
-  streams.delete(id);
-  s.vad.reset();
-  if (idle.length < workerData.keepIdle) idle.push(s.vad);
-};
+${WORKER_RELEASE}
 parentPort.on('message', (m) => {
   try {
     if (m.op === 'open') {

@@ -25,6 +25,7 @@
  * {@link KEEP_IDLE} kept idle; at most {@link MAX_IN_FLIGHT} frames per stream wait for the worker
  * (a push waits beyond that), so memory grows with the streams the server's STT limits allow.
  */
+import { WORKER_RELEASE } from './stream-worker.js';
 import type { SttEngine, SttEngineConfig, SttEngineEvent, SttEngineStream } from '../sessions/engine.js';
 import type { VadPrediction } from '../protocol/messages.js';
 import { createInt16Resampler, type Resampler } from '../audio/resampler.js';
@@ -63,13 +64,7 @@ const sherpa = require(workerData.pkg);
 const W = 512;
 const streams = new Map();
 const idle = [];
-const release = (id) => {
-  const s = streams.get(id);
-  if (s === undefined) return;
-  streams.delete(id);
-  s.vad.reset();
-  if (idle.length < workerData.keepIdle) idle.push(s.vad);
-};
+${WORKER_RELEASE}
 const clear = (vad) => { while (!vad.isEmpty()) vad.pop(); };
 parentPort.on('message', (m) => {
   try {

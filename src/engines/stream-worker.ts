@@ -7,6 +7,19 @@
 import type { Worker } from 'node:worker_threads';
 import { VoicewireError } from '../util/errors.js';
 
+/**
+ * Worker-source snippet both Silero workers run (sherpa-vad.ts, silero-steps.ts): a stream's end
+ * resets its VAD and keeps it for the next stream, up to `workerData.keepIdle`. Expects
+ * `streams` (id → { vad }) and `idle` in scope.
+ */
+export const WORKER_RELEASE = `const release = (id) => {
+  const s = streams.get(id);
+  if (s === undefined) return;
+  streams.delete(id);
+  s.vad.reset();
+  if (idle.length < workerData.keepIdle) idle.push(s.vad);
+};`;
+
 /** A message from the worker: about stream `id`. */
 export interface StreamWorkerMessage {
   type: string;
