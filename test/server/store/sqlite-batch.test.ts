@@ -1,0 +1,85 @@
+/**
+ * SQLite writes batched per turn of the event loop (issue 34, sqlite-store.ts SqliteDriver): the
+ * writes asked within one turn commit in one transaction, each still whole or not at all (its own
+ * savepoint), in the order asked, and written to the file when its promise resolves.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isVoicewireError } from '../../../src/util/errors.js';
+import { SqliteStore } from '../../../src/server/store/sqlite-store.js';
+import type { Organization } from '../../../src/server/store/store.js';
+
+const ORG = { region: null, allocatedCredits: 10_000, remainingCredits: 10_000, billingPeriod: 'monthly', nextRolloverDate: '2026-12-01', planName: 'free' };
+
+describe('SQLite writes batched per turn', () => {
+  let dir: string;
+  let store: SqliteStore;
+  let org: Organization;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'vw-batch-'));
+    store = SqliteStore.open(join(dir, 'voicewire.db'));
+    await store.migrate();
+    org = await store.createOrganization({ ...ORG, name: 'batch' });
+  });
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('holds and settlements asked in one turn share one transaction (was one each), with exact totals', async () => {
+    const before = store.transactions;
+    const holds = await Promise.all(Array.from({ length: 40 }, () => store.reserveCredits(org.id, 10, { keyId: null, kind: 'tts', units: 10 })));
+    expect(store.transactions - before).toBe(1);
+    expect(new Set(holds.map((h) => h!.holdId)).size).toBe(40);
+    // Each saw the balance its predecessors left: 9990, 9980, …
+    expect(holds.map((h) => h!.remaining)).toEqual(Array.from({ length: 40 }, (_, i) => 10_000 - 10 * (i + 1)));
+    const mid = store.transactions;
+    await Promise.all(holds.map((h) => store.settleCredits(org.id, h!.holdId, { units: 4, credits: 4 })));
+    expect(store.transactions - mid).toBe(1);
+    expect((await store.getOrganization(org.id))!.remainingCredits).toBe(10_000 - 40 * 4);
+  });
+
+  it('an operation that fails in a batch fails alone: the others commit, its own changes are rolled back', async () => {
+    const a = (await store.reserveCredits(org.id, 100, { keyId: null, kind: 'tts', units: 100 }))!;
+    const before = store.transactions;
+    const outcomes = await Promise.allSettled([
+      store.reserveCredits(org.id, 7, { keyId: null, kind: 'stt', units: 7 }),
+      // More than held: refused (INVALID_ARGUMENT), after its first statement read the line.
+      store.settleCredits(org.id, a.holdId, { units: 101, credits: 101 }),
+      store.settleCredits(org.id, a.holdId, { units: 30, credits: 30 }),
+    ]);
+    expect(store.transactions - before).toBe(1);
+    expect(outcomes[0]!.status).toBe('fulfilled');
+    expect(outcomes[1]!.status).toBe('rejected');
+    expect(isVoicewireError((outcomes[1] as PromiseRejectedResult).reason, 'INVALID_ARGUMENT')).toBe(true);
+    expect(outcomes[2]).toEqual({ status: 'fulfilled', value: 10_000 - 7 - 30 });
+    expect((await store.getOrganization(org.id))!.remainingCredits).toBe(10_000 - 7 - 30);
+  });
+
+  it('keeps the order asked: a read asked after a write not yet run sees it', async () => {
+    const hold = store.reserveCredits(org.id, 25, { keyId: null, kind: 'tts', units: 25 });
+    const seen = store.getOrganization(org.id);
+    expect((await seen)!.remainingCredits).toBe(10_000 - 25);
+    expect((await hold)!.remaining).toBe(10_000 - 25);
+  });
+
+  it('a write that resolved is in the file: another connection reads it', async () => {
+    await Promise.all([1, 2, 3].map((n) => store.reserveCredits(org.id, n, { keyId: null, kind: 'tts', units: n })));
+    const other = SqliteStore.open(join(dir, 'voicewire.db'));
+    try {
+      expect((await other.getOrganization(org.id))!.remainingCredits).toBe(10_000 - 6);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('writes asked just before close are written (or fail), never lost', async () => {
+    const hold = store.reserveCredits(org.id, 5, { keyId: null, kind: 'tts', units: 5 });
+    await store.close();
+    expect((await hold)!.remaining).toBe(10_000 - 5);
+    store = SqliteStore.open(join(dir, 'voicewire.db'));
+    expect((await store.getOrganization(org.id))!.remainingCredits).toBe(10_000 - 5);
+  });
+});
