@@ -44,13 +44,8 @@ export type Access = 'read' | 'snapshot' | 'write' | 'transaction';
 export interface SqlDriver {
   /** Names the database in messages (the SQLite file's path; never a Postgres URL, which may hold a password). */
   readonly label: string;
-  /**
-   * Runs `work` with the access it needs; driver failures become VoicewireErrors naming `what`.
-   * `batch`: nobody waits on this write within the current turn of the event loop (a settlement),
-   * so the driver may hold it until the turn's end to commit it with others (SQLite, issue 34);
-   * its promise still resolves only once it is committed. Default false.
-   */
-  run<T>(what: string, access: Access, work: Work<T>, batch?: boolean): Promise<T>;
+  /** Runs `work` with the access it needs; driver failures become VoicewireErrors naming `what`. */
+  run<T>(what: string, access: Access, work: Work<T>): Promise<T>;
   /** Called once the schema has changed (prepared statements may be stale). */
   schemaChanged(): void;
   close(): Promise<void>;

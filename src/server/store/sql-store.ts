@@ -246,25 +246,18 @@ export class SqlStore implements Store {
     const lineSql = this.sql('settleCredits', (d) => `SELECT credits, holder FROM usage WHERE id = ? AND org_id = ?${d.forUpdate}`);
     // The line is read (and locked, on Postgres), the difference refunded and the line lowered (or
     // removed) in one transaction: both or neither. A sweep locks it too, so one of the two settles.
-    // Batched (SqlDriver.run): it waits at most for the end of this turn of the event loop, and no
-    // client waits on it before its audio (a POST's last byte does: by that much).
-    return this.run(
-      'settleCredits',
-      'transaction',
-      function* () {
-        const line = yield* one(lineSql, key, orgId);
-        if (line && holder !== undefined && line.holder !== holder) {
-          // Settled by a sweep while this instance was unreachable: that settlement stands.
-          return Number((yield* one('SELECT remaining_credits FROM organizations WHERE id = ?', orgId))!.remaining_credits);
-        }
-        if (!line || Number(line.credits) < charge.credits) throw unknownHold(holdId, charge.credits);
-        const r = (yield* one('UPDATE organizations SET remaining_credits = remaining_credits + ? WHERE id = ? RETURNING remaining_credits', Number(line.credits) - charge.credits, orgId)) as Row;
-        if (charge.credits === 0 && charge.units === 0) yield* changes('DELETE FROM usage WHERE id = ?', key);
-        else yield* changes('UPDATE usage SET credits = ?, units = ?, holder = NULL WHERE id = ?', charge.credits, charge.units, key);
-        return Number(r.remaining_credits);
-      },
-      true,
-    );
+    return this.run('settleCredits', 'transaction', function* () {
+      const line = yield* one(lineSql, key, orgId);
+      if (line && holder !== undefined && line.holder !== holder) {
+        // Settled by a sweep while this instance was unreachable: that settlement stands.
+        return Number((yield* one('SELECT remaining_credits FROM organizations WHERE id = ?', orgId))!.remaining_credits);
+      }
+      if (!line || Number(line.credits) < charge.credits) throw unknownHold(holdId, charge.credits);
+      const r = (yield* one('UPDATE organizations SET remaining_credits = remaining_credits + ? WHERE id = ? RETURNING remaining_credits', Number(line.credits) - charge.credits, orgId)) as Row;
+      if (charge.credits === 0 && charge.units === 0) yield* changes('DELETE FROM usage WHERE id = ?', key);
+      else yield* changes('UPDATE usage SET credits = ?, units = ?, holder = NULL WHERE id = ?', charge.credits, charge.units, key);
+      return Number(r.remaining_credits);
+    });
   }
 
   // --- instances and their open holds (issue 36) ---------------------------------------------
@@ -577,8 +570,8 @@ export class SqlStore implements Store {
   // --- plumbing ------------------------------------------------------------------------------
 
   /** Runs `work` on the driver (a generator function is called here, so its statements start inside the driver's transaction). */
-  protected run<T>(what: string, access: Access, work: Work<T> | (() => Work<T>), batch = false): Promise<T> {
-    return this.driver.run(what, access, typeof work === 'function' ? work() : work, batch);
+  protected run<T>(what: string, access: Access, work: Work<T> | (() => Work<T>)): Promise<T> {
+    return this.driver.run(what, access, typeof work === 'function' ? work() : work);
   }
 
   /** A statement written in the dialect's terms, built once per store (SQLite's statement cache is keyed by the text). */

@@ -56,11 +56,8 @@ export class SqliteStore extends SqlStore {
   /** `wal` where the file system allows it, else the rollback journal SQLite kept (`delete`), `memory` for `:memory:`. */
   readonly journalMode: string;
 
-  private readonly sqlite: SqliteDriver;
-
-  private constructor(path: string, driver: SqliteDriver, journalMode: string, synchronous: 'NORMAL' | 'FULL', options: SqliteStoreOptions) {
-    super({ driver, dialect: SQLITE_DIALECT, purgeIntervalMs: options.purgeIntervalMs ?? 60_000, migrations: options.migrations ?? SQLITE_MIGRATIONS });
-    this.sqlite = driver;
+  private constructor(path: string, db: Db, journalMode: string, synchronous: 'NORMAL' | 'FULL', options: SqliteStoreOptions) {
+    super({ driver: new SqliteDriver(path, db), dialect: SQLITE_DIALECT, purgeIntervalMs: options.purgeIntervalMs ?? 60_000, migrations: options.migrations ?? SQLITE_MIGRATIONS });
     this.path = path;
     this.synchronous = synchronous;
     this.journalMode = journalMode;
@@ -91,7 +88,7 @@ export class SqliteStore extends SqlStore {
       db.pragma('foreign_keys = ON');
       // Holds key hashes and usage: the operator's only, even when an older copy was looser.
       if (onDisk) for (const f of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) tighten(f, 0o600);
-      return new SqliteStore(path, new SqliteDriver(path, db), mode, effective, options);
+      return new SqliteStore(path, db, mode, effective, options);
     } catch (err) {
       try {
         db?.close();
@@ -100,11 +97,6 @@ export class SqliteStore extends SqlStore {
       }
       throw wrapDriverError(err, `open ${path}`, SQLITE_DIALECT.badInput);
     }
-  }
-
-  /** Transactions run on this connection so far: writes asked within one turn of the event loop share one (see SqliteDriver). */
-  get transactions(): number {
-    return this.sqlite.transactions;
   }
 
   /** Problems `PRAGMA integrity_check` and `foreign_key_check` find; empty when the file is sound. */
@@ -117,39 +109,13 @@ export class SqliteStore extends SqlStore {
   }
 }
 
-/** A store operation waiting for the next write batch (see {@link SqliteDriver}). */
-interface Queued {
-  what: string;
-  access: Access;
-  work: Work<unknown>;
-  resolve: (value: unknown) => void;
-  reject: (err: unknown) => void;
-}
-
 /**
  * One connection, synchronous: each operation runs whole inside one transaction (a write holds the
  * file's write lock from its first statement), its statements prepared once and cached.
- *
- * Settlements are batched per turn of the event loop (issue 34): a write its caller marks `batch`
- * (SqlDriver.run) does not run in its call but joins a queue that runs at the next `setImmediate`,
- * in one write transaction, each operation inside a savepoint of its own: one that throws rolls
- * back to its savepoint and fails alone, the others commit. Each promise resolves only once the
- * COMMIT returned, so "a write that returned is in the WAL" still holds. Any other operation asked
- * while some wait runs at once together with them, in the same transaction and last (order kept:
- * it sees what was asked before it), so nothing a client waits on (a hold before the engine works,
- * a read) is delayed: at 1000 concurrent sessions a turn of the loop lasts tens of ms, and a
- * session's set-up makes several store calls one after the other. BEGIN IMMEDIATE and COMMIT (the
- * WAL frames, the lock) are most of a small write's cost: a batch of 4 costs half as much per
- * operation as 4 transactions, savepoints included (libsql, this machine). A batch of one runs as
- * a plain transaction.
  */
 class SqliteDriver implements SqlDriver {
   private db: Db | null;
   private readonly statements = new Map<string, Stmt>();
-  private queue: Queued[] = [];
-  private scheduled: NodeJS.Immediate | undefined;
-  /** Transactions committed or rolled back (each batch is one), for tests and the bench. */
-  transactions = 0;
 
   constructor(
     readonly label: string,
@@ -158,27 +124,14 @@ class SqliteDriver implements SqlDriver {
     this.db = db;
   }
 
-  run<T>(what: string, access: Access, work: Work<T>, batch = false): Promise<T> {
-    if (!batch && this.queue.length === 0) return this.runNow(what, access, work);
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ what, access, work, resolve: resolve as (value: unknown) => void, reject });
-      if (!batch) this.flush();
-      else this.scheduled ??= setImmediate(() => this.flush());
-    });
-  }
-
-  /** One operation in a transaction of its own, now. */
-  private async runNow<T>(what: string, access: Access, work: Work<T>): Promise<T> {
-    return this.transact(what, access === 'read' || access === 'snapshot' ? 'BEGIN' : 'BEGIN IMMEDIATE', (db) => stepSync(work, (s) => this.execute(db, s)));
-  }
-
-  private transact<T>(what: string, begin: string, body: (db: Db) => T): T {
+  async run<T>(what: string, access: Access, work: Work<T>): Promise<T> {
+    // Reads get a read transaction: their statements see one snapshot (a listing's page and total agree).
+    const begin = access === 'read' || access === 'snapshot' ? 'BEGIN' : 'BEGIN IMMEDIATE';
     try {
       const db = this.open();
       db.exec(begin);
-      this.transactions++;
       try {
-        const result = body(db);
+        const result = stepSync(work, (s) => this.execute(db, s));
         db.exec('COMMIT');
         return result;
       } catch (err) {
@@ -190,55 +143,11 @@ class SqliteDriver implements SqlDriver {
     }
   }
 
-  /** Runs the queued operations: one alone as before, several in one write transaction. */
-  private flush(): void {
-    clearImmediate(this.scheduled);
-    this.scheduled = undefined;
-    const batch = this.queue;
-    this.queue = [];
-    if (batch.length === 0) return;
-    if (batch.length === 1) {
-      const q = batch[0]!;
-      this.runNow(q.what, q.access, q.work).then(q.resolve, q.reject);
-      return;
-    }
-    // Each operation's outcome, settled only once the batch's COMMIT (or its failure) is known.
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
-    try {
-      this.transact(batch.map((q) => q.what).join(', '), 'BEGIN IMMEDIATE', (db) => {
-        for (const q of batch) {
-          db.exec('SAVEPOINT op');
-          try {
-            outcomes.push({ ok: true, value: stepSync(q.work, (s) => this.execute(db, s)) });
-            db.exec('RELEASE op');
-          } catch (err) {
-            db.exec('ROLLBACK TO op');
-            db.exec('RELEASE op');
-            outcomes.push({ ok: false, err: wrapDriverError(err, q.what, SQLITE_DIALECT.badInput) });
-          }
-        }
-      });
-    } catch (err) {
-      // BEGIN or COMMIT failed (or a savepoint could not be rolled back): nothing was written.
-      batch.forEach((q, i) => {
-        const o = outcomes[i];
-        q.reject(o && !o.ok ? o.err : err);
-      });
-      return;
-    }
-    batch.forEach((q, i) => {
-      const o = outcomes[i]!;
-      if (o.ok) q.resolve(o.value);
-      else q.reject(o.err);
-    });
-  }
-
   schemaChanged(): void {
     this.statements.clear(); // prepared against the old schema
   }
 
   async close(): Promise<void> {
-    this.flush(); // what was asked before the close is written (or fails) first
     const db = this.db;
     this.db = null;
     this.statements.clear();
