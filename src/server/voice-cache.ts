@@ -12,6 +12,7 @@
  *   named (a miss too: a voice created elsewhere is found that much later by a name looked up just before);
  * - a candidate's answer never outlives the candidate's own expiry.
  */
+import { cloneVoice } from './catalog-voices.js';
 import type { Store, VoiceRecord } from './store/store.js';
 
 /** How long an answer is reused, ms. */
@@ -55,7 +56,8 @@ export class VoiceCache {
       this.entries.delete(k);
       return { hit: false };
     }
-    return { hit: true, voice: e.voice };
+    // A copy, as the store gives: a receiver that changes its record does not change the next one's.
+    return { hit: true, voice: e.voice && cloneVoice(e.voice) };
   }
 
   /** The generation to pass to {@link set}, read before the store is asked. */
@@ -69,7 +71,7 @@ export class VoiceCache {
     const k = VoiceCache.key(orgId, idOrName);
     this.entries.delete(k);
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(k, { orgId, voice, until: Math.min(this.now() + this.ttlMs, expiresMs) });
+    this.entries.set(k, { orgId, voice: voice && cloneVoice(voice), until: Math.min(this.now() + this.ttlMs, expiresMs) });
   }
 
   /** Forgets the answers of `orgId` (null: all). */

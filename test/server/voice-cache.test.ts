@@ -98,3 +98,17 @@ describe('voice lookup cache', () => {
     expect(none.size).toBe(0);
   });
 });
+
+describe('voice lookup cache: copies', () => {
+  it('a receiver that changes its record does not change what the next lookup gets', async () => {
+    const { org, store } = await setup();
+    const first = (await findVoice(store, org.id, 'narrator'))!;
+    first.name = 'changed';
+    first.tags.push('changed');
+    first.params.changed = true;
+    const again = (await findVoice(store, org.id, 'narrator'))!;
+    expect(again.name).toBe('Narrator');
+    expect(again.tags).toEqual([]);
+    expect(again.params).toEqual({});
+  });
+});
