@@ -9,7 +9,9 @@ import type { Page, Store, VoiceRecord } from './store/store.js';
 import { checkListOptions, checkVoice } from './store/validate.js';
 import { VoicewireError } from '../util/errors.js';
 
-const clone = (v: VoiceRecord): VoiceRecord => ({ ...v, tags: [...v.tags], params: structuredClone(v.params) });
+/** A copy of `v` its receiver may change (tags and params too). */
+export const cloneVoice = (v: VoiceRecord): VoiceRecord => ({ ...v, tags: [...v.tags], params: structuredClone(v.params) });
+const clone = cloneVoice;
 
 /**
  * `store` with the catalog `catalog` in front: `listVoices` (catalog first, in the given order, then

@@ -47,6 +47,7 @@ import { accountRoutes, usageSummaryRoutes } from './routes/account.js';
 import { voiceRoutes, coreVoiceRoutes } from './routes/voices.js';
 import { withLibraryVoices } from '../engines/library-voices.js';
 import { findVoice } from './voice-lookup.js';
+import { VoiceCache, withVoiceCache } from './voice-cache.js';
 import { withCatalogVoices } from './catalog-voices.js';
 import { voiceDesignRoutes } from './routes/voice-design.js';
 import { pronunciationRoutes, corePronunciationRoutes } from './routes/pronunciations.js';
@@ -203,12 +204,16 @@ export async function createVoiceServer(options: VoiceServerOptions): Promise<Vo
   const stopAuthChanges = listenAuthChanges(options.store, (keyId) => authCache.invalidate(keyId));
   const authWatch = options.store as Partial<{ watchAuthChanges(): () => Promise<void> }>;
   let stopAuthWatch: (() => Promise<void>) | undefined;
-  const store = withCatalogVoices(
-    withAuthInvalidation(options.store, authCache),
-    withLibraryVoices(catalogVoices(config.tts))
-      .map((v) => ({ ...v, orgId: null, createdAt: catalogCreatedAt }))
-      // The order the listing had when they were stored with one creation time: by uid.
-      .sort((a, b) => a.uid.localeCompare(b.uid)),
+  // Voice lookups kept VOICE_CACHE_TTL_MS (issue 34); a voice written through this store drops them at once.
+  const store = withVoiceCache(
+    withCatalogVoices(
+      withAuthInvalidation(options.store, authCache),
+      withLibraryVoices(catalogVoices(config.tts))
+        .map((v) => ({ ...v, orgId: null, createdAt: catalogCreatedAt }))
+        // The order the listing had when they were stored with one creation time: by uid.
+        .sort((a, b) => a.uid.localeCompare(b.uid)),
+    ),
+    new VoiceCache(),
   );
   // Never a key or a token in a log line: the only request data logged is the path, ids and counts.
   const log =
