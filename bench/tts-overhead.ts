@@ -57,6 +57,22 @@ const SENTENCES = quick ? 12 : Number(process.env.TTS_SENTENCES ?? 40);
 const REPLAY_PASSES = Number(process.env.TTS_REPLAY_PASSES ?? 7);
 const TICK = 100; // /proc clock ticks per second (USER_HZ)
 const baseCli = process.env.TTS_BASE_CLI ?? '';
+/**
+ * The voice every run speaks with: `TTS_VOICE`, a catalog uid (e.g. `espeak-en-noah`), or by
+ * default the one a request without `voice_id` gets (Emma, on the first English catalog voice,
+ * Ava: `en-us+f2`). The system library's long output buffer (espeak-system.ts) is for voices
+ * without an echo: Ava keeps the short one, Noah (`+m3`) gets it.
+ */
+const voiceUid = process.env.TTS_VOICE ?? '';
+const { catalogVoices, defaultVoiceParams } = await import('../src/engines/espeak-voices.js');
+const catalogVoice = voiceUid === '' ? undefined : catalogVoices().find((v) => v.uid === voiceUid);
+if (voiceUid !== '' && catalogVoice === undefined) {
+  console.error(`bench/tts-overhead: TTS_VOICE ${voiceUid} is not a catalog voice`);
+  process.exit(2);
+}
+/** The espeak parameters of that voice (what the engine speaks it with, json_config left out). */
+const voiceParams = (catalogVoice?.params ?? defaultVoiceParams('en')) as { voice: string; variant?: string; rate: number; pitch: number; range: number };
+const espeakVoiceName = voiceParams.variant ? `${voiceParams.voice}+${voiceParams.variant}` : voiceParams.voice;
 
 if (!existsSync(cliJs)) {
   console.error('bench/tts-overhead: dist/cli.js missing: run npm run build first');
@@ -122,10 +138,10 @@ async function stagesChild(): Promise<void> {
     return (u.user + u.system) / 1000;
   };
   const w = await loadSystemEspeak();
-  w.set_voice('en-us');
-  w.set_rate(175);
-  w.set_pitch(50);
-  w.set_range(50);
+  w.set_voice(espeakVoiceName);
+  w.set_rate(voiceParams.rate);
+  w.set_pitch(voiceParams.pitch);
+  w.set_range(voiceParams.range);
   const pcms: Int16Array[] = [];
   const frames: Int16Array[] = [];
   // The library's output per sentence, replayed instantly to measure the engine without espeak.
@@ -148,8 +164,10 @@ async function stagesChild(): Promise<void> {
       for (const [x, e] of r) cb(x, e);
     },
   };
-  const replayed = createEspeakTtsEngine({ resolveVoice: async () => undefined, resolvePronunciation: async () => undefined }, { worker: replay });
-  const engine = createEspeakTtsEngine({ resolveVoice: async () => undefined, resolvePronunciation: async () => undefined }, { library: 'system' });
+  // The bench's voice (no voice: the engine's default, the first English catalog voice, as Emma).
+  const context = { resolveVoice: async () => catalogVoice, resolvePronunciation: async () => undefined };
+  const replayed = createEspeakTtsEngine(context, { worker: replay });
+  const engine = createEspeakTtsEngine(context, { library: 'system' });
   const once = async (): Promise<StageFigures> => {
     pcms.length = 0;
     frames.length = 0;
@@ -283,7 +301,7 @@ function wsRun(s: Server, words: string[]): Promise<number> {
     const ws = new WebSocket(`${s.http.replace(/^http/, 'ws')}/speech/tts`, { headers: { 'x-api-key': s.key }, perMessageDeflate: false });
     let bytes = 0;
     ws.on('open', () => {
-      ws.send(JSON.stringify({ type: 'setup', output_format: 'pcm' }));
+      ws.send(JSON.stringify({ type: 'setup', output_format: 'pcm', ...(voiceUid === '' ? {} : { voice_id: voiceUid }) }));
       for (let i = 0; i < words.length; i += 4) ws.send(JSON.stringify({ type: 'text', text: words.slice(i, i + 4).join(' ') }));
       ws.send('{"type":"end_of_stream"}');
     });
@@ -303,7 +321,7 @@ async function postRun(s: Server, t: string, temp?: number): Promise<number> {
   const r = await fetch(`${s.http}/post/speech/tts`, {
     method: 'POST',
     headers: { 'x-api-key': s.key, 'content-type': 'application/json' },
-    body: JSON.stringify({ text: t, output_format: 'pcm', only_audio: true, ...(temp === undefined ? {} : { json_config: { temp } }) }),
+    body: JSON.stringify({ text: t, output_format: 'pcm', only_audio: true, ...(voiceUid === '' ? {} : { voice_id: voiceUid }), ...(temp === undefined ? {} : { json_config: { temp } }) }),
   });
   if (!r.ok) throw new Error(`${s.name} post: ${r.status} ${await r.text()}`);
   return (await r.arrayBuffer()).byteLength / 2 / 48000;
@@ -334,7 +352,11 @@ const so = koffi.load('libespeak-ng.so.1');
 const event = koffi.struct({ type: 'int', unique_identifier: 'uint', text_position: 'int', length: 'int', audio_position: 'int', sample: 'int', user_data: 'void *', id: 'int64_t' });
 const cbT = koffi.pointer(koffi.proto('int', ['int16_t *', 'int', koffi.pointer(event)]));
 so.func('int espeak_Initialize(int, int, const char *, int)')(2, 100, null, 0x8000);
-so.func('int espeak_SetVoiceByName(const char *)')('en-us');
+so.func('int espeak_SetVoiceByName(const char *)')(workerData.voice);
+const setParameter = so.func('int espeak_SetParameter(int, int, int)');
+setParameter(1, workerData.rate, 0);
+setParameter(3, workerData.pitch, 0);
+setParameter(4, workerData.range, 0);
 let n = 0;
 const cb = koffi.register((wav, k) => { if (k > 0) { n += k; new Int16Array(koffi.view(wav, k * 2).slice(0)); } return 0; }, cbT);
 so.func('espeak_SetSynthCallback', 'void', [cbT])(cb);
@@ -456,7 +478,7 @@ for (const s of servers) {
   await postRun(s, sentences[0]!, 0);
 }
 const requireHere = createRequire(import.meta.url);
-const libraryLoop = await loopWorker(LIBRARY_LOOP, { koffi: requireHere.resolve('koffi') }, false);
+const libraryLoop = await loopWorker(LIBRARY_LOOP, { koffi: requireHere.resolve('koffi'), voice: espeakVoiceName, rate: voiceParams.rate, pitch: voiceParams.pitch, range: voiceParams.range }, false);
 const wasmUrl = (await import('node:url')).pathToFileURL(requireHere.resolve('@echogarden/espeak-ng-emscripten')).href;
 const wasmLoop = await loopWorker(WASM_LOOP, { url: wasmUrl }, true);
 // Warm: the WebAssembly code is compiled in tiers (its first run of a text costs ~3× its later ones).
@@ -465,6 +487,7 @@ await wasmLoop(sentences);
 
 const fig: Record<string, number[]> = {};
 const add = (k: string, v: number): void => void (fig[k] ??= []).push(v);
+console.log(`bench/tts-overhead: voice ${voiceUid || 'default (Emma)'} = ${espeakVoiceName} at ${voiceParams.rate} wpm`);
 console.log(`bench/tts-overhead: ${machine()}; ${ROUNDS} rounds of ${SENTENCES} sentences (${text.length} characters); load ${load()}`);
 for (let r = 0; r < ROUNDS; r++) {
   const order = [...servers.map((s) => s as Server | string), 'command', 'library', 'wasm-build', 'stages'];
@@ -493,7 +516,7 @@ const say = (s: string): void => {
   lines.push(s);
   console.log(s);
 };
-say(`\nTTS overhead over the engine: ${machine()}, load ${load()}`);
+say(`\nTTS overhead over the engine: ${machine()}, load ${load()}; voice ${voiceUid || 'default (Emma)'} = ${espeakVoiceName} at ${voiceParams.rate} wpm`);
 say(`${ROUNDS} alternating rounds, ${SENTENCES} sentences (${text.length} characters) a run; median ms of CPU per second of audio (p10-p90 across rounds)`);
 const engine = median(fig['engine: system library (koffi, tight loop)'] ?? []);
 for (const [k, xs] of Object.entries(fig)) {
