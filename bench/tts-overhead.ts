@@ -468,15 +468,26 @@ function stagesOf(prof: string): Map<string, number> | undefined {
 // ---- the rounds ----------------------------------------------------------------------------------
 
 const builds: Array<[string, string]> = [['after', cliJs], ...(baseCli ? ([['before', baseCli]] as Array<[string, string]>) : [])];
-const servers: Server[] = [];
-for (const [b, cli] of builds) for (const lib of ['system', 'wasm']) servers.push(await start(`${b} ${lib}`, cli, `espeak-${lib}`));
-// Warm-up: each server's engine loaded and its code compiled before the rounds.
-for (const s of servers) {
+/**
+ * A new server process per build and library every round (`TTS_SAME_SERVERS=1`, or `--profile`,
+ * keeps one for the whole run): on this 2-core machine, two processes of the same build measured
+ * 1 ms per audio second apart for a whole run (where the kernel put their main and synthesis
+ * threads, most likely), more than the differences this bench looks for.
+ */
+const freshServers = !profile && process.env.TTS_SAME_SERVERS !== '1';
+const kinds: Array<[name: string, cli: string, tts: string]> = [];
+for (const [b, cli] of builds) for (const lib of ['system', 'wasm']) kinds.push([`${b} ${lib}`, cli, `espeak-${lib}`]);
+/** A started server, warmed up: its engine loaded and its code compiled before it is measured. */
+async function warmServer(name: string, cli: string, tts: string): Promise<Server> {
+  const s = await start(name, cli, tts);
   await postRun(s, sentences.slice(0, 3).join(' '));
   await wsRun(s, sentences.slice(0, 3).join(' ').split(' '));
   // temp 0's own instance (the npm build loads a second one on first use).
   await postRun(s, sentences[0]!, 0);
+  return s;
 }
+const servers: Server[] = [];
+for (const [name, cli, tts] of kinds) servers.push(await warmServer(name, cli, tts));
 const requireHere = createRequire(import.meta.url);
 const libraryLoop = await loopWorker(LIBRARY_LOOP, { koffi: requireHere.resolve('koffi'), voice: espeakVoiceName, rate: voiceParams.rate, pitch: voiceParams.pitch, range: voiceParams.range }, false);
 const wasmUrl = (await import('node:url')).pathToFileURL(requireHere.resolve('@echogarden/espeak-ng-emscripten')).href;
@@ -492,12 +503,17 @@ console.log(`bench/tts-overhead: ${machine()}; ${ROUNDS} rounds of ${SENTENCES} 
 for (let r = 0; r < ROUNDS; r++) {
   const order = [...servers.map((s) => s as Server | string), 'command', 'library', 'wasm-build', 'stages'];
   const k = r % order.length;
-  for (const item of [...order.slice(k), ...order.slice(0, k)]) {
+  for (let item of [...order.slice(k), ...order.slice(0, k)]) {
     if (item === 'command') add('engine: espeak-ng command', commandRun());
     else if (item === 'library') add('engine: system library (koffi, tight loop)', await libraryLoop(sentences));
     else if (item === 'wasm-build') add('engine: WebAssembly build (tight loop)', await wasmLoop(sentences));
     else if (item === 'stages') for (const [k, v] of Object.entries(await stagesRun())) add(`stage: ${k}`, v);
     else if (typeof item !== 'string') {
+      if (freshServers && r > 0) {
+        const i = servers.indexOf(item);
+        await stop(item);
+        servers[i] = item = await warmServer(...kinds[i]!);
+      }
       const pid = item.child.pid!;
       for (const way of ['ws', 'post', 'post temp 0'] as const) {
         const c0 = cpuMs(pid);
