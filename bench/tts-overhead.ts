@@ -120,7 +120,7 @@ interface StageFigures {
 }
 
 const STAGE_NOTE = `stages (ms of CPU per second of 48 kHz audio, this process's CPU over one stage at a time, from the sources):
-  synthesize = the system library through espeak-system.ts (koffi async call, a callback hop per 100 ms, samples copied);
+  synthesize = the system library through espeak-system.ts (koffi async call, a callback hop per 100 ms or, for a voice without echo or Klatt at ≤ 250 wpm, per 1 s; samples copied);
   resample   = resampleInt16 22.05→48 kHz of each sentence (src/audio/resampler.ts);
   engine     = createEspeakTtsEngine (system library) up to framed PCM, the text at once (POST): synthesize + resample + word timing + framing;
   engineReplayed = the same (text at once) with the library's output of each sentence recorded and replayed at once: the engine without espeak and its glue;
