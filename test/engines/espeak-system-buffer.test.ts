@@ -6,10 +6,18 @@
  * espeak-system-golden.test.ts (German: a long buffer; English: the default voice's echo).
  */
 import { describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { bufferNeutral, loadSystemEspeak } from '../../src/engines/espeak-system.js';
 import { has, needs } from '../helpers/tools.js';
 
-const DATA = '/usr/lib/x86_64-linux-gnu/espeak-ng-data';
+/** The data folder the espeak-ng command (and so the library) reads: `Data at: …` in its version line. */
+function dataFolder(): string | undefined {
+  try {
+    return /Data at:\s*(\S+)/.exec(execFileSync('espeak-ng', ['--version'], { encoding: 'utf8' }))?.[1];
+  } catch {
+    return undefined;
+  }
+}
 const TEXT = 'Seven children watched from their small wooden boat, and they laughed at the morning light.';
 
 /** Pieces of audio the library hands over for `TEXT`, and its seconds of audio. */
@@ -29,6 +37,8 @@ async function pieces(voice: string, rate: number): Promise<{ calls: number; sec
 
 describe.skipIf(!has('espeak-ng'))(needs('espeak-ng', 'the system library’s audio per callback'), () => {
   it('a variant with an echo or Klatt, an unreadable one or a name that is not one keeps the short buffer', () => {
+    const DATA = dataFolder();
+    expect(DATA).toBeDefined();
     expect(bufferNeutral('en-us', DATA)).toBe(true);
     expect(bufferNeutral('en-us+m3', DATA)).toBe(true);
     expect(bufferNeutral('de+f1', DATA)).toBe(true);
