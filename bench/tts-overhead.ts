@@ -57,6 +57,22 @@ const SENTENCES = quick ? 12 : Number(process.env.TTS_SENTENCES ?? 40);
 const REPLAY_PASSES = Number(process.env.TTS_REPLAY_PASSES ?? 7);
 const TICK = 100; // /proc clock ticks per second (USER_HZ)
 const baseCli = process.env.TTS_BASE_CLI ?? '';
+/**
+ * The voice every run speaks with: `TTS_VOICE`, a catalog uid (e.g. `espeak-en-noah`), or by
+ * default the one a request without `voice_id` gets (Emma, on the first English catalog voice,
+ * Ava: `en-us+f2`). The system library's long output buffer (espeak-system.ts) is for voices
+ * without an echo: Ava keeps the short one, Noah (`+m3`) gets it.
+ */
+const voiceUid = process.env.TTS_VOICE ?? '';
+const { catalogVoices, defaultVoiceParams } = await import('../src/engines/espeak-voices.js');
+const catalogVoice = voiceUid === '' ? undefined : catalogVoices().find((v) => v.uid === voiceUid);
+if (voiceUid !== '' && catalogVoice === undefined) {
+  console.error(`bench/tts-overhead: TTS_VOICE ${voiceUid} is not a catalog voice`);
+  process.exit(2);
+}
+/** The espeak parameters of that voice (what the engine speaks it with, json_config left out). */
+const voiceParams = (catalogVoice?.params ?? defaultVoiceParams('en')) as { voice: string; variant?: string; rate: number; pitch: number; range: number };
+const espeakVoiceName = voiceParams.variant ? `${voiceParams.voice}+${voiceParams.variant}` : voiceParams.voice;
 
 if (!existsSync(cliJs)) {
   console.error('bench/tts-overhead: dist/cli.js missing: run npm run build first');
@@ -104,7 +120,7 @@ interface StageFigures {
 }
 
 const STAGE_NOTE = `stages (ms of CPU per second of 48 kHz audio, this process's CPU over one stage at a time, from the sources):
-  synthesize = the system library through espeak-system.ts (koffi async call, a callback hop per 100 ms, samples copied);
+  synthesize = the system library through espeak-system.ts (koffi async call, a callback hop per 100 ms or, for a voice without echo or Klatt at ≤ 250 wpm, per 1 s; samples copied);
   resample   = resampleInt16 22.05→48 kHz of each sentence (src/audio/resampler.ts);
   engine     = createEspeakTtsEngine (system library) up to framed PCM, the text at once (POST): synthesize + resample + word timing + framing;
   engineReplayed = the same (text at once) with the library's output of each sentence recorded and replayed at once: the engine without espeak and its glue;
@@ -122,10 +138,10 @@ async function stagesChild(): Promise<void> {
     return (u.user + u.system) / 1000;
   };
   const w = await loadSystemEspeak();
-  w.set_voice('en-us');
-  w.set_rate(175);
-  w.set_pitch(50);
-  w.set_range(50);
+  w.set_voice(espeakVoiceName);
+  w.set_rate(voiceParams.rate);
+  w.set_pitch(voiceParams.pitch);
+  w.set_range(voiceParams.range);
   const pcms: Int16Array[] = [];
   const frames: Int16Array[] = [];
   // The library's output per sentence, replayed instantly to measure the engine without espeak.
@@ -148,8 +164,10 @@ async function stagesChild(): Promise<void> {
       for (const [x, e] of r) cb(x, e);
     },
   };
-  const replayed = createEspeakTtsEngine({ resolveVoice: async () => undefined, resolvePronunciation: async () => undefined }, { worker: replay });
-  const engine = createEspeakTtsEngine({ resolveVoice: async () => undefined, resolvePronunciation: async () => undefined }, { library: 'system' });
+  // The bench's voice (no voice: the engine's default, the first English catalog voice, as Emma).
+  const context = { resolveVoice: async () => catalogVoice, resolvePronunciation: async () => undefined };
+  const replayed = createEspeakTtsEngine(context, { worker: replay });
+  const engine = createEspeakTtsEngine(context, { library: 'system' });
   const once = async (): Promise<StageFigures> => {
     pcms.length = 0;
     frames.length = 0;
@@ -283,7 +301,7 @@ function wsRun(s: Server, words: string[]): Promise<number> {
     const ws = new WebSocket(`${s.http.replace(/^http/, 'ws')}/speech/tts`, { headers: { 'x-api-key': s.key }, perMessageDeflate: false });
     let bytes = 0;
     ws.on('open', () => {
-      ws.send(JSON.stringify({ type: 'setup', output_format: 'pcm' }));
+      ws.send(JSON.stringify({ type: 'setup', output_format: 'pcm', ...(voiceUid === '' ? {} : { voice_id: voiceUid }) }));
       for (let i = 0; i < words.length; i += 4) ws.send(JSON.stringify({ type: 'text', text: words.slice(i, i + 4).join(' ') }));
       ws.send('{"type":"end_of_stream"}');
     });
@@ -303,7 +321,7 @@ async function postRun(s: Server, t: string, temp?: number): Promise<number> {
   const r = await fetch(`${s.http}/post/speech/tts`, {
     method: 'POST',
     headers: { 'x-api-key': s.key, 'content-type': 'application/json' },
-    body: JSON.stringify({ text: t, output_format: 'pcm', only_audio: true, ...(temp === undefined ? {} : { json_config: { temp } }) }),
+    body: JSON.stringify({ text: t, output_format: 'pcm', only_audio: true, ...(voiceUid === '' ? {} : { voice_id: voiceUid }), ...(temp === undefined ? {} : { json_config: { temp } }) }),
   });
   if (!r.ok) throw new Error(`${s.name} post: ${r.status} ${await r.text()}`);
   return (await r.arrayBuffer()).byteLength / 2 / 48000;
@@ -334,7 +352,11 @@ const so = koffi.load('libespeak-ng.so.1');
 const event = koffi.struct({ type: 'int', unique_identifier: 'uint', text_position: 'int', length: 'int', audio_position: 'int', sample: 'int', user_data: 'void *', id: 'int64_t' });
 const cbT = koffi.pointer(koffi.proto('int', ['int16_t *', 'int', koffi.pointer(event)]));
 so.func('int espeak_Initialize(int, int, const char *, int)')(2, 100, null, 0x8000);
-so.func('int espeak_SetVoiceByName(const char *)')('en-us');
+so.func('int espeak_SetVoiceByName(const char *)')(workerData.voice);
+const setParameter = so.func('int espeak_SetParameter(int, int, int)');
+setParameter(1, workerData.rate, 0);
+setParameter(3, workerData.pitch, 0);
+setParameter(4, workerData.range, 0);
 let n = 0;
 const cb = koffi.register((wav, k) => { if (k > 0) { n += k; new Int16Array(koffi.view(wav, k * 2).slice(0)); } return 0; }, cbT);
 so.func('espeak_SetSynthCallback', 'void', [cbT])(cb);
@@ -446,17 +468,28 @@ function stagesOf(prof: string): Map<string, number> | undefined {
 // ---- the rounds ----------------------------------------------------------------------------------
 
 const builds: Array<[string, string]> = [['after', cliJs], ...(baseCli ? ([['before', baseCli]] as Array<[string, string]>) : [])];
-const servers: Server[] = [];
-for (const [b, cli] of builds) for (const lib of ['system', 'wasm']) servers.push(await start(`${b} ${lib}`, cli, `espeak-${lib}`));
-// Warm-up: each server's engine loaded and its code compiled before the rounds.
-for (const s of servers) {
+/**
+ * A new server process per build and library every round (`TTS_SAME_SERVERS=1`, or `--profile`,
+ * keeps one for the whole run): on this 2-core machine, two processes of the same build measured
+ * 1 ms per audio second apart for a whole run (where the kernel put their main and synthesis
+ * threads, most likely), more than the differences this bench looks for.
+ */
+const freshServers = !profile && process.env.TTS_SAME_SERVERS !== '1';
+const kinds: Array<[name: string, cli: string, tts: string]> = [];
+for (const [b, cli] of builds) for (const lib of ['system', 'wasm']) kinds.push([`${b} ${lib}`, cli, `espeak-${lib}`]);
+/** A started server, warmed up: its engine loaded and its code compiled before it is measured. */
+async function warmServer(name: string, cli: string, tts: string): Promise<Server> {
+  const s = await start(name, cli, tts);
   await postRun(s, sentences.slice(0, 3).join(' '));
   await wsRun(s, sentences.slice(0, 3).join(' ').split(' '));
   // temp 0's own instance (the npm build loads a second one on first use).
   await postRun(s, sentences[0]!, 0);
+  return s;
 }
+const servers: Server[] = [];
+for (const [name, cli, tts] of kinds) servers.push(await warmServer(name, cli, tts));
 const requireHere = createRequire(import.meta.url);
-const libraryLoop = await loopWorker(LIBRARY_LOOP, { koffi: requireHere.resolve('koffi') }, false);
+const libraryLoop = await loopWorker(LIBRARY_LOOP, { koffi: requireHere.resolve('koffi'), voice: espeakVoiceName, rate: voiceParams.rate, pitch: voiceParams.pitch, range: voiceParams.range }, false);
 const wasmUrl = (await import('node:url')).pathToFileURL(requireHere.resolve('@echogarden/espeak-ng-emscripten')).href;
 const wasmLoop = await loopWorker(WASM_LOOP, { url: wasmUrl }, true);
 // Warm: the WebAssembly code is compiled in tiers (its first run of a text costs ~3× its later ones).
@@ -465,16 +498,22 @@ await wasmLoop(sentences);
 
 const fig: Record<string, number[]> = {};
 const add = (k: string, v: number): void => void (fig[k] ??= []).push(v);
+console.log(`bench/tts-overhead: voice ${voiceUid || 'default (Emma)'} = ${espeakVoiceName} at ${voiceParams.rate} wpm`);
 console.log(`bench/tts-overhead: ${machine()}; ${ROUNDS} rounds of ${SENTENCES} sentences (${text.length} characters); load ${load()}`);
 for (let r = 0; r < ROUNDS; r++) {
   const order = [...servers.map((s) => s as Server | string), 'command', 'library', 'wasm-build', 'stages'];
   const k = r % order.length;
-  for (const item of [...order.slice(k), ...order.slice(0, k)]) {
+  for (let item of [...order.slice(k), ...order.slice(0, k)]) {
     if (item === 'command') add('engine: espeak-ng command', commandRun());
     else if (item === 'library') add('engine: system library (koffi, tight loop)', await libraryLoop(sentences));
     else if (item === 'wasm-build') add('engine: WebAssembly build (tight loop)', await wasmLoop(sentences));
     else if (item === 'stages') for (const [k, v] of Object.entries(await stagesRun())) add(`stage: ${k}`, v);
     else if (typeof item !== 'string') {
+      if (freshServers && r > 0) {
+        const i = servers.indexOf(item);
+        await stop(item);
+        servers[i] = item = await warmServer(...kinds[i]!);
+      }
       const pid = item.child.pid!;
       for (const way of ['ws', 'post', 'post temp 0'] as const) {
         const c0 = cpuMs(pid);
@@ -493,7 +532,7 @@ const say = (s: string): void => {
   lines.push(s);
   console.log(s);
 };
-say(`\nTTS overhead over the engine: ${machine()}, load ${load()}`);
+say(`\nTTS overhead over the engine: ${machine()}, load ${load()}; voice ${voiceUid || 'default (Emma)'} = ${espeakVoiceName} at ${voiceParams.rate} wpm`);
 say(`${ROUNDS} alternating rounds, ${SENTENCES} sentences (${text.length} characters) a run; median ms of CPU per second of audio (p10-p90 across rounds)`);
 const engine = median(fig['engine: system library (koffi, tight loop)'] ?? []);
 for (const [k, xs] of Object.entries(fig)) {

@@ -75,6 +75,29 @@ const INITIALIZE_DONT_EXIT = 0x8000;
 const POS_CHARACTER = 1;
 const CHARS_UTF8 = 1;
 const PARAM = { rate: 1, pitch: 3, range: 4 } as const;
+/** espeak_ng_OUTPUT_MODE (espeak-ng/espeak_ng.h): synchronous, what AUDIO_OUTPUT_SYNCHRONOUS maps to. */
+const ENOUTPUT_MODE_SYNCHRONOUS = 1;
+
+/**
+ * Audio per callback, in ms (the library's output buffer, `espeak_ng_InitializeOutput`), where it
+ * changes nothing: each callback is a hop from the synthesis thread to the main thread and back,
+ * so fewer are cheaper (issue 34: ~10 hops per audio second at 100 ms were most of the glue).
+ * Only where {@link bufferNeutral} holds: there 1000 ms gives the same samples and word events as
+ * 100 ms (checked bit for bit and event by event at 175–250 wpm, the five languages' voices, 39
+ * utterances each); from 2000 ms some samples differ, so not more.
+ */
+export const ESPEAK_BUFFER_MS = 1000;
+
+/**
+ * Fastest rate given the long buffer. Faster, espeak may speed its output up with libsonic
+ * (setlengths.c `SetSpeed`), which works buffer by buffer: samples and word events then depend on
+ * the buffer length (en-us at 385–450 wpm: events moved up to 0.9 s; French and Spanish from 300
+ * wpm). Measured the same at 250 in all five languages.
+ */
+export const ESPEAK_LONG_BUFFER_MAX_RATE = 250;
+
+/** The buffer every synthesis had before issue 34, and still has where a longer one would change the output. */
+const SHORT_BUFFER_MS = 100;
 const EVENT_TYPES: Record<number, string> = { 1: 'word', 2: 'sentence', 3: 'mark', 4: 'play', 5: 'end', 6: 'msg_terminated', 7: 'phoneme', 8: 'samplerate' };
 
 interface RawEvent {
@@ -104,6 +127,10 @@ interface Calls {
   setVoice: Fn;
   setParameter: Fn;
   synth: Fn;
+  /** Resizes the output buffer (ms per callback); undefined in a library without it (all of 1.49–1.52 have it). */
+  initializeOutput: Fn | undefined;
+  /** The buffer length the copy has now, in ms. */
+  bufferMs: number;
 }
 
 interface Lib extends Calls {
@@ -115,6 +142,8 @@ interface Lib extends Calls {
   callbackType: unknown;
   /** The file the library was loaded from (a fresh copy copies it), when the process maps show it. */
   file: string | undefined;
+  /** The library's data folder (`espeak_Info`), where its voice variants are read. */
+  data: string | undefined;
 }
 
 const SIGNATURES = {
@@ -122,11 +151,58 @@ const SIGNATURES = {
   terminate: 'int espeak_Terminate(void)',
   setVoice: 'int espeak_SetVoiceByName(const char *name)',
   setParameter: 'int espeak_SetParameter(int parameter, int value, int relative)',
+  initializeOutput: 'int espeak_ng_InitializeOutput(int output_mode, int buffer_length, const char *device)',
   synth: 'int espeak_Synth(const char *text, size_t size, unsigned int position, int position_type, unsigned int end_position, unsigned int flags, void *unique_identifier, void *user_data)',
 } as const;
 
-function calls(so: KoffiLib): Calls {
-  return { setVoice: so.func(SIGNATURES.setVoice), setParameter: so.func(SIGNATURES.setParameter), synth: so.func(SIGNATURES.synth) };
+function calls(so: KoffiLib, bufferMs: number): Calls {
+  let initializeOutput: Fn | undefined;
+  try {
+    initializeOutput = so.func(SIGNATURES.initializeOutput);
+  } catch {
+    // Not exported: every synthesis keeps the buffer espeak_Initialize gave.
+  }
+  return { setVoice: so.func(SIGNATURES.setVoice), setParameter: so.func(SIGNATURES.setParameter), synth: so.func(SIGNATURES.synth), initializeOutput, bufferMs };
+}
+
+/**
+ * Variant lines after which the output depends on the buffer length: an echo (wavegen.c plays
+ * the echo's tail as silence after the last clause only up to the end of the buffer it ends in, so
+ * a longer buffer gives a longer tail: the default English voice, `+f2`, 4.3 ms more sound and 127
+ * ms more silence per sentence at 1000 ms), and the Klatt synthesizer (its voices differ too).
+ */
+const BUFFER_SENSITIVE = /^\s*(echo\s+[1-9]\d*\s+[1-9]|klatt\s+[1-9])/m;
+
+const neutralVariants = new Map<string, boolean>();
+
+/**
+ * True when `voice` (`name` or `name+variant`) speaks the same with any buffer up to {@link
+ * ESPEAK_BUFFER_MS}: no variant, or one whose file in the data folder `data` (`voices/!v/`) sets no
+ * echo and no Klatt; false when the file cannot be read (the output must not change).
+ */
+export function bufferNeutral(voice: string, data: string | undefined): boolean {
+  const plus = voice.indexOf('+');
+  if (plus < 0) return true;
+  const variant = voice.slice(plus + 1);
+  const key = `${data}\0${variant}`;
+  let neutral = neutralVariants.get(key);
+  if (neutral === undefined) {
+    try {
+      neutral = data !== undefined && /^[\w-]+$/.test(variant) && !BUFFER_SENSITIVE.test(readFileSync(join(data, 'voices', '!v', variant), 'utf8'));
+    } catch {
+      neutral = false;
+    }
+    neutralVariants.set(key, neutral);
+  }
+  return neutral;
+}
+
+/** Sets `c`'s output buffer for a synthesis of `voice` at `rate` wpm ({@link ESPEAK_BUFFER_MS}). */
+function bufferFor(c: Calls, voice: string, rate: number, data: string | undefined): void {
+  const ms = rate <= ESPEAK_LONG_BUFFER_MAX_RATE && bufferNeutral(voice, data) ? ESPEAK_BUFFER_MS : SHORT_BUFFER_MS;
+  if (c.bufferMs === ms || c.initializeOutput === undefined) return;
+  // Only a realloc of the buffer and the event list (speech.c): no other state is touched.
+  if ((c.initializeOutput(ENOUTPUT_MODE_SYNCHRONOUS, ms, null) as number) === 0) c.bufferMs = ms;
 }
 
 /** The path of the loaded library whose file name starts with `soname`'s stem, from /proc/self/maps (Linux). */
@@ -161,11 +237,19 @@ function load(onCallback: (wav: unknown, n: number, events: unknown) => number):
     const callback = koffi.pointer(koffi.proto('int', ['int16_t *', 'int', koffi.pointer(event)]));
     const initialize = so.func(SIGNATURES.initialize);
     const setCallback = so.func('espeak_SetSynthCallback', 'void', [callback]);
-    const l: Lib = { koffi, event, sampleRate: 0, callback: undefined, callbackType: callback, file: undefined, ...calls(so) };
-    // 100 ms of audio per callback; the data folder is the library's own (ESPEAK_DATA_PATH overrides it).
-    const rate = initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, null, INITIALIZE_DONT_EXIT) as number;
+    const l: Lib = { koffi, event, sampleRate: 0, callback: undefined, callbackType: callback, file: undefined, data: undefined, ...calls(so, SHORT_BUFFER_MS) };
+    // 100 ms of audio per callback until a synthesis sets its own (bufferFor); the data folder is
+    // the library's own (ESPEAK_DATA_PATH overrides it).
+    const rate = initialize(AUDIO_OUTPUT_SYNCHRONOUS, SHORT_BUFFER_MS, null, INITIALIZE_DONT_EXIT) as number;
     if (!(rate > 0)) throw new Error(`espeak_Initialize failed (${rate}): is the voice data (espeak-ng-data) installed?`);
     l.sampleRate = rate;
+    try {
+      const path: (string | null)[] = [null];
+      so.func('const char *espeak_Info(_Out_ const char **path_data)')(path);
+      l.data = path[0] ?? undefined;
+    } catch {
+      // No data folder known: every synthesis keeps the short buffer (bufferNeutral).
+    }
     // One callback for the process, kept registered: koffi runs it on the main thread while the
     // synthesis waits on its libuv thread.
     l.callback = koffi.register(onCallback as (...args: never[]) => unknown, callback);
@@ -224,7 +308,7 @@ class FreshCopy {
     this.so = so;
     const initialize = so.func(SIGNATURES.initialize);
     const rate = await new Promise<number>((resolve, reject) =>
-      initialize.async(AUDIO_OUTPUT_SYNCHRONOUS, 100, null, INITIALIZE_DONT_EXIT, (err: unknown, r: number) => (err ? reject(err) : resolve(r))),
+      initialize.async(AUDIO_OUTPUT_SYNCHRONOUS, SHORT_BUFFER_MS, null, INITIALIZE_DONT_EXIT, (err: unknown, r: number) => (err ? reject(err) : resolve(r))),
     );
     if (rate !== this.lib.sampleRate) throw new VoicewireError('ENGINE_UNAVAILABLE', `espeak-ng (system library): a fresh copy initialized at ${rate} Hz, not ${this.lib.sampleRate}`);
     so.func('espeak_SetSynthCallback', 'void', [this.lib.callbackType])(this.lib.callback);
@@ -236,7 +320,7 @@ class FreshCopy {
       }
     }
     this.srand?.(1);
-    this.current = calls(so);
+    this.current = calls(so, SHORT_BUFFER_MS);
     this.voice = undefined;
     return this.current;
   }
@@ -362,6 +446,7 @@ class SystemEspeak extends EspeakSettings implements EspeakAsyncWorker {
     c.setParameter(PARAM.rate, job.rate, 0);
     c.setParameter(PARAM.pitch, job.pitch, 0);
     c.setParameter(PARAM.range, job.range, 0);
+    bufferFor(c, job.voice, job.rate, this.lib.data);
     // The library reads a C string: a NUL inside would end the text early, nothing worse.
     const text = job.text.replace(/\0/g, ' ');
     const rc = await new Promise<number>((resolve, reject) => {

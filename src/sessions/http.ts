@@ -340,6 +340,8 @@ export function createTtsHttpResponse(options: TtsHttpOptions): AsyncIterable<Ui
       },
       // Audio lines come as their bytes with what they deliver (issue 34): no JSON.parse of each
       // frame's base64 to learn its type (~0.1 ms of CPU per second of audio).
+      // Raw audio is the encoder's bytes (captured above): the audio line would go unread.
+      audioLines: !body.only_audio,
       sendAudio: (line, span) => {
         if (!body.only_audio) return queue.push({ value: UTF8.decode(line) + '\n', stop_s: span.stop_s });
         const wait = fullAfterAudio;

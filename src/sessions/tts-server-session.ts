@@ -15,7 +15,7 @@ import type { MaybePromise, TtsEngine, TtsEngineStream } from './engine.js';
 import { after, sequence } from './maybe-promise.js';
 import { createServerSessionMachine } from './multiplex.js';
 import { clientFault, engineFault, Runner } from './server-runner.js';
-import type { ServerSession, ServerSessionOptions } from './server-session.js';
+import { NO_AUDIO_LINE, type ServerSession, type ServerSessionOptions } from './server-session.js';
 import type { TaskQueue } from './task-queue.js';
 import { ttsServerMachine, ttsServerRequestMachine, type TtsEngineOp, type TtsServerEffect, type TtsServerEvent, type TtsServerState } from './tts-session.js';
 
@@ -267,7 +267,9 @@ class TtsServerRunner extends Runner<TtsServerState, TtsServerEvent, TtsServerEf
     const fields: { start_s: number; stop_s: number; stream_id: number | null; client_req_id?: string } = { start_s: chunk.start_s, stop_s: chunk.stop_s, stream_id: d.streamId };
     if (d.clientReqId !== undefined) fields.client_req_id = d.clientReqId;
     // Written once into one buffer where the transport takes bytes (issue 34), else the string.
-    if (this.tts.transport.sendAudio !== undefined) this.sendAudio(encodeTtsAudioLine(chunk.bytes, fields), { clientReqId: d.clientReqId ?? null, stop_s: chunk.stop_s });
+    // A transport that reads no lines (POST only_audio) gets none built.
+    const transport = this.tts.transport;
+    if (transport.sendAudio !== undefined) this.sendAudio(transport.audioLines === false ? NO_AUDIO_LINE : encodeTtsAudioLine(chunk.bytes, fields), { clientReqId: d.clientReqId ?? null, stop_s: chunk.stop_s });
     else this.send(serializeTtsAudioMessage(chunk.bytes, fields));
     if (chunk.stop_s > d.sentStop) d.sentStop = chunk.stop_s;
     let n = 0;

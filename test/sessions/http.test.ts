@@ -226,6 +226,32 @@ describe('POST /post/speech/tts (createTtsHttpResponse)', () => {
     expect(ulaw.reduce((n, p) => n + (p as Uint8Array).length, 0)).toBe(2 * 640);
   });
 
+  it('a transport that takes no audio lines (audioLines false, as POST only_audio): sendAudio gets empty lines, the same spans and the same other messages', async () => {
+    const run = async (audioLines: boolean) => {
+      const lines: number[] = [];
+      const spans: number[] = [];
+      const other: string[] = [];
+      let closed!: () => void;
+      const done = new Promise<void>((r) => (closed = r));
+      const s = createTtsServerSession({
+        engine: createScriptedTtsEngine({ lookaheadWords: 0 }),
+        transport: { audioLines, send: (t: string) => void other.push(t), sendAudio: (line: Uint8Array, span: { stop_s: number }) => void (lines.push(line.byteLength), spans.push(span.stop_s)), close: () => closed() },
+      });
+      s.receive({ type: 'setup', output_format: 'pcm' });
+      s.receive({ type: 'text', text: 'one two three' });
+      s.receive({ type: 'end_of_stream' });
+      await done;
+      return { lines, spans, other: other.map((t) => t.replace(/"request_id":"[^"]*"/, "")) };
+    };
+    const withLines = await run(true);
+    const without = await run(false);
+    expect(withLines.lines.length).toBe(3);
+    for (const n of withLines.lines) expect(n).toBeGreaterThan(3840);
+    expect(without.lines).toEqual([0, 0, 0]);
+    expect(without.spans).toEqual(withLines.spans);
+    expect(without.other).toEqual(withLines.other);
+  });
+
   it('onAudioTaken: the stop_s of each audio chunk once the consumer asks for more; none for the chunk it never took', async () => {
     for (const only_audio of [true, false]) {
       const body = validateTtsRequestBody({ text: 'one two three', output_format: 'pcm', only_audio });
