@@ -24,7 +24,8 @@
  * Folded rows (`fold`, {@link runFoldScalar}): where every phase row is symmetric (the integer
  * decimations and 3:2 of a linear-phase prototype, resampler-design.ts `FoldedRows`), tap pairs
  * `x[lo + i] + x[hi − i]` are added before one multiply, read from the input and from a reversed
- * copy of it (`reverse`): half the multiplies and coefficient loads, 1.2–1.25× faster.
+ * copy of it (`reverse`, written once per input frame by the history): half the multiplies and
+ * coefficient loads, 1.2–1.25× faster.
  *
  * Unit rows: where a phase row is a single tap of exactly 1 (phase 0 of every upsampler: the
  * output falls on an input sample), `run` copies that input instead of a dot product — a third of
@@ -38,9 +39,11 @@
  *
  * Memory: one shared `WebAssembly.Memory`. Phase tables are copied in once per filter design (they
  * are cached for the life of the process, like the designs; at most 64 MB, beyond which a design
- * runs on the JS twin); the stretch of input a batch of outputs reads is copied into a scratch
- * area after them, and the outputs are copied back. That copying is a few percent of the dot
- * products and keeps every resampler a plain JS object that needs no `destroy()`.
+ * runs on the JS twin). Each resampler stage's input history lives there too
+ * (resampler-history.ts, returned for reuse when the resampler is collected: no `destroy()`), so
+ * the kernels read it in place, the folded ones from a reversed copy kept as input arrives; the
+ * outputs go through a scratch area into the caller's array. A history passed as a plain
+ * Float32Array (no wasm memory) is copied in per batch instead.
  */
 import { MAX_FOLD_DOWN as FOLD_MAX_DOWN, type DecimatorBranches, type FoldedRows, type PolyphaseFilter } from './resampler-design.js';
 
@@ -1111,6 +1114,85 @@ function ensureBytes(w: Wasm, bytes: number): void {
 
 /** Phase tables kept in wasm memory, at most; a design beyond it runs on the (identical) JS kernel. */
 const MAX_TABLE_BYTES = 64 << 20;
+let tableBytes = 0;
+
+/**
+ * Wasm memory is handed out in 16-byte-aligned blocks: phase tables (kept for the process),
+ * resampler histories (freed when their resampler is collected, reused by size) and one scratch
+ * area (outputs of a kernel call; grown, never shrunk). Memory cannot shrink, so the peak of live
+ * resamplers stays reserved: about 2·(taps + chunk)·4 bytes per stage and channel.
+ */
+const freeBlocks = new Map<number, number[]>();
+
+function allocBytes(w: Wasm, bytes: number): number {
+  const size = (bytes + 15) & ~15;
+  const reuse = freeBlocks.get(size);
+  if (reuse !== undefined && reuse.length > 0) return reuse.pop()!;
+  const at = w.top;
+  w.top = at + size;
+  ensureBytes(w, w.top);
+  return at;
+}
+
+function freeBytes(addr: number, bytes: number): void {
+  const size = (bytes + 15) & ~15;
+  let list = freeBlocks.get(size);
+  if (list === undefined) freeBlocks.set(size, (list = []));
+  list.push(addr);
+}
+
+let scratchAt = 0;
+let scratchBytes = 0;
+
+/** The scratch area, at least `bytes` long (its address changes when it grows). */
+function wasmScratch(w: Wasm, bytes: number): number {
+  if (bytes > scratchBytes) {
+    if (scratchBytes > 0) freeBytes(scratchAt, scratchBytes);
+    scratchBytes = Math.max((bytes + 15) & ~15, 2 * scratchBytes);
+    scratchAt = allocBytes(w, scratchBytes);
+  }
+  return scratchAt;
+}
+
+/**
+ * A block of `floats` floats in wasm memory for a resampler's history, or -1 where there is no
+ * wasm (the history is then a plain Float32Array). Its float index is `addr >> 2` in
+ * {@link memoryF32}. Release it with {@link freeFloats}.
+ */
+export function allocFloats(floats: number): number {
+  if (floats === 0) return wasm === null ? -1 : 0;
+  return wasm === null ? -1 : allocBytes(wasm, floats * 4);
+}
+
+/** Returns a block from {@link allocFloats} for reuse. */
+export function freeFloats(addr: number, floats: number): void {
+  if (addr >= 0) freeBytes(addr, floats * 4);
+}
+
+/** The current view of the wasm memory (a new one after the memory grows: fetch it again after any allocation). */
+export function memoryF32(): Float32Array {
+  return wasm!.f32;
+}
+
+/**
+ * `dst[−i] = src[i]` for i < n, in wasm memory (byte addresses; `dst` is where `src[0]` goes,
+ * the rest go downwards): the fold kernel's reversed history. Up to 3 floats before `src` are read
+ * and written below `dst − 4(n − 1)`, where their own reversed places are (the caller keeps 4
+ * floats of padding around both areas).
+ */
+export function reverseInto(src: number, dst: number, n: number): void {
+  if (n > 0) wasm!.reverse(src, dst - (n - 1) * 4, n);
+}
+
+/** {@link scanFloat32} over `n` floats already in wasm memory at byte `ptr` (the 3 floats after them must be zeros). */
+export function scanAt(ptr: number, n: number): number {
+  return wasm!.scan(ptr, n);
+}
+
+/** {@link tame} over `n` floats in wasm memory at byte `ptr`, in place (may rewrite up to 3 floats after them the same way). */
+export function tameAt(ptr: number, n: number): void {
+  wasm!.tame(ptr, n);
+}
 
 /** Byte addresses of a design's tables in wasm memory (`copy` is 0 when the design has none). */
 interface Tables {
@@ -1124,14 +1206,13 @@ function tablesOf(w: Wasm, f: PolyphaseFilter): Tables | null {
   let t = w.tables.get(f);
   if (t === undefined) {
     const coefs = f.coefs!;
-    const coef = w.top;
+    const bytes = coefs.length * 4 + f.up * (f.copy === null ? 8 : 12);
+    if (tableBytes + bytes > MAX_TABLE_BYTES) return null;
+    tableBytes += bytes;
+    const coef = allocBytes(w, bytes);
     const step = coef + coefs.length * 4;
     const next = step + f.up * 4;
     const copy = f.copy === null ? 0 : next + f.up * 4;
-    const top = (next + f.up * (f.copy === null ? 4 : 8) + 15) & ~15;
-    if (top > MAX_TABLE_BYTES) return null;
-    w.top = top;
-    ensureBytes(w, w.top);
     w.f32.set(coefs, coef >> 2);
     w.i32.set(f.step!, step >> 2);
     w.i32.set(f.next!, next >> 2);
@@ -1153,14 +1234,13 @@ interface FoldTables {
 function foldTablesOf(w: Wasm, f: PolyphaseFilter, fd: FoldedRows): FoldTables | null {
   let t = w.folds.get(fd);
   if (t === undefined) {
-    const coef = w.top;
+    const bytes = fd.coefs.length * 4 + f.up * 16;
+    if (tableBytes + bytes > MAX_TABLE_BYTES) return null;
+    tableBytes += bytes;
+    const coef = allocBytes(w, bytes);
     const step = coef + fd.coefs.length * 4;
     const next = step + f.up * 4;
     const lohi = next + f.up * 4;
-    const top = (lohi + f.up * 8 + 15) & ~15;
-    if (top > MAX_TABLE_BYTES) return null;
-    w.top = top;
-    ensureBytes(w, w.top);
     w.f32.set(fd.coefs, coef >> 2);
     w.i32.set(f.step!, step >> 2);
     w.i32.set(f.next!, next >> 2);
@@ -1181,6 +1261,11 @@ const BATCH = 8192;
  * Computes `n` outputs of `f` from the history `hist`, whose frame `h0 + base` is the first tap of
  * the next output (at `phase`), writing them to `out[o], out[o + stride], …`. Returns
  * `base·up + phase` of the output after them.
+ *
+ * When `hist` is the wasm memory ({@link memoryF32}, fetched after the history's last
+ * allocation), the kernel reads the history where it is, without a copy; a folded design then
+ * also needs `xr`, the byte address where frame `h0` sits in the history's reversed copy (frame
+ * `h0 + j` at `xr − 4j`; -1: none, the stretch is copied and reversed per batch).
  */
 export function runPolyphase(
   f: PolyphaseFilter,
@@ -1192,28 +1277,33 @@ export function runPolyphase(
   o: number,
   stride: number,
   n: number,
+  xr = -1,
 ): number {
-  if (f.fold !== null) return runFolded(f, f.fold, hist, h0, base, phase, out, o, stride, n);
+  if (f.fold !== null) return runFolded(f, f.fold, hist, h0, base, phase, out, o, stride, n, xr);
+  const inWasm = wasm !== null && hist.buffer === wasm.memory.buffer;
   const t = useWasm ? tablesOf(wasm!, f) : null;
-  if (t === null) return runScalar(f.coefs!, f.taps, f.step!, f.next!, hist, h0, base, phase, out, o, stride, n, f.copy);
+  if (t === null) return runScalar(f.coefs!, f.taps, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, out, o, stride, n, f.copy);
   const w = wasm!;
   const taps = f.taps;
   // Frames a batch of outputs can read: the step is at most ⌈down/up⌉ per output.
   const perOut = Math.ceil(f.down / f.up);
   const batch = Math.max(1, Math.min(BATCH, Math.floor((1 << 16) / perOut)));
-  const xPtr = w.top;
-  const span = taps + batch * perOut;
+  const span = inWasm ? 0 : taps + batch * perOut;
+  const xPtr = wasmScratch(w, (span + batch) * 4);
   const outPtr = xPtr + span * 4;
-  ensureBytes(w, outPtr + batch * 4);
   const limit = hist.length;
   while (n > 0) {
     const m = Math.min(n, batch);
     const from = h0 + base;
-    const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
     const f32 = w.f32;
-    f32.set(hist.subarray(from, from + len), xPtr >> 2);
-    if (taps === 16 && t.copy === 0) w.run16(t.coef, t.step, t.next, xPtr, phase, outPtr, m, f.up, f.down);
-    else w.run(t.coef, taps, t.step, t.next, xPtr, phase, outPtr, m, f.up, f.down, t.copy);
+    let x = from * 4;
+    if (!inWasm) {
+      const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
+      f32.set(hist.subarray(from, from + len), xPtr >> 2);
+      x = xPtr;
+    }
+    if (taps === 16 && t.copy === 0) w.run16(t.coef, t.step, t.next, x, phase, outPtr, m, f.up, f.down);
+    else w.run(t.coef, taps, t.step, t.next, x, phase, outPtr, m, f.up, f.down, t.copy);
     const total = phase + m * f.down;
     base += Math.floor(total / f.up);
     phase = total % f.up;
@@ -1230,28 +1320,34 @@ export function runPolyphase(
 }
 
 /** {@link runPolyphase} over {@link FoldedRows}: the `fold` kernel or its JS twin {@link runFoldScalar}. */
-function runFolded(f: PolyphaseFilter, fd: FoldedRows, hist: Float32Array, h0: number, base: number, phase: number, out: Float32Array, o: number, stride: number, n: number): number {
+function runFolded(f: PolyphaseFilter, fd: FoldedRows, hist: Float32Array, h0: number, base: number, phase: number, out: Float32Array, o: number, stride: number, n: number, xr: number): number {
+  const inWasm = wasm !== null && hist.buffer === wasm.memory.buffer;
   const t = useWasm ? foldTablesOf(wasm!, f, fd) : null;
-  if (t === null) return runFoldScalar(fd, f.step!, f.next!, hist, h0, base, phase, out, o, stride, n);
+  if (t === null) return runFoldScalar(fd, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, out, o, stride, n);
   const w = wasm!;
   const taps = f.taps;
   const perOut = Math.ceil(f.down / f.up);
   const batch = Math.max(1, Math.min(BATCH, Math.floor((1 << 16) / perOut)));
   const fold = w.fold[f.down - 1]!;
-  const span = (taps + batch * perOut + 3) & ~3;
-  const xPtr = w.top;
+  // In place: the history and its reversed copy are read where they are; else both per batch.
+  const direct = inWasm && xr >= 0;
+  const span = direct ? 0 : (taps + batch * perOut + 3) & ~3;
+  const xPtr = wasmScratch(w, (2 * span + batch) * 4);
   const xrPtr = xPtr + span * 4;
   const outPtr = xrPtr + span * 4;
-  ensureBytes(w, outPtr + batch * 4);
   const limit = hist.length;
   while (n > 0) {
     const m = Math.min(n, batch);
     const from = h0 + base;
-    const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
     const f32 = w.f32;
-    f32.set(hist.subarray(from, from + len), xPtr >> 2);
-    w.reverse(xPtr, xrPtr, len);
-    fold(t.coef, fd.taps, t.step, t.next, xPtr, xrPtr + (len - 1) * 4, phase, outPtr, m, f.up, f.down, t.lohi);
+    if (direct) {
+      fold(t.coef, fd.taps, t.step, t.next, from * 4, xr - base * 4, phase, outPtr, m, f.up, f.down, t.lohi);
+    } else {
+      const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
+      f32.set((inWasm ? f32 : hist).subarray(from, from + len), xPtr >> 2);
+      w.reverse(xPtr, xrPtr, len);
+      fold(t.coef, fd.taps, t.step, t.next, xPtr, xrPtr + (len - 1) * 4, phase, outPtr, m, f.up, f.down, t.lohi);
+    }
     const total = phase + m * f.down;
     base += Math.floor(total / f.up);
     phase = total % f.up;
@@ -1360,16 +1456,17 @@ export function runDecimator(d: DecimatorBranches, M: number, taps: number, hist
   const winMax = (batch - 1) * M + taps;
   if (useWasm && d.branches.every((b) => tablesOf(wasm!, b.filter) !== null)) {
     const w = wasm!;
-    const win = w.top;
+    const inWasm = hist.buffer === w.memory.buffer;
+    const win = wasmScratch(w, (winMax + maxTaps + batch + nb * batch + batch) * 4);
     const xb = win + winMax * 4;
     const y = xb + (maxTaps + batch) * 4;
     const res = y + nb * batch * 4;
-    ensureBytes(w, res + batch * 4);
     while (n > 0) {
       const m = Math.min(n, batch);
       const from = h0 + base;
       const f32 = w.f32;
-      f32.set(hist.subarray(from, Math.min(hist.length, from + (m - 1) * M + taps)), win >> 2);
+      const h = inWasm ? f32 : hist; // a view fetched before the scratch grew the memory is detached
+      f32.set(h.subarray(from, Math.min(h.length, from + (m - 1) * M + taps)), win >> 2);
       for (let bi = 0; bi < nb; bi++) {
         const b = d.branches[bi]!;
         f32.fill(0, xb >> 2, (xb >> 2) + b.pad);
@@ -1506,9 +1603,8 @@ export function roundToInt16(src: Float32Array, n: number, dst: Int16Array): voi
     return;
   }
   const w = wasm!;
-  const inPtr = (w.top + 15) & ~15;
+  const inPtr = wasmScratch(w, ROUND_BATCH * 6 + 16);
   const outPtr = inPtr + ROUND_BATCH * 4;
-  ensureBytes(w, outPtr + ROUND_BATCH * 2);
   for (let at = 0; at < n; at += ROUND_BATCH) {
     const m = Math.min(ROUND_BATCH, n - at);
     w.f32.set(src.subarray(at, at + m), inPtr >> 2);
@@ -1543,8 +1639,7 @@ export function tame(h: Float32Array, from: number, to: number): void {
     return;
   }
   const w = wasm!;
-  const ptr = (w.top + 15) & ~15;
-  ensureBytes(w, ptr + ROUND_BATCH * 4 + 16);
+  const ptr = wasmScratch(w, ROUND_BATCH * 4 + 16);
   for (let at = from; at < to; at += ROUND_BATCH) {
     const m = Math.min(ROUND_BATCH, to - at);
     const f32 = w.f32;
@@ -1585,8 +1680,7 @@ export function scanFloat32(x: Float32Array): number {
     return (Number.isFinite(s0 + s1 + s2 + s3) ? 0 : SCAN_NON_FINITE) | SCAN_NEEDS_TAME;
   }
   const w = wasm!;
-  const ptr = (w.top + 15) & ~15;
-  ensureBytes(w, ptr + ROUND_BATCH * 4 + 16);
+  const ptr = wasmScratch(w, ROUND_BATCH * 4 + 16);
   let flags = 0;
   for (let at = 0; at < n; at += ROUND_BATCH) {
     const m = Math.min(ROUND_BATCH, n - at);
