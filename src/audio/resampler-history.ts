@@ -46,10 +46,11 @@ export class ResamplerHistory {
    */
   constructor(readonly channels: number, readonly taps: number, reversed: boolean) {
     this.cap = (taps + 1024 + 3) & ~3;
-    this.inWasm = allocFloats(0) >= 0; // 0 floats: only asks whether there is wasm memory
+    // Without a wasm registry nothing would return the block: such a history stays in JS.
+    this.inWasm = registry !== null && this.allocate(this.cap, reversed, true);
+    if (!this.inWasm) this.allocate(this.cap, false, false);
     this.reversed = reversed && this.inWasm;
-    this.allocate(this.cap);
-    if (this.inWasm && registry !== null) registry.register(this, this.block);
+    if (this.inWasm) registry!.register(this, this.block, this);
   }
 
   /** Whether the history is in the wasm memory. */
@@ -57,18 +58,31 @@ export class ResamplerHistory {
   /** Whether a reversed copy is kept. */
   readonly reversed: boolean;
 
-  private allocate(cap: number): void {
-    this.stride = this.reversed ? 2 * cap + 8 : cap + 4;
-    const floats = this.channels * this.stride + 4;
-    if (this.inWasm) {
-      this.block.addr = allocFloats(floats);
+  /** Takes a block for `cap` frames (in wasm memory: false when none is left). */
+  private allocate(cap: number, reversed: boolean, inWasm: boolean): boolean {
+    const stride = reversed ? 2 * cap + 8 : cap + 4;
+    const floats = this.channels * stride + 4;
+    if (inWasm) {
+      const addr = allocFloats(floats);
+      if (addr < 0) return false;
+      this.block.addr = addr;
       this.block.floats = floats;
-      this.a0 = this.block.addr >> 2;
+      this.a0 = addr >> 2;
     } else {
       this.js = new Float32Array(floats);
       this.a0 = 0;
     }
+    this.stride = stride;
     this.cap = cap;
+    return true;
+  }
+
+  /** Returns the wasm block now (a one-shot resampling's end); the history is unusable after. */
+  release(): void {
+    if (!this.inWasm || this.block.addr < 0) return;
+    registry!.unregister(this);
+    freeFloats(this.block.addr, this.block.floats);
+    this.block.addr = -1;
   }
 
   /** The array the history is in: fetch it again after anything that may allocate wasm memory. */
@@ -118,7 +132,8 @@ export class ResamplerHistory {
 
   /**
    * Makes room for `k` more frames (`cap − len ≥ k`), compacting and, for `k` up to
-   * {@link MAX_PIECE}, growing; the valid frames are kept. Returns the frames there is room for.
+   * {@link MAX_PIECE}, growing (unless the wasm memory's history budget is spent); the valid
+   * frames are kept. Returns the frames there is room for (≥ 1).
    */
   room(k: number): number {
     if (this.cap - this.len >= k) return k;
@@ -129,7 +144,7 @@ export class ResamplerHistory {
     const oldAt = Array.from({ length: this.channels }, (_, c) => this.at(c));
     const oldCap = this.cap;
     const oldJs = this.js;
-    this.allocate((keep + k + (this.taps >> 1) + 255) & ~255);
+    if (!this.allocate((keep + k + (this.taps >> 1) + 255) & ~255, this.reversed, this.inWasm)) return this.cap - this.len;
     const h = this.view();
     const src = oldJs ?? h;
     for (let c = 0; c < this.channels; c++) {

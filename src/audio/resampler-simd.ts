@@ -1155,18 +1155,38 @@ function wasmScratch(w: Wasm, bytes: number): number {
 }
 
 /**
- * A block of `floats` floats in wasm memory for a resampler's history, or -1 where there is no
- * wasm (the history is then a plain Float32Array). Its float index is `addr >> 2` in
- * {@link memoryF32}. Release it with {@link freeFloats}.
+ * Wasm memory that resampler histories may hold at once (live or awaiting their owner's
+ * collection): beyond it a history is a plain Float32Array (copied in per kernel call, as
+ * before issue 34). Blocks come in power-of-two sizes from 4 KB, so freed ones are reused.
  */
-export function allocFloats(floats: number): number {
-  if (floats === 0) return wasm === null ? -1 : 0;
-  return wasm === null ? -1 : allocBytes(wasm, floats * 4);
+export const MAX_HISTORY_BYTES = 64 << 20;
+let historyBytes = 0;
+
+function historyClass(floats: number): number {
+  return Math.max(4096, 2 ** Math.ceil(Math.log2(floats * 4)));
 }
 
-/** Returns a block from {@link allocFloats} for reuse. */
+/**
+ * A block of at least `floats` floats in wasm memory for a resampler's history, or -1 where
+ * there is no wasm or {@link MAX_HISTORY_BYTES} is reached (the history is then a plain
+ * Float32Array); `floats = 0` only asks whether there is wasm memory. Its float index is
+ * `addr >> 2` in {@link memoryF32}. Release it with {@link freeFloats}.
+ */
+export function allocFloats(floats: number): number {
+  if (wasm === null) return -1;
+  if (floats === 0) return 0;
+  const bytes = historyClass(floats);
+  if (historyBytes + bytes > MAX_HISTORY_BYTES) return -1;
+  historyBytes += bytes;
+  return allocBytes(wasm, bytes);
+}
+
+/** Returns a block from {@link allocFloats} (of the same `floats`) for reuse. */
 export function freeFloats(addr: number, floats: number): void {
-  if (addr >= 0) freeBytes(addr, floats * 4);
+  if (addr < 0 || wasm === null) return;
+  const bytes = historyClass(floats);
+  historyBytes -= bytes;
+  freeBytes(addr, bytes);
 }
 
 /** The current view of the wasm memory (a new one after the memory grows: fetch it again after any allocation). */
@@ -1265,7 +1285,9 @@ const BATCH = 8192;
  * When `hist` is the wasm memory ({@link memoryF32}, fetched after the history's last
  * allocation), the kernel reads the history where it is, without a copy; a folded design then
  * also needs `xr`, the byte address where frame `h0` sits in the history's reversed copy (frame
- * `h0 + j` at `xr − 4j`; -1: none, the stretch is copied and reversed per batch).
+ * `h0 + j` at `xr − 4j`; -1: none, the stretch is copied and reversed per batch). With
+ * `outAt` ≥ 0 the outputs go to wasm memory from that byte address on (`out`, `o` and `stride`
+ * are then ignored): a cascade's first stage writes into the second stage's history.
  */
 export function runPolyphase(
   f: PolyphaseFilter,
@@ -1278,11 +1300,15 @@ export function runPolyphase(
   stride: number,
   n: number,
   xr = -1,
+  outAt = -1,
 ): number {
-  if (f.fold !== null) return runFolded(f, f.fold, hist, h0, base, phase, out, o, stride, n, xr);
+  if (f.fold !== null) return runFolded(f, f.fold, hist, h0, base, phase, out, o, stride, n, xr, outAt);
   const inWasm = wasm !== null && hist.buffer === wasm.memory.buffer;
   const t = useWasm ? tablesOf(wasm!, f) : null;
-  if (t === null) return runScalar(f.coefs!, f.taps, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, out, o, stride, n, f.copy);
+  if (t === null) {
+    if (outAt >= 0) return runScalar(f.coefs!, f.taps, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, wasm!.f32, outAt >> 2, 1, n, f.copy);
+    return runScalar(f.coefs!, f.taps, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, out, o, stride, n, f.copy);
+  }
   const w = wasm!;
   const taps = f.taps;
   // Frames a batch of outputs can read: the step is at most ⌈down/up⌉ per output.
@@ -1290,7 +1316,7 @@ export function runPolyphase(
   const batch = Math.max(1, Math.min(BATCH, Math.floor((1 << 16) / perOut)));
   const span = inWasm ? 0 : taps + batch * perOut;
   const xPtr = wasmScratch(w, (span + batch) * 4);
-  const outPtr = xPtr + span * 4;
+  let outPtr = outAt >= 0 ? outAt : xPtr + span * 4;
   const limit = hist.length;
   while (n > 0) {
     const m = Math.min(n, batch);
@@ -1308,7 +1334,9 @@ export function runPolyphase(
     base += Math.floor(total / f.up);
     phase = total % f.up;
     const src = outPtr >> 2;
-    if (stride === 1) {
+    if (outAt >= 0) {
+      outPtr += m * 4;
+    } else if (stride === 1) {
       out.set(f32.subarray(src, src + m), o);
       o += m;
     } else {
@@ -1320,10 +1348,13 @@ export function runPolyphase(
 }
 
 /** {@link runPolyphase} over {@link FoldedRows}: the `fold` kernel or its JS twin {@link runFoldScalar}. */
-function runFolded(f: PolyphaseFilter, fd: FoldedRows, hist: Float32Array, h0: number, base: number, phase: number, out: Float32Array, o: number, stride: number, n: number, xr: number): number {
+function runFolded(f: PolyphaseFilter, fd: FoldedRows, hist: Float32Array, h0: number, base: number, phase: number, out: Float32Array, o: number, stride: number, n: number, xr: number, outAt: number): number {
   const inWasm = wasm !== null && hist.buffer === wasm.memory.buffer;
   const t = useWasm ? foldTablesOf(wasm!, f, fd) : null;
-  if (t === null) return runFoldScalar(fd, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, out, o, stride, n);
+  if (t === null) {
+    if (outAt >= 0) return runFoldScalar(fd, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, wasm!.f32, outAt >> 2, 1, n);
+    return runFoldScalar(fd, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, out, o, stride, n);
+  }
   const w = wasm!;
   const taps = f.taps;
   const perOut = Math.ceil(f.down / f.up);
@@ -1334,7 +1365,7 @@ function runFolded(f: PolyphaseFilter, fd: FoldedRows, hist: Float32Array, h0: n
   const span = direct ? 0 : (taps + batch * perOut + 3) & ~3;
   const xPtr = wasmScratch(w, (2 * span + batch) * 4);
   const xrPtr = xPtr + span * 4;
-  const outPtr = xrPtr + span * 4;
+  let outPtr = outAt >= 0 ? outAt : xrPtr + span * 4;
   const limit = hist.length;
   while (n > 0) {
     const m = Math.min(n, batch);
@@ -1352,7 +1383,9 @@ function runFolded(f: PolyphaseFilter, fd: FoldedRows, hist: Float32Array, h0: n
     base += Math.floor(total / f.up);
     phase = total % f.up;
     const src = outPtr >> 2;
-    if (stride === 1) {
+    if (outAt >= 0) {
+      outPtr += m * 4;
+    } else if (stride === 1) {
       out.set(f32.subarray(src, src + m), o);
       o += m;
     } else {

@@ -215,6 +215,8 @@ class PolyphaseCore implements Core {
   private readonly part: Float32Array;
   private partLen = 0;
   private phase = 0;
+  /** While ≥ 0: outputs go to wasm memory from this byte address ({@link pushToWasm}). */
+  private sink = -1;
   /** Whole input frames taken since the start (or the last reset). */
   private inFrames = 0;
   /** Output frames emitted since the start. */
@@ -295,7 +297,10 @@ class PolyphaseCore implements Core {
       this.tame = checkFloat32(chunk);
       return this.pushInto(chunk, out, at);
     }
-    h.room(n);
+    if (h.room(n) < n) {
+      this.tame = checkFloat32(chunk);
+      return this.pushInto(chunk, out, at);
+    }
     const v = h.view();
     const p = h.at(0) + h.len;
     v.set(chunk, p);
@@ -303,6 +308,46 @@ class PolyphaseCore implements Core {
     if (checkFlags(chunk, scanAt(p * 4, n))) tameAt(p * 4, n);
     this.inFrames += n;
     return this.frames(chunk, 0, n, out, at, Infinity, true);
+  }
+
+  release(): void {
+    this.h?.release();
+  }
+
+  /** The history (null for `from === to`). */
+  get history(): ResamplerHistory | null {
+    return this.h;
+  }
+
+  /**
+   * Whether {@link pushToWasm} works: mono, a table design (not the decimator or the
+   * interpolated table), a history in wasm memory.
+   */
+  get canSink(): boolean {
+    const f = this.f;
+    return this.channels === 1 && this.h !== null && this.h.inWasm && f!.decimator === null && f!.interp === null;
+  }
+
+  /**
+   * {@link pushInto} (or, `checked`, {@link pushChecked}) with the outputs written to wasm memory
+   * from byte address `addr` on, where the next stage's history takes them ({@link canSink}).
+   */
+  pushToWasm(chunk: Float32Array | Int16Array, addr: number, checked: boolean): number {
+    this.sink = addr;
+    try {
+      return checked ? this.pushChecked(chunk as Float32Array, EMPTY_F32, 0) : this.pushInto(chunk, EMPTY_F32, 0);
+    } finally {
+      this.sink = -1;
+    }
+  }
+
+  /**
+   * Takes `k` mono frames that an earlier stage wrote at `len` in this history (after
+   * `history.room(k)`), computing the outputs they make ready.
+   */
+  pushWritten(k: number, out: Float32Array, at: number): number {
+    this.inFrames += k;
+    return this.frames(EMPTY_F32, 0, k, out, at, Infinity, true);
   }
 
   /** Pushes a validated chunk, writing its outputs into `out` from frame `at`; returns frames written. */
@@ -432,7 +477,7 @@ class PolyphaseCore implements Core {
     if (f.interp === null) {
       let r = 0;
       for (let c = 0; c < C; c++) {
-        r = runPolyphase(f, h.view(), h.at(c), h.base, this.phase, out, at * C + c, C, n, h.xr(c));
+        r = runPolyphase(f, h.view(), h.at(c), h.base, this.phase, out, at * C + c, C, n, h.xr(c), this.sink < 0 ? -1 : this.sink + at * 4);
       }
       h.base = Math.floor(r / f.up);
       this.phase = r - h.base * f.up;
@@ -525,6 +570,8 @@ interface Core {
   maxOutputSamples(samples: number): number;
   flushFrames(): number;
   flushInto(out: Float32Array, at: number): number;
+  /** Returns the wasm memory now (one-shot resampling); the core is unusable after. */
+  release(): void;
 }
 
 /**
@@ -540,12 +587,18 @@ class CascadeCore implements Core {
   private readonly a: PolyphaseCore;
   private readonly b: PolyphaseCore;
   private mid = EMPTY_F32;
+  /** Whether stage 1 writes into stage 2's history ({@link PolyphaseCore.pushToWasm}). */
+  private readonly direct: boolean;
+  /** Input frames per piece of a long chunk: stage 1 makes at most MAX_PIECE/2 + 1 outputs of it. */
+  private readonly pieceIn: number;
 
   constructor(readonly from: number, readonly to: number, readonly channels: number, stages: readonly ResamplerStage[]) {
     const [s1, s2] = stages as [ResamplerStage, ResamplerStage];
     this.a = new PolyphaseCore(s1.from, s1.to, channels, s1.filter);
     this.b = new PolyphaseCore(s2.from, s2.to, channels, s2.filter);
     this.b.tame = false; // the first stage's output is finite and bounded
+    this.direct = this.a.canSink && this.b.history !== null && this.b.history.inWasm;
+    this.pieceIn = Math.max(1, Math.floor(((MAX_PIECE / 2) * s1.from) / s1.to));
     // Output k needs stage-1 output ⌊k·M₂/L₂⌋ + half₂, which needs input ⌊…·M₁/L₁⌋ + half₁.
     this.delaySeconds = this.a.delaySeconds + this.b.delaySeconds;
     this.delayFrames = this.delaySeconds * to;
@@ -575,16 +628,41 @@ class CascadeCore implements Core {
   }
 
   pushInto(chunk: Float32Array | Int16Array, out: Float32Array, at: number): number {
-    const m = this.a.outputFramesFor(chunk.length);
-    const mid = this.scratch(m);
-    this.a.pushInto(chunk, mid, 0);
-    return this.b.pushInto(mid.subarray(0, m * this.channels), out, at);
+    return this.push(chunk, out, at, false);
+  }
+
+  release(): void {
+    this.a.release();
+    this.b.release();
   }
 
   pushChecked(chunk: Float32Array, out: Float32Array, at: number): number {
+    return this.push(chunk, out, at, true);
+  }
+
+  /**
+   * Stage 1's outputs go straight into stage 2's history where both are in wasm memory (mono);
+   * else through the scratch buffer.
+   */
+  private push(chunk: Float32Array | Int16Array, out: Float32Array, at: number, checked: boolean): number {
+    if (this.direct && chunk.length > this.pieceIn) {
+      // A long chunk (one-shot) goes through in pieces that stage 2's history takes whole,
+      // checked as a whole first so that a rejected chunk changes nothing.
+      if (checked) this.a.tame = checkFloat32(chunk as Float32Array);
+      let written = 0;
+      for (let i = 0; i < chunk.length; i += this.pieceIn) written += this.push(chunk.subarray(i, i + this.pieceIn), out, at + written, false);
+      return written;
+    }
     const m = this.a.outputFramesFor(chunk.length);
+    const hb = this.b.history!;
+    // room() keeps the state: a rejected chunk changes nothing.
+    if (this.direct && m <= MAX_PIECE && hb.room(m) >= m) {
+      const n = this.a.pushToWasm(chunk, (hb.at(0) + hb.len) * 4, checked);
+      return this.b.pushWritten(n, out, at);
+    }
     const mid = this.scratch(m);
-    this.a.pushChecked(chunk, mid, 0);
+    if (checked) this.a.pushChecked(chunk as Float32Array, mid, 0);
+    else this.a.pushInto(chunk, mid, 0);
     return this.b.pushInto(mid.subarray(0, m * this.channels), out, at);
   }
 
@@ -760,9 +838,13 @@ export function resample(input: Float32Array, fromRate: number, toRate: number, 
   const frames = input.length / o.channels;
   const out = new Float32Array(roundRatio(frames, o.to, o.from) * o.channels);
   const core = createCore(o.from, o.to, o.channels, o.quality);
-  core.tame = need;
-  const at = core.pushInto(input, out, 0);
-  core.flushInto(out, at);
+  try {
+    core.tame = need;
+    const at = core.pushInto(input, out, 0);
+    core.flushInto(out, at);
+  } finally {
+    core.release();
+  }
   return out;
 }
 
@@ -779,9 +861,13 @@ export function resampleInt16(input: Int16Array, fromRate: number, toRate: numbe
   // The core converts int16 → float32 (exact) as its history takes the input: no float copy of it.
   const f = new Float32Array(roundRatio(input.length / o.channels, o.to, o.from) * o.channels);
   const core = createCore(o.from, o.to, o.channels, o.quality);
-  core.tame = false; // int16 values are neither tiny nor huge
-  const at = core.pushInto(input, f, 0);
-  core.flushInto(f, at);
+  try {
+    core.tame = false; // int16 values are neither tiny nor huge
+    const at = core.pushInto(input, f, 0);
+    core.flushInto(f, at);
+  } finally {
+    core.release();
+  }
   const out = new Int16Array(f.length);
   roundToInt16(f, f.length, out);
   return out;

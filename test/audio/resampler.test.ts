@@ -21,7 +21,8 @@ import {
   type ResamplerQuality,
 } from '../../src/audio/resampler.js';
 import { designPolyphaseFilter, designStages, filterWork, MAX_TABLE_COEFS } from '../../src/audio/resampler-design.js';
-import { roundToInt16, runFoldScalar, runPolyphase, runScalar, tame } from '../../src/audio/resampler-simd.js';
+import { MAX_HISTORY_BYTES, roundToInt16, runFoldScalar, runPolyphase, runScalar, tame } from '../../src/audio/resampler-simd.js';
+import { ResamplerHistory } from '../../src/audio/resampler-history.js';
 import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
 import { has, needs, run } from '../helpers/tools.js';
 
@@ -1000,6 +1001,9 @@ describe('input taming', () => {
     }
     const poisoned = signal(500, 3);
     poisoned[321] = Number.NaN;
+    // Long enough that a cascade takes it in pieces: rejected as a whole, before any piece.
+    const longPoisoned = signal(70_000, 4);
+    longPoisoned[69_999] = Number.POSITIVE_INFINITY;
     for (const backend of ['wasm-simd', 'js'] as const) {
       setResamplerBackend(backend);
       for (const [from, to] of [[48000, 24000], [44100, 24000], [22050, 48000], [24000, 8000], [48000, 44100]] as const) {
@@ -1009,11 +1013,34 @@ describe('input taming', () => {
         for (const [i, p] of parts.entries()) {
           outs.push(r.push(p));
           if (i === 3) expectCode(() => r.push(poisoned), 'RESAMPLER_NON_FINITE', /sample 321/);
+          if (i === 5) expectCode(() => r.push(longPoisoned), 'RESAMPLER_NON_FINITE', /sample 69999/);
         }
         outs.push(r.flush());
         expect(sameBits(concat(outs), one), `${backend} ${from}->${to}`).toBe(true);
         expect(one.every(Number.isFinite)).toBe(true);
       }
+    }
+  });
+
+  it('histories beyond the wasm memory budget live in JS and give the same output; a released one is reused (issue 34)', () => {
+    const held: ResamplerHistory[] = [];
+    try {
+      // Exhaust MAX_HISTORY_BYTES (64 MB: 4096 blocks of 16 KB), then one more.
+      for (let i = 0; i < 5000 && (held.length === 0 || held[held.length - 1]!.inWasm); i++) held.push(new ResamplerHistory(1, 200, true));
+      expect(held[held.length - 1]!.inWasm).toBe(false);
+      expect(held.length).toBeLessThanOrEqual(MAX_HISTORY_BYTES / 16384 + 1);
+      const x = signal(20_000, 7);
+      x[300] = 2 ** -70;
+      for (const [from, to] of [[48000, 24000], [44100, 24000], [22050, 48000]] as const) {
+        const want = resample(x, from, to);
+        expect(sameBits(streamed(createResampler({ from, to }), splitAt(x, [1, 3528, 7000, 19_000])), want), `${from}->${to}`).toBe(true);
+      }
+      held.pop();
+      held[held.length - 1]!.release();
+      held.pop();
+      expect(new ResamplerHistory(1, 200, true).inWasm).toBe(true);
+    } finally {
+      for (const h of held) h.release();
     }
   });
 
