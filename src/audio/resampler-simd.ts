@@ -24,7 +24,8 @@
  * Folded rows (`fold`, {@link runFoldScalar}): where every phase row is symmetric (the integer
  * decimations and 3:2 of a linear-phase prototype, resampler-design.ts `FoldedRows`), tap pairs
  * `x[lo + i] + x[hi − i]` are added before one multiply, read from the input and from a reversed
- * copy of it (`reverse`): half the multiplies and coefficient loads, 1.2–1.25× faster.
+ * copy of it (`reverse`, written once per input frame by the history): half the multiplies and
+ * coefficient loads, 1.2–1.25× faster.
  *
  * Unit rows: where a phase row is a single tap of exactly 1 (phase 0 of every upsampler: the
  * output falls on an input sample), `run` copies that input instead of a dot product — a third of
@@ -38,9 +39,11 @@
  *
  * Memory: one shared `WebAssembly.Memory`. Phase tables are copied in once per filter design (they
  * are cached for the life of the process, like the designs; at most 64 MB, beyond which a design
- * runs on the JS twin); the stretch of input a batch of outputs reads is copied into a scratch
- * area after them, and the outputs are copied back. That copying is a few percent of the dot
- * products and keeps every resampler a plain JS object that needs no `destroy()`.
+ * runs on the JS twin). Each resampler stage's input history lives there too
+ * (resampler-history.ts, returned for reuse when the resampler is collected: no `destroy()`), so
+ * the kernels read it in place, the folded ones from a reversed copy kept as input arrives; the
+ * outputs go through a scratch area into the caller's array. A history passed as a plain
+ * Float32Array (no wasm memory) is copied in per batch instead.
  */
 import { MAX_FOLD_DOWN as FOLD_MAX_DOWN, type DecimatorBranches, type FoldedRows, type PolyphaseFilter } from './resampler-design.js';
 
@@ -398,6 +401,8 @@ const FL_A = 23; // a0, a1 = 23, 24
 const FL_B = 25; // b0, b1 = 25, 26: the second output of a pair
 const FL_S = 27;
 const FL_CV = 28;
+const FL_X1 = 29; // a wide pair's shared input vectors (below)
+const FL_R1 = 30;
 
 
 /**
@@ -409,6 +414,10 @@ const FL_CV = 28;
  * coefficient load); the pair's second output is `D` inputs on, so its loads use the same
  * pointers with `4D` in the load's offset: three pointers instead of five, which V8 keeps in
  * registers (five spilled: slower than not folding). Same accumulators and reduction as `run`.
+ * For D = 1 and 2, outputs come in groups of 2G (G = 4/D) of a phase, paired G steps apart,
+ * where the second's inputs are one vector after the first's: the pair then shares its input
+ * loads (6 per 8 taps instead of 8; issue 34: 48k → 24k 11–13 % faster); the rest of a phase
+ * goes by the pairs and single outputs above. Each output's arithmetic is unchanged.
  */
 function buildFold(D: number): number[] {
   const c: number[] = [];
@@ -522,11 +531,92 @@ function buildFold(D: number): number[] {
       reduceStore(FL_B);
     }
   };
-  const advance = (m: 1 | 2): void => {
+  // A wide pair (D = 1 or 2): outputs G = 4/D same-phase steps apart, whose inputs are one
+  // vector (16 bytes) apart, so the second output's block b reads the first's block b + 1 of x
+  // and its block b − 1 of the reversed copy: 6 input loads per 8 taps instead of 8. `g`: the
+  // pair's place in a group of 2G outputs (k + g·L and k + (g + G)·L). Same arithmetic as `mac`.
+  const G = 4 / D;
+  const dotWide = (g: number): void => {
+    get(FL_ROW);
+    c.push(op.tee, FL_C);
+    get(F_TAPS);
+    shl2();
+    c.push(op.i32Add);
+    get(F_TAPS);
+    i32(4);
+    c.push(op.i32And);
+    shl2();
+    c.push(op.i32Sub);
+    set(FL_END);
+    get(FL_XB);
+    if (g > 0) {
+      i32(g * D * 4);
+      c.push(op.i32Add);
+    }
+    set(FL_XP);
+    get(FL_XRB);
+    i32(g * D * 4 + 16);
+    c.push(op.i32Sub);
+    set(FL_XQ);
+    for (const l of [FL_A, FL_A + 1, FL_B, FL_B + 1]) {
+      c.push(...simd(V128_CONST), ...new Array<number>(16).fill(0));
+      set(l);
+    }
+    // acc += cv·(x + xr), as `mac`
+    const macv = (acc: number, x: () => void, xr: () => void): void => {
+      get(acc);
+      get(FL_CV);
+      x();
+      xr();
+      c.push(...simd(F32X4_ADD), ...simd(F32X4_MUL), ...simd(F32X4_ADD));
+      set(acc);
+    };
+    const ld = (p: number, off: number) => (): void => load(p, off);
+    const teeLd = (p: number, off: number, l: number) => (): void => {
+      load(p, off);
+      c.push(op.tee, l);
+    };
+    c.push(op.block, op.void);
+    get(FL_C);
+    get(FL_END);
+    c.push(op.i32GeU, op.brIf, 0);
+    c.push(op.loop, op.void);
+    load(FL_C, 0);
+    set(FL_CV);
+    macv(FL_A, ld(FL_XP, 0), teeLd(FL_XQ, 16, FL_R1));
+    macv(FL_B, teeLd(FL_XP, 16, FL_X1), ld(FL_XQ, 0));
+    load(FL_C, 16);
+    set(FL_CV);
+    macv(FL_A + 1, () => get(FL_X1), ld(FL_XQ, 32));
+    macv(FL_B + 1, ld(FL_XP, 32), () => get(FL_R1));
+    for (const l of [FL_C, FL_XP, FL_XQ]) addTo(l, 32);
+    get(FL_C);
+    get(FL_END);
+    c.push(op.i32LtU, op.brIf, 0);
+    c.push(op.end, op.end);
+    get(F_TAPS);
+    i32(4);
+    c.push(op.i32And, op.if, op.void);
+    load(FL_C, 0);
+    set(FL_CV);
+    macv(FL_A, ld(FL_XP, 0), ld(FL_XQ, 16));
+    macv(FL_B, ld(FL_XP, 16), ld(FL_XQ, 0));
+    c.push(op.end);
+    for (const [acc, at] of [[FL_A, g], [FL_B, g + G]] as const) {
+      get(FL_OP);
+      if (at > 0) {
+        get(F_UP);
+        i32(4 * at);
+        c.push(op.i32Mul, op.i32Add);
+      }
+      reduceStore(acc);
+    }
+  };
+  const advance = (m: number): void => {
     for (const [l, by, sh, sub] of [[FL_XB, F_DOWN, 2, false], [FL_XRB, F_DOWN, 2, true], [FL_OP, F_UP, 2, false], [FL_K, F_UP, 0, false]] as const) {
       get(l);
       get(by);
-      i32(sh + m - 1);
+      i32(sh + Math.log2(m));
       c.push(op.i32Shl, sub ? op.i32Sub : op.i32Add);
       set(l);
     }
@@ -567,7 +657,19 @@ function buildFold(D: number): number[] {
   set(FL_OP);
   get(FL_R);
   set(FL_K);
-  c.push(op.loop, op.void); // --- for k = r; k < n; k += up (or 2·up)
+  c.push(op.loop, op.void); // --- for k = r; k < n; k += up (or 2·up, or 2G·up)
+  const wide = D === 1 || D === 2;
+  if (wide) {
+    get(FL_K);
+    get(F_UP);
+    i32(2 * G - 1);
+    c.push(op.i32Mul, op.i32Add);
+    get(F_N);
+    c.push(op.i32LtU, op.if, op.void);
+    for (let g = 0; g < G; g++) dotWide(g);
+    advance(2 * G);
+    c.push(op.else);
+  }
   get(FL_K);
   get(F_UP);
   c.push(op.i32Add);
@@ -579,6 +681,7 @@ function buildFold(D: number): number[] {
   dot(false);
   advance(1);
   c.push(op.end);
+  if (wide) c.push(op.end);
   get(FL_K);
   get(F_N);
   c.push(op.i32LtU, op.brIf, 0, op.end);
@@ -606,7 +709,7 @@ function buildFold(D: number): number[] {
   c.push(op.i32LtU, op.i32And, op.brIf, 0);
   c.push(op.end, op.end);
 
-  return [2, ...uleb(FL_A - FL_R), I32, ...uleb(FL_CV - FL_A + 1), V128, ...c];
+  return [2, ...uleb(FL_A - FL_R), I32, ...uleb(FL_R1 - FL_A + 1), V128, ...c];
 }
 
 // Parameters and locals of `run16`.
@@ -1111,6 +1214,105 @@ function ensureBytes(w: Wasm, bytes: number): void {
 
 /** Phase tables kept in wasm memory, at most; a design beyond it runs on the (identical) JS kernel. */
 const MAX_TABLE_BYTES = 64 << 20;
+let tableBytes = 0;
+
+/**
+ * Wasm memory is handed out in 16-byte-aligned blocks: phase tables (kept for the process),
+ * resampler histories (freed when their resampler is collected, reused by size) and one scratch
+ * area (outputs of a kernel call; grown, never shrunk). Memory cannot shrink, so the peak of live
+ * resamplers stays reserved: about 2·(taps + chunk)·4 bytes per stage and channel.
+ */
+const freeBlocks = new Map<number, number[]>();
+
+function allocBytes(w: Wasm, bytes: number): number {
+  const size = (bytes + 15) & ~15;
+  const reuse = freeBlocks.get(size);
+  if (reuse !== undefined && reuse.length > 0) return reuse.pop()!;
+  const at = w.top;
+  w.top = at + size;
+  ensureBytes(w, w.top);
+  return at;
+}
+
+function freeBytes(addr: number, bytes: number): void {
+  const size = (bytes + 15) & ~15;
+  let list = freeBlocks.get(size);
+  if (list === undefined) freeBlocks.set(size, (list = []));
+  list.push(addr);
+}
+
+let scratchAt = 0;
+let scratchBytes = 0;
+
+/** The scratch area, at least `bytes` long (its address changes when it grows). */
+function wasmScratch(w: Wasm, bytes: number): number {
+  if (bytes > scratchBytes) {
+    if (scratchBytes > 0) freeBytes(scratchAt, scratchBytes);
+    scratchBytes = Math.max((bytes + 15) & ~15, 2 * scratchBytes);
+    scratchAt = allocBytes(w, scratchBytes);
+  }
+  return scratchAt;
+}
+
+/**
+ * Wasm memory that resampler histories may hold at once (live or awaiting their owner's
+ * collection): beyond it a history is a plain Float32Array (copied in per kernel call, as
+ * before issue 34). Blocks come in power-of-two sizes from 4 KB, so freed ones are reused.
+ */
+export const MAX_HISTORY_BYTES = 64 << 20;
+let historyBytes = 0;
+
+function historyClass(floats: number): number {
+  return Math.max(4096, 2 ** Math.ceil(Math.log2(floats * 4)));
+}
+
+/**
+ * A block of at least `floats` floats in wasm memory for a resampler's history, or -1 where
+ * there is no wasm or {@link MAX_HISTORY_BYTES} is reached (the history is then a plain
+ * Float32Array); `floats = 0` only asks whether there is wasm memory. Its float index is
+ * `addr >> 2` in {@link memoryF32}. Release it with {@link freeFloats}.
+ */
+export function allocFloats(floats: number): number {
+  if (wasm === null) return -1;
+  if (floats === 0) return 0;
+  const bytes = historyClass(floats);
+  if (historyBytes + bytes > MAX_HISTORY_BYTES) return -1;
+  historyBytes += bytes;
+  return allocBytes(wasm, bytes);
+}
+
+/** Returns a block from {@link allocFloats} (of the same `floats`) for reuse. */
+export function freeFloats(addr: number, floats: number): void {
+  if (addr < 0 || wasm === null) return;
+  const bytes = historyClass(floats);
+  historyBytes -= bytes;
+  freeBytes(addr, bytes);
+}
+
+/** The current view of the wasm memory (a new one after the memory grows: fetch it again after any allocation). */
+export function memoryF32(): Float32Array {
+  return wasm!.f32;
+}
+
+/**
+ * `dst[−i] = src[i]` for i < n, in wasm memory (byte addresses; `dst` is where `src[0]` goes,
+ * the rest go downwards): the fold kernel's reversed history. Up to 3 floats before `src` are read
+ * and written below `dst − 4(n − 1)`, where their own reversed places are (the caller keeps 4
+ * floats of padding around both areas).
+ */
+export function reverseInto(src: number, dst: number, n: number): void {
+  if (n > 0) wasm!.reverse(src, dst - (n - 1) * 4, n);
+}
+
+/** {@link scanFloat32} over `n` floats already in wasm memory at byte `ptr` (the 3 floats after them must be zeros). */
+export function scanAt(ptr: number, n: number): number {
+  return wasm!.scan(ptr, n);
+}
+
+/** {@link tame} over `n` floats in wasm memory at byte `ptr`, in place (may rewrite up to 3 floats after them the same way). */
+export function tameAt(ptr: number, n: number): void {
+  wasm!.tame(ptr, n);
+}
 
 /** Byte addresses of a design's tables in wasm memory (`copy` is 0 when the design has none). */
 interface Tables {
@@ -1124,14 +1326,13 @@ function tablesOf(w: Wasm, f: PolyphaseFilter): Tables | null {
   let t = w.tables.get(f);
   if (t === undefined) {
     const coefs = f.coefs!;
-    const coef = w.top;
+    const bytes = coefs.length * 4 + f.up * (f.copy === null ? 8 : 12);
+    if (tableBytes + bytes > MAX_TABLE_BYTES) return null;
+    tableBytes += bytes;
+    const coef = allocBytes(w, bytes);
     const step = coef + coefs.length * 4;
     const next = step + f.up * 4;
     const copy = f.copy === null ? 0 : next + f.up * 4;
-    const top = (next + f.up * (f.copy === null ? 4 : 8) + 15) & ~15;
-    if (top > MAX_TABLE_BYTES) return null;
-    w.top = top;
-    ensureBytes(w, w.top);
     w.f32.set(coefs, coef >> 2);
     w.i32.set(f.step!, step >> 2);
     w.i32.set(f.next!, next >> 2);
@@ -1153,14 +1354,13 @@ interface FoldTables {
 function foldTablesOf(w: Wasm, f: PolyphaseFilter, fd: FoldedRows): FoldTables | null {
   let t = w.folds.get(fd);
   if (t === undefined) {
-    const coef = w.top;
+    const bytes = fd.coefs.length * 4 + f.up * 16;
+    if (tableBytes + bytes > MAX_TABLE_BYTES) return null;
+    tableBytes += bytes;
+    const coef = allocBytes(w, bytes);
     const step = coef + fd.coefs.length * 4;
     const next = step + f.up * 4;
     const lohi = next + f.up * 4;
-    const top = (lohi + f.up * 8 + 15) & ~15;
-    if (top > MAX_TABLE_BYTES) return null;
-    w.top = top;
-    ensureBytes(w, w.top);
     w.f32.set(fd.coefs, coef >> 2);
     w.i32.set(f.step!, step >> 2);
     w.i32.set(f.next!, next >> 2);
@@ -1181,6 +1381,13 @@ const BATCH = 8192;
  * Computes `n` outputs of `f` from the history `hist`, whose frame `h0 + base` is the first tap of
  * the next output (at `phase`), writing them to `out[o], out[o + stride], …`. Returns
  * `base·up + phase` of the output after them.
+ *
+ * When `hist` is the wasm memory ({@link memoryF32}, fetched after the history's last
+ * allocation), the kernel reads the history where it is, without a copy; a folded design then
+ * also needs `xr`, the byte address where frame `h0` sits in the history's reversed copy (frame
+ * `h0 + j` at `xr − 4j`; -1: none, the stretch is copied and reversed per batch). With
+ * `outAt` ≥ 0 the outputs go to wasm memory from that byte address on (`out`, `o` and `stride`
+ * are then ignored): a cascade's first stage writes into the second stage's history.
  */
 export function runPolyphase(
   f: PolyphaseFilter,
@@ -1192,33 +1399,44 @@ export function runPolyphase(
   o: number,
   stride: number,
   n: number,
+  xr = -1,
+  outAt = -1,
 ): number {
-  if (f.fold !== null) return runFolded(f, f.fold, hist, h0, base, phase, out, o, stride, n);
+  if (f.fold !== null) return runFolded(f, f.fold, hist, h0, base, phase, out, o, stride, n, xr, outAt);
+  const inWasm = wasm !== null && hist.buffer === wasm.memory.buffer;
   const t = useWasm ? tablesOf(wasm!, f) : null;
-  if (t === null) return runScalar(f.coefs!, f.taps, f.step!, f.next!, hist, h0, base, phase, out, o, stride, n, f.copy);
+  if (t === null) {
+    if (outAt >= 0) return runScalar(f.coefs!, f.taps, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, wasm!.f32, outAt >> 2, 1, n, f.copy);
+    return runScalar(f.coefs!, f.taps, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, out, o, stride, n, f.copy);
+  }
   const w = wasm!;
   const taps = f.taps;
   // Frames a batch of outputs can read: the step is at most ⌈down/up⌉ per output.
   const perOut = Math.ceil(f.down / f.up);
   const batch = Math.max(1, Math.min(BATCH, Math.floor((1 << 16) / perOut)));
-  const xPtr = w.top;
-  const span = taps + batch * perOut;
-  const outPtr = xPtr + span * 4;
-  ensureBytes(w, outPtr + batch * 4);
+  const span = inWasm ? 0 : taps + batch * perOut;
+  const xPtr = wasmScratch(w, (span + batch) * 4);
+  let outPtr = outAt >= 0 ? outAt : xPtr + span * 4;
   const limit = hist.length;
   while (n > 0) {
     const m = Math.min(n, batch);
     const from = h0 + base;
-    const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
     const f32 = w.f32;
-    f32.set(hist.subarray(from, from + len), xPtr >> 2);
-    if (taps === 16 && t.copy === 0) w.run16(t.coef, t.step, t.next, xPtr, phase, outPtr, m, f.up, f.down);
-    else w.run(t.coef, taps, t.step, t.next, xPtr, phase, outPtr, m, f.up, f.down, t.copy);
+    let x = from * 4;
+    if (!inWasm) {
+      const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
+      f32.set(hist.subarray(from, from + len), xPtr >> 2);
+      x = xPtr;
+    }
+    if (taps === 16 && t.copy === 0) w.run16(t.coef, t.step, t.next, x, phase, outPtr, m, f.up, f.down);
+    else w.run(t.coef, taps, t.step, t.next, x, phase, outPtr, m, f.up, f.down, t.copy);
     const total = phase + m * f.down;
     base += Math.floor(total / f.up);
     phase = total % f.up;
     const src = outPtr >> 2;
-    if (stride === 1) {
+    if (outAt >= 0) {
+      outPtr += m * 4;
+    } else if (stride === 1) {
       out.set(f32.subarray(src, src + m), o);
       o += m;
     } else {
@@ -1230,33 +1448,44 @@ export function runPolyphase(
 }
 
 /** {@link runPolyphase} over {@link FoldedRows}: the `fold` kernel or its JS twin {@link runFoldScalar}. */
-function runFolded(f: PolyphaseFilter, fd: FoldedRows, hist: Float32Array, h0: number, base: number, phase: number, out: Float32Array, o: number, stride: number, n: number): number {
+function runFolded(f: PolyphaseFilter, fd: FoldedRows, hist: Float32Array, h0: number, base: number, phase: number, out: Float32Array, o: number, stride: number, n: number, xr: number, outAt: number): number {
+  const inWasm = wasm !== null && hist.buffer === wasm.memory.buffer;
   const t = useWasm ? foldTablesOf(wasm!, f, fd) : null;
-  if (t === null) return runFoldScalar(fd, f.step!, f.next!, hist, h0, base, phase, out, o, stride, n);
+  if (t === null) {
+    if (outAt >= 0) return runFoldScalar(fd, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, wasm!.f32, outAt >> 2, 1, n);
+    return runFoldScalar(fd, f.step!, f.next!, inWasm ? wasm!.f32 : hist, h0, base, phase, out, o, stride, n);
+  }
   const w = wasm!;
   const taps = f.taps;
   const perOut = Math.ceil(f.down / f.up);
   const batch = Math.max(1, Math.min(BATCH, Math.floor((1 << 16) / perOut)));
   const fold = w.fold[f.down - 1]!;
-  const span = (taps + batch * perOut + 3) & ~3;
-  const xPtr = w.top;
+  // In place: the history and its reversed copy are read where they are; else both per batch.
+  const direct = inWasm && xr >= 0;
+  const span = direct ? 0 : (taps + batch * perOut + 3) & ~3;
+  const xPtr = wasmScratch(w, (2 * span + batch) * 4);
   const xrPtr = xPtr + span * 4;
-  const outPtr = xrPtr + span * 4;
-  ensureBytes(w, outPtr + batch * 4);
+  let outPtr = outAt >= 0 ? outAt : xrPtr + span * 4;
   const limit = hist.length;
   while (n > 0) {
     const m = Math.min(n, batch);
     const from = h0 + base;
-    const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
     const f32 = w.f32;
-    f32.set(hist.subarray(from, from + len), xPtr >> 2);
-    w.reverse(xPtr, xrPtr, len);
-    fold(t.coef, fd.taps, t.step, t.next, xPtr, xrPtr + (len - 1) * 4, phase, outPtr, m, f.up, f.down, t.lohi);
+    if (direct) {
+      fold(t.coef, fd.taps, t.step, t.next, from * 4, xr - base * 4, phase, outPtr, m, f.up, f.down, t.lohi);
+    } else {
+      const len = Math.min(Math.floor((phase + (m - 1) * f.down) / f.up) + taps, limit - from);
+      f32.set((inWasm ? f32 : hist).subarray(from, from + len), xPtr >> 2);
+      w.reverse(xPtr, xrPtr, len);
+      fold(t.coef, fd.taps, t.step, t.next, xPtr, xrPtr + (len - 1) * 4, phase, outPtr, m, f.up, f.down, t.lohi);
+    }
     const total = phase + m * f.down;
     base += Math.floor(total / f.up);
     phase = total % f.up;
     const src = outPtr >> 2;
-    if (stride === 1) {
+    if (outAt >= 0) {
+      outPtr += m * 4;
+    } else if (stride === 1) {
       out.set(f32.subarray(src, src + m), o);
       o += m;
     } else {
@@ -1360,16 +1589,17 @@ export function runDecimator(d: DecimatorBranches, M: number, taps: number, hist
   const winMax = (batch - 1) * M + taps;
   if (useWasm && d.branches.every((b) => tablesOf(wasm!, b.filter) !== null)) {
     const w = wasm!;
-    const win = w.top;
+    const inWasm = hist.buffer === w.memory.buffer;
+    const win = wasmScratch(w, (winMax + maxTaps + batch + nb * batch + batch) * 4);
     const xb = win + winMax * 4;
     const y = xb + (maxTaps + batch) * 4;
     const res = y + nb * batch * 4;
-    ensureBytes(w, res + batch * 4);
     while (n > 0) {
       const m = Math.min(n, batch);
       const from = h0 + base;
       const f32 = w.f32;
-      f32.set(hist.subarray(from, Math.min(hist.length, from + (m - 1) * M + taps)), win >> 2);
+      const h = inWasm ? f32 : hist; // a view fetched before the scratch grew the memory is detached
+      f32.set(h.subarray(from, Math.min(h.length, from + (m - 1) * M + taps)), win >> 2);
       for (let bi = 0; bi < nb; bi++) {
         const b = d.branches[bi]!;
         f32.fill(0, xb >> 2, (xb >> 2) + b.pad);
@@ -1506,9 +1736,8 @@ export function roundToInt16(src: Float32Array, n: number, dst: Int16Array): voi
     return;
   }
   const w = wasm!;
-  const inPtr = (w.top + 15) & ~15;
+  const inPtr = wasmScratch(w, ROUND_BATCH * 6 + 16);
   const outPtr = inPtr + ROUND_BATCH * 4;
-  ensureBytes(w, outPtr + ROUND_BATCH * 2);
   for (let at = 0; at < n; at += ROUND_BATCH) {
     const m = Math.min(ROUND_BATCH, n - at);
     w.f32.set(src.subarray(at, at + m), inPtr >> 2);
@@ -1543,8 +1772,7 @@ export function tame(h: Float32Array, from: number, to: number): void {
     return;
   }
   const w = wasm!;
-  const ptr = (w.top + 15) & ~15;
-  ensureBytes(w, ptr + ROUND_BATCH * 4 + 16);
+  const ptr = wasmScratch(w, ROUND_BATCH * 4 + 16);
   for (let at = from; at < to; at += ROUND_BATCH) {
     const m = Math.min(ROUND_BATCH, to - at);
     const f32 = w.f32;
@@ -1585,8 +1813,7 @@ export function scanFloat32(x: Float32Array): number {
     return (Number.isFinite(s0 + s1 + s2 + s3) ? 0 : SCAN_NON_FINITE) | SCAN_NEEDS_TAME;
   }
   const w = wasm!;
-  const ptr = (w.top + 15) & ~15;
-  ensureBytes(w, ptr + ROUND_BATCH * 4 + 16);
+  const ptr = wasmScratch(w, ROUND_BATCH * 4 + 16);
   let flags = 0;
   for (let at = 0; at < n; at += ROUND_BATCH) {
     const m = Math.min(ROUND_BATCH, n - at);

@@ -18,7 +18,8 @@ import { VoicewireError } from '../util/errors.js';
 import { objectArg, optionsArg, shown } from '../util/args.js';
 import { incrementalArg, type Incremental } from '../util/stream-core.js';
 import { toWebTransformStream, type WebTransformOptions } from '../util/web.js';
-import { CLAMP_ABOVE, FLUSH_BELOW, roundToInt16, runDecimator, runPolyphase, SCAN_NEEDS_TAME, SCAN_NON_FINITE, scanFloat32, tame } from './resampler-simd.js';
+import { CLAMP_ABOVE, FLUSH_BELOW, resamplerBackend, roundToInt16, runDecimator, runPolyphase, SCAN_NEEDS_TAME, SCAN_NON_FINITE, scanAt, scanFloat32, tame, tameAt } from './resampler-simd.js';
+import { MAX_PIECE, ResamplerHistory } from './resampler-history.js';
 import { designStages, RESAMPLER_QUALITIES, resamplerCost as designCost, type PolyphaseFilter, type ResamplerCost, type ResamplerQuality, type ResamplerStage } from './resampler-design.js';
 
 export type { ResamplerQuality, ResamplerQualitySpec } from './resampler-design.js';
@@ -92,8 +93,6 @@ export interface Resampler<T extends Float32Array | Int16Array = Float32Array> {
   readonly quality: ResamplerQuality;
 }
 
-/** Input frames appended to the history per block; the history holds `taps + BLOCK` frames. */
-const BLOCK = 8192;
 const EMPTY_F32 = new Float32Array(0);
 
 function checkRate(name: string, rate: unknown): number {
@@ -141,7 +140,11 @@ function checkFloat32(chunk: unknown): boolean {
   if (!(chunk instanceof Float32Array)) {
     throw new VoicewireError('INVALID_ARGUMENT', `resampler: expected a Float32Array, got ${describe(chunk)}`);
   }
-  const flags = scanFloat32(chunk);
+  return checkFlags(chunk, scanFloat32(chunk));
+}
+
+/** Throws `RESAMPLER_NON_FINITE` for {@link scanFloat32}'s flags of `chunk`; else whether it needs taming. */
+function checkFlags(chunk: Float32Array, flags: number): boolean {
   if ((flags & SCAN_NON_FINITE) !== 0) {
     let at = 0;
     while (Number.isFinite(chunk[at]!)) at++;
@@ -198,8 +201,8 @@ function roundRatio(n: number, a: number, b: number): number {
 
 /**
  * The resampling engine shared by the one-shot functions and the streaming objects. It keeps,
- * per channel, a linear history of the input (`cap = taps + BLOCK` frames, compacted when full,
- * which copies fewer than `taps` frames per BLOCK input frames).
+ * per channel, a linear history of the input ({@link ResamplerHistory}: in the kernels' wasm
+ * memory where there is one, compacted when full, which copies about `taps` frames per push).
  */
 class PolyphaseCore implements Core {
   readonly channels: number;
@@ -208,14 +211,12 @@ class PolyphaseCore implements Core {
   private readonly up: number;
   private readonly down: number;
   private readonly taps: number;
-  private readonly cap: number;
-  private readonly hist: Float32Array;
+  private readonly h: ResamplerHistory | null;
   private readonly part: Float32Array;
-  private readonly row: Float32Array;
   private partLen = 0;
-  private len = 0;
-  private base = 0;
   private phase = 0;
+  /** While ≥ 0: outputs go to wasm memory from this byte address ({@link pushToWasm}). */
+  private sink = -1;
   /** Whole input frames taken since the start (or the last reset). */
   private inFrames = 0;
   /** Output frames emitted since the start. */
@@ -243,9 +244,7 @@ class PolyphaseCore implements Core {
       this.f = null;
       this.up = this.down = 1;
       this.taps = 0;
-      this.cap = 0;
-      this.hist = EMPTY_F32;
-      this.row = EMPTY_F32;
+      this.h = null;
       this.delayFrames = 0;
       this.delaySeconds = 0;
       return;
@@ -255,9 +254,7 @@ class PolyphaseCore implements Core {
     this.up = f.up;
     this.down = f.down;
     this.taps = f.taps;
-    this.cap = f.taps + BLOCK;
-    this.hist = new Float32Array(channels * this.cap);
-    this.row = f.coefs === null ? new Float32Array(f.taps) : EMPTY_F32;
+    this.h = new ResamplerHistory(channels, f.taps, f.fold !== null);
     this.delayFrames = (f.half * f.up) / f.down;
     this.delaySeconds = f.half / from;
     this.reset();
@@ -269,15 +266,14 @@ class PolyphaseCore implements Core {
     this.outFrames = 0;
     if (this.identity) return;
     // The history starts with the zeros before input 0: inputs n0 − (taps − half) + 1 … −1 of output 0.
-    this.hist.fill(0);
-    this.len = this.taps - this.f!.half - 1;
-    this.base = 0;
+    this.h!.reset(this.taps - this.f!.half - 1);
     this.phase = 0;
   }
 
   /** Outputs computable once `extra` more frames are in the history. */
   private ready(extra: number): number {
-    const m = this.len + extra - this.taps - this.base;
+    const h = this.h!;
+    const m = h.len + extra - this.taps - h.base;
     if (m < 0) return 0;
     return Math.floor(((m + 1) * this.up - 1 - this.phase) / this.down) + 1;
   }
@@ -288,8 +284,74 @@ class PolyphaseCore implements Core {
     return this.ready(Math.floor((this.partLen + samples) / this.channels));
   }
 
+  /**
+   * {@link pushInto} for a float chunk not yet checked: throws `RESAMPLER_NON_FINITE` (state
+   * untouched) and tames as needed. Mono with the history in wasm memory: the chunk is written
+   * into the history once, then checked and tamed there (one pass each, over data in cache)
+   * before `len` moves; otherwise {@link checkFloat32} first, then {@link pushInto}.
+   */
+  pushChecked(chunk: Float32Array, out: Float32Array, at: number): number {
+    const h = this.h;
+    const n = chunk.length;
+    if (h === null || !h.inWasm || this.channels !== 1 || n > MAX_PIECE || n < 64 || resamplerBackend() !== 'wasm-simd') {
+      this.tame = checkFloat32(chunk);
+      return this.pushInto(chunk, out, at);
+    }
+    if (h.room(n) < n) {
+      this.tame = checkFloat32(chunk);
+      return this.pushInto(chunk, out, at);
+    }
+    const v = h.view();
+    const p = h.at(0) + h.len;
+    v.set(chunk, p);
+    v.fill(0, p + n, p + ((n + 3) & ~3)); // the scan reads whole vectors
+    if (checkFlags(chunk, scanAt(p * 4, n))) tameAt(p * 4, n);
+    this.inFrames += n;
+    return this.frames(chunk, 0, n, out, at, Infinity, true);
+  }
+
+  release(): void {
+    this.h?.release();
+  }
+
+  /** The history (null for `from === to`). */
+  get history(): ResamplerHistory | null {
+    return this.h;
+  }
+
+  /**
+   * Whether {@link pushToWasm} works: mono, a table design (not the decimator or the
+   * interpolated table), a history in wasm memory.
+   */
+  get canSink(): boolean {
+    const f = this.f;
+    return this.channels === 1 && this.h !== null && this.h.inWasm && f!.decimator === null && f!.interp === null;
+  }
+
+  /**
+   * {@link pushInto} (or, `checked`, {@link pushChecked}) with the outputs written to wasm memory
+   * from byte address `addr` on, where the next stage's history takes them ({@link canSink}).
+   */
+  pushToWasm(chunk: Float32Array | Int16Array, addr: number, checked: boolean): number {
+    this.sink = addr;
+    try {
+      return checked ? this.pushChecked(chunk as Float32Array, EMPTY_F32, 0) : this.pushInto(chunk, EMPTY_F32, 0);
+    } finally {
+      this.sink = -1;
+    }
+  }
+
+  /**
+   * Takes `k` mono frames that an earlier stage wrote at `len` in this history (after
+   * `history.room(k)`), computing the outputs they make ready.
+   */
+  pushWritten(k: number, out: Float32Array, at: number): number {
+    this.inFrames += k;
+    return this.frames(EMPTY_F32, 0, k, out, at, Infinity, true);
+  }
+
   /** Pushes a validated chunk, writing its outputs into `out` from frame `at`; returns frames written. */
-  pushInto(chunk: Float32Array, out: Float32Array, at: number): number {
+  pushInto(chunk: Float32Array | Int16Array, out: Float32Array, at: number): number {
     const C = this.channels;
     let i = 0;
     let written = 0;
@@ -298,10 +360,14 @@ class PolyphaseCore implements Core {
       while (this.partLen < C && i < n) this.part[this.partLen++] = chunk[i++]!;
       if (this.partLen < C) return 0;
       this.partLen = 0;
+      this.inFrames += 1;
       written += this.frames(this.part, 0, 1, out, at);
     }
     const whole = Math.floor((n - i) / C);
-    if (whole > 0) written += this.frames(chunk, i, whole, out, at + written);
+    if (whole > 0) {
+      this.inFrames += whole;
+      written += this.frames(chunk, i, whole, out, at + written);
+    }
     i += whole * C;
     while (i < n) this.part[this.partLen++] = chunk[i++]!;
     return written;
@@ -353,38 +419,40 @@ class PolyphaseCore implements Core {
   }
 
   /**
-   * Appends `frames` frames (interleaved in `src` from sample `s0`, or zeros when `src` is null)
-   * block by block, computing every output that becomes ready (at most `limit`).
+   * Appends `frames` frames (interleaved in `src` from sample `s0`, or zeros when `src` is null;
+   * `inPlace`: mono frames already written at `len`, room made) piece by piece, computing every
+   * output that becomes ready (at most `limit`). The caller counts `inFrames`.
    */
-  private frames(src: Float32Array | null, s0: number, frames: number, out: Float32Array, at: number, limit = Infinity): number {
+  private frames(src: Float32Array | Int16Array | null, s0: number, frames: number, out: Float32Array, at: number, limit = Infinity, inPlace = false): number {
     const C = this.channels;
-    const cap = this.cap;
-    const hist = this.hist;
     let done = 0;
     let written = 0;
-    if (src !== null) this.inFrames += frames;
     if (this.identity) {
       if (src !== null) out.set(src.subarray(s0, s0 + frames * C), at * C);
       this.outFrames += src === null ? 0 : frames;
       return src === null ? 0 : frames;
     }
+    const h = this.h!;
     while (done < frames && written < limit) {
-      if (this.len === cap) this.compact();
-      const k = Math.min(frames - done, cap - this.len);
-      const len = this.len;
-      if (src === null) {
-        for (let c = 0; c < C; c++) hist.fill(0, c * cap + len, c * cap + len + k);
-      } else if (C === 1) {
-        hist.set(src.subarray(s0 + done, s0 + done + k), len);
-        if (this.tame) tame(hist, len, len + k);
-      } else {
-        for (let c = 0; c < C; c++) {
-          const h = c * cap + len;
-          for (let j = 0, s = s0 + done * C + c; j < k; j++, s += C) hist[h + j] = src[s]!;
-          if (this.tame) tame(hist, h, h + k);
+      const k = h.room(frames - done);
+      const len = h.len;
+      const v = h.view();
+      for (let c = 0; c < C; c++) {
+        const p = h.at(c) + len;
+        if (inPlace) {
+          // written and checked by pushChecked
+        } else if (src === null) {
+          v.fill(0, p, p + k);
+        } else if (C === 1) {
+          v.set(src.subarray(s0 + done, s0 + done + k), p); // Int16Array: converted as it is written
+          if (this.tame) tame(v, p, p + k);
+        } else {
+          for (let j = 0, s = s0 + done * C + c; j < k; j++, s += C) v[p + j] = src[s]!;
+          if (this.tame) tame(v, p, p + k);
         }
+        h.wrote(c, len, k);
       }
-      this.len = len + k;
+      h.len = len + k;
       done += k;
       const n = Math.min(this.ready(0), limit - written);
       if (n > 0) {
@@ -396,30 +464,23 @@ class PolyphaseCore implements Core {
     return written;
   }
 
-  /** Moves the frames the next output needs to the front of each channel's history. */
-  private compact(): void {
-    const keep = this.len - this.base;
-    const cap = this.cap;
-    for (let c = 0; c < this.channels; c++) this.hist.copyWithin(c * cap, c * cap + this.base, c * cap + this.len);
-    this.len = keep;
-    this.base = 0;
-  }
-
   private compute(out: Float32Array, at: number, n: number): void {
     const f = this.f!;
     const C = this.channels;
+    const h = this.h!;
+    // The view is fetched per call: a kernel's first call may allocate its tables (memory grows).
     if (f.decimator !== null) {
-      for (let c = 0; c < C; c++) runDecimator(f.decimator, f.down, f.taps, this.hist, c * this.cap, this.base, out, at * C + c, C, n);
-      this.base += n * f.down;
+      for (let c = 0; c < C; c++) runDecimator(f.decimator, f.down, f.taps, h.view(), h.at(c), h.base, out, at * C + c, C, n);
+      h.base += n * f.down;
       return;
     }
     if (f.interp === null) {
       let r = 0;
       for (let c = 0; c < C; c++) {
-        r = runPolyphase(f, this.hist, c * this.cap, this.base, this.phase, out, at * C + c, C, n);
+        r = runPolyphase(f, h.view(), h.at(c), h.base, this.phase, out, at * C + c, C, n, h.xr(c), this.sink < 0 ? -1 : this.sink + at * 4);
       }
-      this.base = Math.floor(r / f.up);
-      this.phase = r - this.base * f.up;
+      h.base = Math.floor(r / f.up);
+      this.phase = r - h.base * f.up;
       return;
     }
     // No exact table (issue 11 §6): the two rows around the exact offset p/L, interpolated.
@@ -427,9 +488,8 @@ class PolyphaseCore implements Core {
     const rows = ip.rows;
     const tab = ip.coefs;
     const taps = f.taps;
-    const hist = this.hist;
-    const cap = this.cap;
-    let base = this.base;
+    const hist = h.view();
+    let base = h.base;
     let phase = this.phase;
     for (let k = 0; k < n; k++) {
       const pos = (phase * rows) / f.up;
@@ -438,7 +498,7 @@ class PolyphaseCore implements Core {
       const r0 = q * taps;
       const r1 = q === rows ? r0 : r0 + taps;
       for (let c = 0; c < C; c++) {
-        const x0 = c * cap + base;
+        const x0 = h.at(c) + base;
         // Four partial sums per row (taps is a multiple of 8): breaks the add dependency chain.
         let a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0; // prettier-ignore
         for (let j = 0; j < taps; j += 4) {
@@ -464,7 +524,7 @@ class PolyphaseCore implements Core {
       base += Math.floor(s / f.up);
       phase = s % f.up;
     }
-    this.base = base;
+    h.base = base;
     this.phase = phase;
   }
 }
@@ -505,10 +565,13 @@ interface Core {
   readonly delaySeconds: number;
   reset(): void;
   outputFramesFor(samples: number): number;
-  pushInto(chunk: Float32Array, out: Float32Array, at: number): number;
+  pushInto(chunk: Float32Array | Int16Array, out: Float32Array, at: number): number;
+  pushChecked(chunk: Float32Array, out: Float32Array, at: number): number;
   maxOutputSamples(samples: number): number;
   flushFrames(): number;
   flushInto(out: Float32Array, at: number): number;
+  /** Returns the wasm memory now (one-shot resampling); the core is unusable after. */
+  release(): void;
 }
 
 /**
@@ -524,12 +587,18 @@ class CascadeCore implements Core {
   private readonly a: PolyphaseCore;
   private readonly b: PolyphaseCore;
   private mid = EMPTY_F32;
+  /** Whether stage 1 writes into stage 2's history ({@link PolyphaseCore.pushToWasm}). */
+  private readonly direct: boolean;
+  /** Input frames per piece of a long chunk: stage 1 makes at most MAX_PIECE/2 + 1 outputs of it. */
+  private readonly pieceIn: number;
 
   constructor(readonly from: number, readonly to: number, readonly channels: number, stages: readonly ResamplerStage[]) {
     const [s1, s2] = stages as [ResamplerStage, ResamplerStage];
     this.a = new PolyphaseCore(s1.from, s1.to, channels, s1.filter);
     this.b = new PolyphaseCore(s2.from, s2.to, channels, s2.filter);
     this.b.tame = false; // the first stage's output is finite and bounded
+    this.direct = this.a.canSink && this.b.history !== null && this.b.history.inWasm;
+    this.pieceIn = Math.max(1, Math.floor(((MAX_PIECE / 2) * s1.from) / s1.to));
     // Output k needs stage-1 output ⌊k·M₂/L₂⌋ + half₂, which needs input ⌊…·M₁/L₁⌋ + half₁.
     this.delaySeconds = this.a.delaySeconds + this.b.delaySeconds;
     this.delayFrames = this.delaySeconds * to;
@@ -558,10 +627,42 @@ class CascadeCore implements Core {
     return this.mid;
   }
 
-  pushInto(chunk: Float32Array, out: Float32Array, at: number): number {
+  pushInto(chunk: Float32Array | Int16Array, out: Float32Array, at: number): number {
+    return this.push(chunk, out, at, false);
+  }
+
+  release(): void {
+    this.a.release();
+    this.b.release();
+  }
+
+  pushChecked(chunk: Float32Array, out: Float32Array, at: number): number {
+    return this.push(chunk, out, at, true);
+  }
+
+  /**
+   * Stage 1's outputs go straight into stage 2's history where both are in wasm memory (mono);
+   * else through the scratch buffer.
+   */
+  private push(chunk: Float32Array | Int16Array, out: Float32Array, at: number, checked: boolean): number {
+    if (this.direct && chunk.length > this.pieceIn) {
+      // A long chunk (one-shot) goes through in pieces that stage 2's history takes whole,
+      // checked as a whole first so that a rejected chunk changes nothing.
+      if (checked) this.a.tame = checkFloat32(chunk as Float32Array);
+      let written = 0;
+      for (let i = 0; i < chunk.length; i += this.pieceIn) written += this.push(chunk.subarray(i, i + this.pieceIn), out, at + written, false);
+      return written;
+    }
     const m = this.a.outputFramesFor(chunk.length);
+    const hb = this.b.history!;
+    // room() keeps the state: a rejected chunk changes nothing.
+    if (this.direct && m <= MAX_PIECE && hb.room(m) >= m) {
+      const n = this.a.pushToWasm(chunk, (hb.at(0) + hb.len) * 4, checked);
+      return this.b.pushWritten(n, out, at);
+    }
     const mid = this.scratch(m);
-    this.a.pushInto(chunk, mid, 0);
+    if (checked) this.a.pushChecked(chunk as Float32Array, mid, 0);
+    else this.a.pushInto(chunk, mid, 0);
     return this.b.pushInto(mid.subarray(0, m * this.channels), out, at);
   }
 
@@ -625,13 +726,19 @@ class FloatResampler extends CoreResampler implements Resampler<Float32Array> {
   private carry = false;
 
   push(chunk: Float32Array, out?: Float32Array): Float32Array {
-    const need = checkFloat32(chunk);
+    if (!(chunk instanceof Float32Array)) checkFloat32(chunk); // throws INVALID_ARGUMENT
     const m = this.core.outputFramesFor(chunk.length) * this.channels;
     const dst = out === undefined ? new Float32Array(m) : checkOut(out, Float32Array, m, chunk);
-    // Tame only where some sample needs it: the held-over part of a frame counts as this chunk's.
-    this.core.tame = need || this.carry;
-    this.carry = need || (this.carry && chunk.length < this.channels);
-    this.core.pushInto(chunk, dst, 0);
+    if (this.channels === 1) {
+      // Mono: checked (and tamed where needed) as it is written into the history.
+      this.core.pushChecked(chunk, dst, 0);
+    } else {
+      const need = checkFloat32(chunk);
+      // Tame only where some sample needs it: the held-over part of a frame counts as this chunk's.
+      this.core.tame = need || this.carry;
+      this.carry = need || (this.carry && chunk.length < this.channels);
+      this.core.pushInto(chunk, dst, 0);
+    }
     return out === undefined ? dst : dst.subarray(0, m);
   }
 
@@ -647,10 +754,10 @@ class FloatResampler extends CoreResampler implements Resampler<Float32Array> {
  * Int16 streaming resampler. The float core runs on the raw sample values (unity scale), so
  * int16 in → int16 out has exactly unity gain and `from === to` is bit-exact (chaining pcm.ts's
  * `int16ToFloat32` (÷32768) and `float32ToInt16` (×32767) would lose 0.00027 dB and change
- * samples); results are rounded half away from zero and clamped. Scratch buffers grow to the largest chunk and are reused.
+ * samples); results are rounded half away from zero and clamped. The input is converted as the
+ * history takes it (one pass); the float output scratch grows to the largest chunk and is reused.
  */
 class Int16Resampler extends CoreResampler implements Resampler<Int16Array> {
-  private inBuf = new Float32Array(0);
   private outBuf = new Float32Array(0);
 
   constructor(from: number, to: number, channels: number, quality: ResamplerQuality) {
@@ -662,14 +769,11 @@ class Int16Resampler extends CoreResampler implements Resampler<Int16Array> {
     checkInt16(chunk);
     const n = chunk.length;
     const m = this.core.outputFramesFor(n) * this.channels;
-    // The input is copied to float scratch first, so `out` may even overlap `chunk` here; it is
-    // only checked for type and length.
+    // The outputs go to float scratch first and `dst` is written only after the whole chunk is
+    // read, so `out` may even overlap `chunk` here; it is only checked for type and length.
     const dst = out === undefined ? new Int16Array(m) : checkOut(out, Int16Array, m, null);
-    if (this.inBuf.length < n) this.inBuf = new Float32Array(Math.max(n, this.inBuf.length * 2));
-    const src = this.inBuf.subarray(0, n);
-    src.set(chunk); // int16 → float32, exact (a native conversion: ~6× a JS loop)
     const fOut = this.scratchOut(m);
-    this.core.pushInto(src, fOut, 0);
+    this.core.pushInto(chunk, fOut, 0); // int16 → float32 (exact) as the history takes it
     roundToInt16(fOut, m, dst);
     return out === undefined ? dst : dst.subarray(0, m);
   }
@@ -734,9 +838,13 @@ export function resample(input: Float32Array, fromRate: number, toRate: number, 
   const frames = input.length / o.channels;
   const out = new Float32Array(roundRatio(frames, o.to, o.from) * o.channels);
   const core = createCore(o.from, o.to, o.channels, o.quality);
-  core.tame = need;
-  const at = core.pushInto(input, out, 0);
-  core.flushInto(out, at);
+  try {
+    core.tame = need;
+    const at = core.pushInto(input, out, 0);
+    core.flushInto(out, at);
+  } finally {
+    core.release();
+  }
   return out;
 }
 
@@ -750,9 +858,16 @@ export function resampleInt16(input: Int16Array, fromRate: number, toRate: numbe
   if (input.length % o.channels !== 0) {
     throw new VoicewireError('PCM_PARTIAL_SAMPLE', `resampleInt16: ${input.length} samples is not a whole number of ${o.channels}-channel frames`);
   }
-  const src = new Float32Array(input.length);
-  src.set(input);
-  const f = resample(src, o.from, o.to, o);
+  // The core converts int16 → float32 (exact) as its history takes the input: no float copy of it.
+  const f = new Float32Array(roundRatio(input.length / o.channels, o.to, o.from) * o.channels);
+  const core = createCore(o.from, o.to, o.channels, o.quality);
+  try {
+    core.tame = false; // int16 values are neither tiny nor huge
+    const at = core.pushInto(input, f, 0);
+    core.flushInto(f, at);
+  } finally {
+    core.release();
+  }
   const out = new Int16Array(f.length);
   roundToInt16(f, f.length, out);
   return out;

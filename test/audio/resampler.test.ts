@@ -21,7 +21,8 @@ import {
   type ResamplerQuality,
 } from '../../src/audio/resampler.js';
 import { designPolyphaseFilter, designStages, filterWork, MAX_TABLE_COEFS } from '../../src/audio/resampler-design.js';
-import { roundToInt16, runFoldScalar, runPolyphase, runScalar, tame } from '../../src/audio/resampler-simd.js';
+import { MAX_HISTORY_BYTES, roundToInt16, runFoldScalar, runPolyphase, runScalar, tame } from '../../src/audio/resampler-simd.js';
+import { ResamplerHistory } from '../../src/audio/resampler-history.js';
 import { concat, cutsArb, oneByOne, splitAt } from '../helpers/chunks.js';
 import { has, needs, run } from '../helpers/tools.js';
 
@@ -985,6 +986,81 @@ describe('folded symmetric rows', () => {
 });
 
 describe('input taming', () => {
+  it('mono: a chunk is checked and tamed where it lands in the history; streams equal one-shot on every backend, whatever the chunk sizes (issue 34)', () => {
+    // Chunks from 1 sample to beyond the history's first size, one past the one-piece limit
+    // (MAX_PIECE = 65536 frames), so the history grows, compacts and takes pieces; tiny and huge
+    // samples land in chunks of every kind; the rejected chunk in the middle changes nothing.
+    const x = signal(200_000, 9);
+    for (const [at, v] of [[5, 2 ** -70], [700, 3e38], [4000, -(2 ** -60)], [70_000, -1e30], [150_000, 2 ** -55], [199_999, 1e25]] as const) x[at] = v;
+    const sizes = [1, 63, 64, 700, 3528, 5000, 70_000, 3840, 20_000];
+    const parts: Float32Array[] = [];
+    for (let at = 0, i = 0; at < x.length; i++) {
+      const n = Math.min(sizes[i % sizes.length]!, x.length - at);
+      parts.push(x.subarray(at, at + n));
+      at += n;
+    }
+    const poisoned = signal(500, 3);
+    poisoned[321] = Number.NaN;
+    // Long enough that a cascade takes it in pieces: rejected as a whole, before any piece.
+    const longPoisoned = signal(70_000, 4);
+    longPoisoned[69_999] = Number.POSITIVE_INFINITY;
+    for (const backend of ['wasm-simd', 'js'] as const) {
+      setResamplerBackend(backend);
+      for (const [from, to] of [[48000, 24000], [44100, 24000], [22050, 48000], [24000, 8000], [48000, 44100]] as const) {
+        const one = resample(x, from, to);
+        const r = createResampler({ from, to });
+        const outs: Float32Array[] = [];
+        for (const [i, p] of parts.entries()) {
+          outs.push(r.push(p));
+          if (i === 3) expectCode(() => r.push(poisoned), 'RESAMPLER_NON_FINITE', /sample 321/);
+          if (i === 5) expectCode(() => r.push(longPoisoned), 'RESAMPLER_NON_FINITE', /sample 69999/);
+        }
+        outs.push(r.flush());
+        expect(sameBits(concat(outs), one), `${backend} ${from}->${to}`).toBe(true);
+        expect(one.every(Number.isFinite)).toBe(true);
+      }
+    }
+  });
+
+  it('histories beyond the wasm memory budget live in JS and give the same output; a released one is reused (issue 34)', () => {
+    const held: ResamplerHistory[] = [];
+    try {
+      // Exhaust MAX_HISTORY_BYTES (64 MB: 4096 blocks of 16 KB), then one more.
+      for (let i = 0; i < 5000 && (held.length === 0 || held[held.length - 1]!.inWasm); i++) held.push(new ResamplerHistory(1, 200, true));
+      expect(held[held.length - 1]!.inWasm).toBe(false);
+      expect(held.length).toBeLessThanOrEqual(MAX_HISTORY_BYTES / 16384 + 1);
+      const x = signal(20_000, 7);
+      x[300] = 2 ** -70;
+      for (const [from, to] of [[48000, 24000], [44100, 24000], [22050, 48000]] as const) {
+        const want = resample(x, from, to);
+        expect(sameBits(streamed(createResampler({ from, to }), splitAt(x, [1, 3528, 7000, 19_000])), want), `${from}->${to}`).toBe(true);
+      }
+      held.pop();
+      held[held.length - 1]!.release();
+      held.pop();
+      expect(new ResamplerHistory(1, 200, true).inWasm).toBe(true);
+    } finally {
+      for (const h of held) h.release();
+    }
+  });
+
+  it('int16: the input converted as the history takes it gives exactly the rounded float result (one-shot and streamed)', () => {
+    const x16 = Int16Array.from(signal(30_000, 4), (v) => Math.round(v * 30000));
+    x16[100] = 32767;
+    x16[101] = -32768;
+    for (const backend of ['wasm-simd', 'js'] as const) {
+      setResamplerBackend(backend);
+      for (const [from, to, channels] of [[22050, 48000, 1], [48000, 24000, 1], [44100, 16000, 2], [24000, 24000, 1]] as const) {
+        const f = resample(Float32Array.from(x16), from, to, { channels });
+        const want = new Int16Array(f.length);
+        roundToInt16(f, f.length, want);
+        expect(sameBits(resampleInt16(x16, from, to, { channels }), want), `${backend} ${from}->${to}`).toBe(true);
+        const r = createInt16Resampler({ from, to, channels });
+        expect(sameBits(streamed(r, splitAt(x16, [1, 1765, 1766, 9000, 29_999])), want), `${backend} ${from}->${to} streamed`).toBe(true);
+      }
+    }
+  });
+
   it('tames only chunks that need it (one scan checks and decides), and a frame held over from such a chunk is still tamed', () => {
     // Stereo, odd-length chunks: the last sample of chunk 1 (tiny, or huge) waits for its frame
     // partner in chunk 2, which needs no taming itself. Streaming must equal one-shot, bit for bit.
