@@ -5,7 +5,7 @@
  * `SESSIONS` sessions per round. No socket: what is measured is the per-word session machinery,
  * the tone engine and the line encoding.
  *
- * `npx tsx bench/tts-session-cpu.ts [sessions=3000] [rounds=6]`; `BASE_SRC=/other/src` adds that
+ * `npx tsx bench/tts-session-cpu.ts [sessions=3000] [rounds=6] [--ws-buffer]`; `BASE_SRC=/other/src` adds that
  * tree's session code in the same, alternating rounds (before/after as a ratio). Load (`uptime`)
  * is printed beside the figures.
  */
@@ -15,6 +15,9 @@ import { pathToFileURL } from 'node:url';
 
 const SESSIONS = Number(process.argv[2] ?? 3000);
 const ROUNDS = Number(process.argv[3] ?? 6);
+// `--ws-buffer`: sends return false past 16 KiB written in one turn until the next macrotask, with
+// one shared `drained()` wait, as the corked ws transport does (src/node/ws-session.ts).
+const WS_BUFFER = process.argv.includes('--ws-buffer');
 const WORDS = ['the', 'quick', 'brown', 'fox', 'jumps', 'over', 'a', 'lazy', 'dog', 'near', 'the', 'river'];
 
 interface Impl {
@@ -37,6 +40,16 @@ let sink = 0;
 async function runOne(impl: Impl, check?: string[]): Promise<void> {
   const engine = impl.createToneTtsEngine(context);
   let n = 0;
+  let buffered = 0;
+  let waiting: Promise<void> | undefined;
+  const wrote = (bytes: number): boolean | undefined => {
+    if (!WS_BUFFER) return undefined;
+    if (buffered === 0) setImmediate(() => (buffered = 0));
+    buffered += bytes;
+    return buffered >= 16384 ? false : undefined;
+  };
+  const drained = (): Promise<void> =>
+    buffered < 16384 ? Promise.resolve() : (waiting ??= new Promise<void>((resolve) => setImmediate(() => ((waiting = undefined), resolve()))));
   const session = impl.createTtsServerSession({
     engine,
     requestId: () => 'r',
@@ -44,11 +57,14 @@ async function runOne(impl: Impl, check?: string[]): Promise<void> {
       send: (text: string) => {
         sink += text.length;
         check?.push(text);
+        return wrote(text.length);
       },
       sendAudio: (line: Uint8Array) => {
         sink += line.byteLength;
         check?.push(Buffer.from(line).toString('utf8'));
+        return wrote(line.byteLength);
       },
+      drained,
       close: () => {
         n++;
       },
@@ -64,6 +80,7 @@ async function runOne(impl: Impl, check?: string[]): Promise<void> {
 }
 
 async function round(impl: Impl): Promise<number> {
+  await new Promise((r) => setImmediate(r));
   const t0 = process.cpuUsage();
   for (let i = 0; i < SESSIONS; i++) await runOne(impl);
   const d = process.cpuUsage(t0);

@@ -29,11 +29,6 @@ export function encodeTtsAudioLine(audio: Uint8Array, fields: TtsAudioFields = {
   const out = new Uint8Array(tailAt + (fields.client_req_id === undefined ? tail.length : tail.length * 3));
   out.set(HEAD, 0);
   encodeBase64Into(audio, out, HEAD.length);
-  if (fields.client_req_id === undefined) {
-    // ASCII only (numbers, null, punctuation): one byte per unit, written without a view per frame.
-    for (let i = 0; i < tail.length; i++) out[tailAt + i] = tail.charCodeAt(i);
-    return out;
-  }
   const { written } = UTF8.encodeInto(tail, out.subarray(tailAt));
   const end = tailAt + written;
   return end === out.length ? out : out.subarray(0, end);

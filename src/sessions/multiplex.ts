@@ -170,8 +170,6 @@ export function createServerSessionMachine<RS, CM extends { type: string; client
   }
 
   function withRequest(state: S, key: RequestKey, rs: RS | null): S {
-    // Most engine events (words, need_more_text, barriers) leave the request as it was: no new map or state (issue 34).
-    if (rs !== null && state.requests instanceof RequestMap && state.activeRequests !== undefined && state.requests.get(key) === rs) return state;
     const map = requestMap(state.requests);
     const old = map.get(key);
     const delta = (rs !== null && !request.isIdle(rs) ? 1 : 0) - (old !== undefined && !request.isIdle(old) ? 1 : 0);

@@ -126,9 +126,6 @@ export class RequestMap<V> implements ReadonlyMap<RequestKey, V> {
   /** This map with `key` set to `value` (a replaced entry keeps its place in iteration order). */
   set(key: RequestKey, value: V): RequestMap<V> {
     checkKey(key);
-    // A socket's one request, replaced (every engine event of a plain socket): one node, no search (issue 34).
-    const root = this.root;
-    if (this.size === 1 && root!.key === key) return new RequestMap(node(key, value, root!.seq, null, null), 1, this.seq);
     const had = this.has(key);
     return new RequestMap(insert(this.root, key, value, this.seq), had ? this.size : this.size + 1, had ? this.seq : this.seq + 1);
   }

@@ -151,27 +151,20 @@ export abstract class Runner<S, Ev, Eff extends { type: string }, D extends Driv
       this.brokenTransport();
       return;
     }
-    if (r === false && transport.drained) {
-      // Every send of a full turn finds the buffer full: one wait for the drain they share, not one per frame (issue 34).
-      const p = transport.drained();
-      if (p !== this.tracked) this.track(p);
-    } else if (typeof r === 'object' && r !== null && isPromise(r as MaybePromise<void>)) this.track(r as Promise<void>);
+    if (r === false && transport.drained) this.track(transport.drained());
+    else if (typeof r === 'object' && r !== null && isPromise(r as MaybePromise<void>)) this.track(r as Promise<void>);
   }
 
   /** Sends in flight (pending promises, or a `false` not yet drained). */
   private pendingSends = 0;
   private readonly drainWaiters: Array<() => void> = [];
 
-  /** The last promise {@link track} waits on while it is pending (a transport's shared drain wait). */
-  private tracked: Promise<void> | null = null;
-
   private track(p: Promise<void>): void {
     this.pendingSends++;
-    this.tracked = p;
     p.then(
-      () => this.settleSend(p),
+      () => this.settleSend(),
       () => {
-        this.settleSend(p);
+        this.settleSend();
         if (!this.closed) this.dispatch({ type: 'transport_closed' } as Ev);
         this.closed = true;
         this.releaseWaiters();
@@ -179,8 +172,7 @@ export abstract class Runner<S, Ev, Eff extends { type: string }, D extends Driv
     );
   }
 
-  private settleSend(p: Promise<void>): void {
-    if (this.tracked === p) this.tracked = null;
+  private settleSend(): void {
     if (this.pendingSends > 0) this.pendingSends--;
     if (this.pendingSends === 0) this.releaseWaiters();
   }

@@ -105,46 +105,6 @@ describe('server runner backpressure', () => {
     expect(maxBuffered).toBeLessThanOrEqual(6);
   });
 
-  it('sends that find the buffer full share one wait for its drain (issue 34: not one per frame)', async () => {
-    let full = false;
-    let subscriptions = 0;
-    let release: (() => void) | null = null;
-    let shared: Promise<void> | null = null;
-    const engine = createScriptedTtsEngine({ lookaheadWords: 0 });
-    const session = createTtsServerSession({
-      engine,
-      transport: {
-        send: () => !full,
-        // As the ws transport: one pending wait while the buffer is full, shared by every caller.
-        drained: () => {
-          if (shared === null) {
-            const p = new Promise<void>((resolve) => (release = resolve));
-            const then = p.then.bind(p);
-            p.then = ((a: never, b: never) => {
-              subscriptions++;
-              return then(a, b);
-            }) as never;
-            shared = p;
-          }
-          return shared;
-        },
-        close: () => undefined,
-      },
-    });
-    session.receive(JSON.stringify({ type: 'setup', output_format: 'pcm', voice_id: 'v' }));
-    await session.whenIdle();
-    full = true;
-    // One engine call speaks four words: four audio lines and four word timestamps in one turn.
-    session.receive(JSON.stringify({ type: 'text', text: 'one two three four ' }));
-    await sleep(5);
-    expect(subscriptions).toBe(1);
-    full = false;
-    shared = null;
-    release!();
-    await sleep(5);
-    await session.whenIdle();
-  });
-
   it('Node Transform: a reader that does not read stops an asynchronous engine near highWaterMark', async () => {
     // (With a synchronous engine the Transform's own write side already throttles: _transform waits.)
     const { engine, calls } = countingEngine(true);
