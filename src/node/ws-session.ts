@@ -13,7 +13,6 @@ import type { ServerSession, ServerTransport } from '../sessions/server.js';
 import type { AudioLineSpan } from '../sessions/server-session.js';
 import { VoicewireError } from '../util/errors.js';
 import { functionArg, objectArg, optionsArg } from '../util/args.js';
-import { FrameBudget, type FrameBudgetOptions } from './frame-budget.js';
 
 /** A frame as `ws` 8 delivers it (its `RawData`; the `binaryType` decides which form). */
 export type WsFrameData = Buffer | ArrayBuffer | Buffer[];
@@ -79,8 +78,8 @@ export function webSocketTransport(ws: WsSocket): WebSocketTransport {
     close: (code: number, reason: string) => {
       if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, reason);
     },
-    pauseReading: () => holdReading(ws, SESSION_HOLD, true),
-    resumeReading: () => holdReading(ws, SESSION_HOLD, false),
+    pauseReading: () => ws.pause(),
+    resumeReading: () => ws.resume(),
   };
   const socket = (ws as unknown as { _socket?: Partial<NetSocket> })._socket;
   if (socket === undefined || socket === null || typeof socket.cork !== 'function' || typeof socket.uncork !== 'function' || typeof socket.writableNeedDrain !== 'boolean') {
@@ -151,47 +150,12 @@ export interface AttachWebSocketOptions {
    * the error the session answers with first. Default `LIMIT_EXCEEDED` naming no size.
    */
   oversizeFrameError?: () => VoicewireError;
-  /**
-   * The process's turn budget for frames ({@link webSocketFrameBudget}, issue 34): past it a frame
-   * waits in its queue for a later slice. Default none: every frame is handled as it arrives.
-   */
-  frameBudget?: WsFrameBudget;
 }
-
-/** A {@link FrameBudget} of `ws` sockets' frames. */
-export type WsFrameBudget = FrameBudget<WsSocket, WsFrameData>;
 
 /** What {@link attachWebSocketSession} keeps on a socket for its shared listeners (`this` is the socket). */
 interface Attached {
   session: ServerSession<unknown>;
   onFrame: AttachWebSocketOptions['onFrame'];
-  frameBudget: WsFrameBudget | undefined;
-  /** Who holds the socket's reading paused ({@link SESSION_HOLD}, {@link BUDGET_HOLD}): it resumes when none does. */
-  holds: number;
-}
-
-/** The session's own backpressure (its transport's pauseReading). */
-const SESSION_HOLD = 1;
-/** The frame budget's queue for this socket is full. */
-const BUDGET_HOLD = 2;
-
-/** Pauses or resumes reading for one holder; the socket reads while no holder pauses it. */
-function holdReading(ws: WsSocket, holder: number, on: boolean): void {
-  const a = (ws as unknown as Record<symbol, Attached | undefined>)[ATTACHED];
-  if (a === undefined) return on ? ws.pause() : ws.resume();
-  const before = a.holds;
-  a.holds = on ? before | holder : before & ~holder;
-  if (before === 0 && a.holds !== 0) ws.pause();
-  else if (before !== 0 && a.holds === 0) ws.resume();
-}
-
-/**
- * Makes a turn budget for `ws` sockets' frames (one per process: the event loop is the process's);
- * pass it to each {@link attachWebSocketSession}. Defaults: 8 ms per turn, 16 frames queued per
- * socket before its reading pauses ({@link FrameBudgetOptions}).
- */
-export function webSocketFrameBudget(options?: Pick<FrameBudgetOptions<WsSocket, WsFrameData>, 'budgetMs' | 'maxQueuedPerOwner' | 'now'>): WsFrameBudget {
-  return new FrameBudget<WsSocket, WsFrameData>({ ...optionsArg(options, 'webSocketFrameBudget options'), run: handleFrame, hold: (ws, on) => holdReading(ws, BUDGET_HOLD, on) });
 }
 
 const ATTACHED = Symbol('voicewire.attachedSession');
@@ -211,14 +175,7 @@ function internalFailure(ws: WsSocket, session: ServerSession<unknown>, err: unk
 
 /** The socket's `message` listener, one function for every socket (issue 22: not two closures per session). */
 function onMessage(this: WsSocket, data: WsFrameData, isBinary: boolean): void {
-  const budget = attachedOf(this).frameBudget;
-  if (budget === undefined) handleFrame(this, data, isBinary);
-  else budget.offer(this, data, isBinary);
-}
-
-/** One frame to the session (at once, or from the frame budget's queue). */
-function handleFrame(ws: WsSocket, data: WsFrameData, isBinary: boolean): void {
-  const { session, onFrame } = attachedOf(ws);
+  const { session, onFrame } = attachedOf(this);
   try {
     if (onFrame?.(data, isBinary) === false) return;
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
@@ -234,14 +191,12 @@ function handleFrame(ws: WsSocket, data: WsFrameData, isBinary: boolean): void {
     }
     session.receive(text);
   } catch (err) {
-    internalFailure(ws, session, err);
+    internalFailure(this, session, err);
   }
 }
 
 function onClose(this: WsSocket): void {
-  const { session, frameBudget } = attachedOf(this);
-  // Its queued frames go with it (every way a socket ends comes through 'close').
-  frameBudget?.drop(this);
+  const { session } = attachedOf(this);
   try {
     if (!session.closed) session.transportClosed();
   } catch (err) {
@@ -262,24 +217,13 @@ export function attachWebSocketSession<S>(
   create: (transport: WebSocketTransport) => ServerSession<S>,
   options?: AttachWebSocketOptions,
 ): ServerSession<S> {
-  const { onFrame, oversizeFrameError, frameBudget } = optionsArg(options, 'attachWebSocketSession options');
+  const { onFrame, oversizeFrameError } = optionsArg(options, 'attachWebSocketSession options');
   functionArg(create, 'attachWebSocketSession create');
   if (onFrame !== undefined) functionArg(onFrame, 'attachWebSocketSession onFrame');
   if (oversizeFrameError !== undefined) functionArg(oversizeFrameError, 'attachWebSocketSession oversizeFrameError');
-  if (frameBudget !== undefined && !(frameBudget instanceof FrameBudget)) throw new VoicewireError('INVALID_ARGUMENT', 'attachWebSocketSession frameBudget: not a webSocketFrameBudget()');
   // The listeners are shared and find the session on the socket: one session per socket.
   if ((ws as unknown as Record<symbol, unknown>)[ATTACHED] !== undefined) throw new VoicewireError('INVALID_ARGUMENT', 'attachWebSocketSession: this socket already has a session');
-  // Listed before the runner exists: its transport's pause/resume count holds from the start.
-  const attached: Attached = { session: undefined as unknown as ServerSession<unknown>, onFrame, frameBudget, holds: 0 };
-  (ws as unknown as Record<symbol, Attached | undefined>)[ATTACHED] = attached;
-  let session: ServerSession<S>;
-  try {
-    session = create(webSocketTransport(ws));
-  } catch (err) {
-    delete (ws as unknown as Record<symbol, Attached | undefined>)[ATTACHED];
-    throw err;
-  }
-  attached.session = session;
+  const session = create(webSocketTransport(ws));
   // ws reports an oversize frame on its receiver, then closes 1009 with no message (clients that
   // cannot see close codes learn nothing). Heard first, the session sends its §7.3 `error` and
   // closes; ws's own close then finds the socket closing. `_receiver` is ws 8's internal name:
@@ -289,6 +233,7 @@ export function attachWebSocketSession<S>(
     if (err.code !== 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' || session.closed) return;
     session.fail(oversizeFrameError?.() ?? new VoicewireError('LIMIT_EXCEEDED', 'message over the size limit'));
   });
+  (ws as unknown as Record<symbol, Attached>)[ATTACHED] = { session, onFrame };
   ws.on('message', onMessage);
   ws.on('close', onClose);
   ws.on('error', onError);

@@ -12,7 +12,7 @@ import { VoicewireError, toVoicewireError } from '../util/errors.js';
 import { errorMessageOf, serializeSttServerMessage } from '../protocol/parse.js';
 import type { ServerSession, ServerSessionOptions } from '../sessions/server.js';
 import { sendAudioLine, type AudioLineSpan } from '../sessions/server-session.js';
-import { attachWebSocketSession, webSocketFrameBudget, type WebSocketTransport, type WsFrameData } from '../node/ws-session.js';
+import { attachWebSocketSession, type WebSocketTransport, type WsFrameData } from '../node/ws-session.js';
 import type { Principal } from './auth.js';
 import type { RequestScope } from './context.js';
 import { FirstOutputStages } from './first-output-stages.js';
@@ -197,14 +197,6 @@ function deadlines(ctx: RequestScope['ctx']): Deadlines {
   }
   return d;
 }
-
-/**
- * The process's turn budget for peers' frames (issue 34; docs/server.md "Limits"): one event loop,
- * so one budget for every server in the process. 8 ms of frames per turn, then they wait for a
- * setImmediate slice, so accepts and upgrade requests run between slices; 16 frames queued for a
- * socket pause its reading.
- */
-const FRAME_BUDGET = webSocketFrameBudget();
 
 /** Where a socket's {@link SessionGuard} is (the socket's listeners are shared functions: `this` is the socket). */
 const GUARD = Symbol('voicewire.sessionGuard');
@@ -454,7 +446,6 @@ export async function serveWebSocketSession(scope: RequestScope, ws: WebSocket, 
     {
       onFrame: (data, isBinary) => guard.onFrame(data, isBinary),
       oversizeFrameError: () => new VoicewireError('LIMIT_EXCEEDED', `message is over the limit of ${ctx.config.limits.maxFrameBytes} bytes`),
-      frameBudget: FRAME_BUDGET,
     },
   );
 
