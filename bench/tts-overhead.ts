@@ -54,6 +54,7 @@ const ROUNDS = quick ? 2 : Number(process.env.TTS_ROUNDS ?? 5);
 /** Sentences per run (~3.5 s of audio each at 48 kHz). */
 const SENTENCES = quick ? 12 : Number(process.env.TTS_SENTENCES ?? 40);
 /** Alternated passes of the resampler alone and of the replayed engine in each stages measurement. */
+const WARM_SENTENCES = Number(process.env.TTS_WARM ?? 3);
 const REPLAY_PASSES = Number(process.env.TTS_REPLAY_PASSES ?? 7);
 const TICK = 100; // /proc clock ticks per second (USER_HZ)
 const baseCli = process.env.TTS_BASE_CLI ?? '';
@@ -480,8 +481,11 @@ for (const [b, cli] of builds) for (const lib of ['system', 'wasm']) kinds.push(
 /** A started server, warmed up: its engine loaded and its code compiled before it is measured. */
 async function warmServer(name: string, cli: string, tts: string): Promise<Server> {
   const s = await start(name, cli, tts);
-  await postRun(s, sentences.slice(0, 3).join(' '));
-  await wsRun(s, sentences.slice(0, 3).join(' ').split(' '));
+  // TTS_WARM sentences through each way first (default 3): V8 compiles the hot path in tiers over
+  // the first tens of seconds of audio, on threads whose CPU /proc counts; a long-lived server has paid it.
+  const warm = sentences.slice(0, WARM_SENTENCES).join(' ');
+  await postRun(s, warm);
+  await wsRun(s, warm.split(' '));
   // temp 0's own instance (the npm build loads a second one on first use).
   await postRun(s, sentences[0]!, 0);
   return s;
