@@ -11,7 +11,6 @@ import { VoicewireError } from '../util/errors.js';
 
 /** A copy of `v` its receiver may change (tags and params too). */
 export const cloneVoice = (v: VoiceRecord): VoiceRecord => ({ ...v, tags: [...v.tags], params: structuredClone(v.params) });
-const clone = cloneVoice;
 
 /**
  * `store` with the catalog `catalog` in front: `listVoices` (catalog first, in the given order, then
@@ -20,14 +19,14 @@ const clone = cloneVoice;
  * voice with a catalog uid: `INVALID_ARGUMENT`).
  */
 export function withCatalogVoices(store: Store, catalog: readonly VoiceRecord[]): Store {
-  const voices = catalog.map(clone);
+  const voices = catalog.map(cloneVoice);
   const byUid = new Map(voices.map((v) => [v.uid, v]));
   const overrides: Pick<Store, 'listVoices' | 'getVoice' | 'putVoice'> = {
     async listVoices(orgId, options): Promise<Page<VoiceRecord>> {
       checkListOptions(options, 'voices');
       if (!options.includeCatalog) return store.listVoices(orgId, options);
       const { limit, offset } = options;
-      const fromCatalog = voices.slice(offset, limit === null ? undefined : offset + limit).map(clone);
+      const fromCatalog = voices.slice(offset, limit === null ? undefined : offset + limit).map(cloneVoice);
       const room = limit === null ? null : limit - fromCatalog.length;
       // Always asked, for the total; a room of 0 asks for one and keeps none.
       const own = await store.listVoices(orgId, { includeCatalog: false, limit: room === null ? null : Math.max(1, room), offset: Math.max(0, offset - voices.length) });
@@ -36,7 +35,7 @@ export function withCatalogVoices(store: Store, catalog: readonly VoiceRecord[])
     },
     async getVoice(orgId, uid) {
       const v = typeof uid === 'string' ? byUid.get(uid) : undefined;
-      if (v !== undefined) return clone(v);
+      if (v !== undefined) return cloneVoice(v);
       const stored = await store.getVoice(orgId, uid);
       // A catalog row an older version stored: stale, not a voice of this engine.
       return stored?.orgId === null ? undefined : stored;
