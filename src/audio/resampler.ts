@@ -293,11 +293,8 @@ class PolyphaseCore implements Core {
   pushChecked(chunk: Float32Array, out: Float32Array, at: number): number {
     const h = this.h;
     const n = chunk.length;
-    if (h === null || !h.inWasm || this.channels !== 1 || n > MAX_PIECE || n < 64 || resamplerBackend() !== 'wasm-simd') {
-      this.tame = checkFloat32(chunk);
-      return this.pushInto(chunk, out, at);
-    }
-    if (h.room(n) < n) {
+    // room() last: it makes room (compacts or grows) only for a chunk that will be written in place.
+    if (h === null || !h.inWasm || this.channels !== 1 || n > MAX_PIECE || n < 64 || resamplerBackend() !== 'wasm-simd' || h.room(n) < n) {
       this.tame = checkFloat32(chunk);
       return this.pushInto(chunk, out, at);
     }
